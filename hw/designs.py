@@ -1,0 +1,193 @@
+"""Registry of the generators the CLI and the flows know: name, options, top module, variant name.
+
+Each :class:`Design` names a factory by import path (so importing the registry stays cheap) and
+declares its options once; ``python -m hw gen``, ``make synth`` and the sweeps all read them here.
+"""
+
+import importlib
+from dataclasses import dataclass, field
+
+__all__ = ["Option", "Design", "DESIGNS", "get_design", "OptionError", "power_of_two"]
+
+
+class OptionError(ValueError):
+    """A design option has a bad value; the message names the option, the value and what is allowed."""
+
+
+def power_of_two(lo: int, hi: int):
+    """Option parser for a power of two in ``[lo, hi]``."""
+
+    def parse(text):
+        try:
+            v = int(text)
+        except (TypeError, ValueError):
+            raise ValueError(f"{text!r} is not an integer") from None
+        if v < lo or v > hi or v & (v - 1):
+            allowed = ", ".join(str(1 << k) for k in range(lo.bit_length() - 1, hi.bit_length()))
+            raise ValueError(f"{v} is not a power of two in [{lo}, {hi}]; allowed: {allowed}")
+        return v
+
+    parse.__name__ = f"power of two in [{lo}, {hi}]"
+    return parse
+
+
+def int_at_least(lo: int):
+    """Option parser for an integer >= ``lo``."""
+
+    def parse(text):
+        try:
+            v = int(text)
+        except (TypeError, ValueError):
+            raise ValueError(f"{text!r} is not an integer") from None
+        if v < lo:
+            raise ValueError(f"{v} is below the minimum {lo}")
+        return v
+
+    parse.__name__ = f"integer >= {lo}"
+    return parse
+
+
+def on_off(text):
+    """Option parser for a boolean given as on/off (also 1/0, true/false)."""
+    t = str(text).lower()
+    if t in ("on", "1", "true", "yes"):
+        return True
+    if t in ("off", "0", "false", "no"):
+        return False
+    raise ValueError(f"{text!r} is not on/off")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One generator option.
+
+    Parameters
+    ----------
+    name : str
+        Keyword argument of the generator (``width``); the CLI flag is ``--width`` and the make
+        variable is the upper-case name (``WIDTH``).
+    default : object
+        Default value (already parsed).
+    parse : callable
+        str -> value; raises ``ValueError`` with a reason.
+    choices : tuple or None
+        Allowed values, if a closed set.
+    help : str
+        One line for ``--help``.
+    tag : callable or None
+        value -> short string for the variant name, or None to leave it out of the name.
+    """
+
+    name: str
+    default: object
+    parse: object = str
+    choices: tuple | None = None
+    help: str = ""
+    tag: object = None
+
+    def convert(self, text):
+        if self.choices is not None and text not in self.choices:
+            raise OptionError(f"--{self.name.replace('_', '-')}: invalid value {text!r}; "
+                              f"allowed: {', '.join(map(str, self.choices))}")
+        try:
+            return self.parse(text) if isinstance(text, str) else text
+        except ValueError as e:
+            raise OptionError(f"--{self.name.replace('_', '-')}: {e}") from None
+
+
+@dataclass(frozen=True)
+class Design:
+    """A generator known to the CLI and flows.
+
+    Parameters
+    ----------
+    name : str
+        Design name (``bf16_mul``); also the default top module name.
+    factory : str
+        ``"module.path:ClassName"`` of the ``wiring.Component`` generator.
+    help : str
+        One line for ``--help``.
+    options : tuple of Option
+    top : str or None
+        Verilog top module name (defaults to ``name``).
+    """
+
+    name: str
+    factory: str
+    help: str
+    options: tuple = field(default_factory=tuple)
+    top: str | None = None
+
+    @property
+    def top_name(self) -> str:
+        return self.top or self.name
+
+    def params(self, given: dict | None = None) -> dict:
+        """Defaults overlaid with ``given`` (strings are parsed); unknown keys are an error."""
+        given = dict(given or {})
+        known = {o.name: o for o in self.options}
+        for k in given:
+            if k not in known:
+                raise OptionError(f"{self.name} has no option {k!r}; options: {', '.join(known) or 'none'}")
+        return {k: (o.convert(given[k]) if k in given else o.default) for k, o in known.items()}
+
+    def variant(self, params: dict) -> str:
+        """Name of this parameter set, e.g. ``bf16_mul-booth4-s0`` or ``mu-w64-fp8_e4m3``."""
+        parts = [self.name]
+        for o in self.options:
+            if o.tag is not None:
+                t = o.tag(params[o.name])
+                if t:
+                    parts.append(t)
+        return "-".join(parts)
+
+    def build(self, params: dict | None = None):
+        """Construct the generator with parsed parameters."""
+        parsed = self.params(params)
+        mod, cls = self.factory.split(":")
+        return getattr(importlib.import_module(mod), cls)(**parsed)
+
+    def emit(self, params: dict | None = None, top: str | None = None):
+        """Elaborate to a :class:`hw.hier.Netlist` (marked blocks emitted once)."""
+        from . import hier
+
+        return hier.emit(self.build(params), top or self.top_name)
+
+
+_BF16_OPTIONS = (
+    Option("arch", "booth4", choices=("behavioral", "booth4"),
+           help="significand multiplier architecture", tag=lambda v: v),
+    Option("stages", 0, int_at_least(0), help="pipeline stages (0: combinational ports a, b, p)",
+           tag=lambda v: f"s{v}"),
+    Option("subnormals", True, on_off, help="gradual underflow (on) or flush-to-zero (off)",
+           tag=lambda v: "" if v else "ftz"),
+)
+
+DESIGNS: dict[str, Design] = {
+    d.name: d
+    for d in (
+        Design("bf16_mul", "hw.fp.bf16_mul:Bf16Multiplier", "IEEE bfloat16 multiplier", _BF16_OPTIONS),
+        Design("bf16_bank", "hw.fp.bf16_bank:Bf16Bank",
+               "N BF16 multipliers with a registered reduction (hierarchical flow validation)",
+               _BF16_OPTIONS + (Option("lanes", 8, power_of_two(1, 64), help="multipliers",
+                                       tag=lambda v: f"n{v}"),)),
+        Design("mu", "hw.mu.matrix_unit:MatrixUnit", "DxD FP8/FP4 matrix unit with FP32 accumulation", (
+            Option("width", 64, power_of_two(8, 128), help="D: array width (power of two, 8..128)",
+                   tag=lambda v: f"w{v}"),
+            Option("fmt", "fp8_e4m3", choices=("fp8_e4m3", "fp8_e5m2", "fp4_e2m1"),
+                   help="element format", tag=lambda v: v),
+            Option("rows", 1, int_at_least(1), help="accumulator rows (batch rows)",
+                   tag=lambda v: "" if v == 1 else f"r{v}"),
+            Option("stages", 2, int_at_least(0), help="extra pipeline stages in the column",
+                   tag=lambda v: "" if v == 2 else f"s{v}"),
+        )),
+    )
+}
+
+
+def get_design(name: str) -> Design:
+    """Look a design up, with an error listing the known designs."""
+    try:
+        return DESIGNS[name]
+    except KeyError:
+        raise OptionError(f"unknown design {name!r}; designs: {', '.join(DESIGNS)}") from None
