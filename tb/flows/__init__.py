@@ -1,0 +1,1 @@
+"""Tests of the synthesis flows, sweeps and reports (mirrors flows/)."""
