@@ -1,0 +1,283 @@
+"""The real-tile corpus: plan, cut, store, validate and load MiniLM tiles for a unit of width D.
+
+A *tile run* is what one output block of a real matmul costs the unit: ``M`` activation rows (1 for
+decode, 16 for prefill) times one ``D``-wide slice of the weight columns, with ``K`` (the whole
+reduction of the real matmul) cut into ``ceil(K / D)`` weight tiles of ``D x D`` that the unit
+accumulates. ``K`` and the column slice are padded to multiples of ``D`` with zero codes.
+
+Operands are quantized per tensor (:mod:`tb.tiles.quant`) over the *whole* matmul operand, as a
+deployment would, before the slice is cut. Each run is one ``.npz`` file (:data:`TILE_KEYS`) in a
+cache folder outside git (``build/tiles/`` of the checkout, or ``$TILES_CACHE``) with a
+``manifest.json`` that records its source (layer, op, sentence, head, row and column slice) and a
+SHA-256 of its arrays. The corpus is a pure function of the model files and :data:`CORPUS_VERSION`,
+so a rebuild gives the same hashes; :func:`load_tile` checks every file against its manifest entry.
+"""
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hw.formats import get_format
+
+from . import minilm
+from .quant import FORMATS, quantize
+
+__all__ = ["CORPUS_VERSION", "MODES", "WIDTHS", "TILE_KEYS", "TileError", "RunSpec", "Tile", "plan",
+           "cache_dir", "build", "load_manifest", "load_tile", "tile_hash"]
+
+#: Bump when the cutting rules change (it names the cache folder).
+CORPUS_VERSION = 1
+#: Rows per run: decode is one token, prefill 16 tokens.
+MODES = {"decode": 1, "prefill": 16}
+WIDTHS = (32, 64, 128)
+#: Arrays of a tile file, with their dtypes.
+TILE_KEYS = {"x": np.uint8, "w": np.uint8, "x_f32": np.float32, "w_f32": np.float32,
+             "scales": np.float32, "width": np.int64}
+
+_REPO = Path(__file__).resolve().parents[2]
+
+
+class TileError(ValueError):
+    """A tile file or the manifest is missing, corrupt, or of the wrong shape or dtype."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One planned run: which op, rows, format and width; the source is derived from ``index``."""
+
+    op: str
+    mode: str
+    fmt: str
+    width: int
+    index: int
+
+    @property
+    def rows(self) -> int:
+        return MODES[self.mode]
+
+
+@dataclass
+class Tile:
+    """One loaded tile run.
+
+    Attributes
+    ----------
+    x : ndarray of uint8, (M, Kp)
+        Activation codes, ``Kp`` a multiple of ``width``, zero-padded.
+    w : ndarray of uint8, (Kp, width)
+        Weight codes, zero-padded rows and columns.
+    x_f32, w_f32 : ndarray of float32, (M, K) and (K, n)
+        The unquantized operands (no padding): ``n <= width`` real columns.
+    scales : (float, float)
+        Per-tensor scales of x and w; the true product is ``scales[0] * scales[1] * (x . w)``.
+    """
+
+    id: str
+    meta: dict
+    x: np.ndarray
+    w: np.ndarray
+    x_f32: np.ndarray
+    w_f32: np.ndarray
+    scales: tuple
+    width: int
+
+    @property
+    def fmt(self) -> str:
+        return self.meta["fmt"]
+
+    @property
+    def k_tiles(self) -> int:
+        return self.x.shape[1] // self.width
+
+
+def plan(full: bool = True) -> list:
+    """The regression's runs.
+
+    ``full``: every op x mode x format x width (144 runs). Otherwise the quick set CI runs: at
+    D = 32 every op in every format (modes alternating), at D = 64 every op (formats rotating,
+    the other mode), and one D = 128 run.
+    """
+    runs = []
+    if full:
+        for w in WIDTHS:
+            for fmt in FORMATS:
+                for op in minilm.OPS:
+                    for mode in MODES:
+                        runs.append(RunSpec(op, mode, fmt, w, len(runs)))
+        return runs
+    modes = list(MODES)
+    for i, op in enumerate(minilm.OPS):
+        for j, fmt in enumerate(FORMATS):
+            runs.append(RunSpec(op, modes[(i + j) % 2], fmt, 32, len(runs)))
+    for i, op in enumerate(minilm.OPS):
+        runs.append(RunSpec(op, modes[(i + 1) % 2], FORMATS[i % 3], 64, len(runs)))
+    runs.append(RunSpec("ffn_up", "prefill", "fp8_e4m3", 128, len(runs)))
+    return runs
+
+
+def cache_dir() -> Path:
+    """Corpus folder: ``$TILES_CACHE`` or ``build/tiles/v<CORPUS_VERSION>`` of the checkout."""
+    root = Path(os.environ.get("TILES_CACHE", _REPO / "build" / "tiles"))
+    return root / f"v{CORPUS_VERSION}"
+
+
+def tile_hash(arrays: dict) -> str:
+    """SHA-256 over the arrays' names, dtypes, shapes and bytes (file-format independent)."""
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        a = np.ascontiguousarray(arrays[k])
+        h.update(f"{k}:{a.dtype.str}:{a.shape};".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _source(spec: RunSpec, caps: dict, n_sent: int, rng: np.random.Generator) -> tuple:
+    """Pick layer, sentence, head, row and column slice of ``spec`` deterministically."""
+    layer = int(rng.integers(6))
+    sentence = int(rng.integers(n_sent))
+    head = int(rng.integers(12)) if spec.op in ("scores", "pv") else None
+    cap = caps[(sentence, layer, spec.op, head)]
+    length, n_total = cap.x.shape[0], cap.w.shape[1]
+    m = spec.rows
+    row0 = int(rng.integers(length - m + 1))
+    n_blocks = -(-n_total // spec.width)
+    n0 = int(rng.integers(n_blocks)) * spec.width
+    return cap, row0, n0
+
+
+def _cut(spec: RunSpec, cap: minilm.Capture, row0: int, n0: int) -> tuple:
+    d, m = spec.width, spec.rows
+    qx, qw = quantize(cap.x, spec.fmt), quantize(cap.w, spec.fmt)
+    k = cap.x.shape[1]
+    kp = -(-k // d) * d
+    n1 = min(n0 + d, cap.w.shape[1])
+    x = np.zeros((m, kp), np.uint8)
+    x[:, :k] = qx.codes[row0:row0 + m]
+    w = np.zeros((kp, d), np.uint8)
+    w[:k, :n1 - n0] = qw.codes[:, n0:n1]
+    arrays = {"x": x, "w": w, "x_f32": cap.x[row0:row0 + m].copy(), "w_f32": cap.w[:, n0:n1].copy(),
+              "scales": np.array([qx.scale, qw.scale], np.float32), "width": np.array(d, np.int64)}
+    meta = {"op": spec.op, "mode": spec.mode, "fmt": spec.fmt, "width": d, "layer": cap.layer,
+            "sentence": cap.sentence, "head": cap.head, "rows": [row0, row0 + m], "k": k, "k_padded": kp,
+            "cols": [n0, n1], "matmul_shape": [cap.x.shape[0], k, cap.w.shape[1]],
+            "amax": [float(np.abs(cap.x).max()), float(np.abs(cap.w).max())]}
+    return arrays, meta
+
+
+def build(runs=None, directory: Path | None = None, model: "minilm.MiniLM | None" = None) -> Path:
+    """Cut the tiles of ``runs`` (default: the full plan) into ``directory``; reuse what is there.
+
+    Returns the manifest path. Files already present with the manifest's hash are kept.
+    """
+    runs = plan(True) if runs is None else runs
+    directory = Path(directory) if directory is not None else cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    mpath = directory / "manifest.json"
+    manifest = load_manifest(directory) if mpath.is_file() else {"version": CORPUS_VERSION, "tiles": {}}
+    todo = [s for s in runs if not _present(directory, manifest, _run_id(s))]
+    if todo:
+        model = model or minilm.load()
+        caps = []
+        model.embed(minilm.SENTENCES, caps)
+        by_key = {(c.sentence, c.layer, c.op, c.head): c for c in caps}
+        manifest["sentences"] = list(minilm.SENTENCES)
+        for spec in todo:
+            rid = _run_id(spec)
+            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(rid.encode()).digest()[:8], "little"))
+            cap, row0, n0 = _source(spec, by_key, len(minilm.SENTENCES), rng)
+            arrays, meta = _cut(spec, cap, row0, n0)
+            np.savez(directory / f"{rid}.npz", **arrays)
+            meta.update(file=f"{rid}.npz", sha256=tile_hash(arrays), spec=asdict(spec))
+            manifest["tiles"][rid] = meta
+        tmp = mpath.with_suffix(".tmp")
+        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        tmp.replace(mpath)
+    return mpath
+
+
+def _run_id(spec: RunSpec) -> str:
+    return f"{spec.op}-{spec.mode}-{spec.fmt}-d{spec.width}"
+
+
+def _present(directory: Path, manifest: dict, rid: str) -> bool:
+    meta = manifest["tiles"].get(rid)
+    return meta is not None and (directory / meta["file"]).is_file()
+
+
+def load_manifest(directory: Path | None = None) -> dict:
+    """The manifest of a built corpus.
+
+    Raises
+    ------
+    TileError
+        If it is missing or not JSON (fix: ``python -m tb.tiles build``).
+    """
+    directory = Path(directory) if directory is not None else cache_dir()
+    path = directory / "manifest.json"
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise TileError(f"no tile manifest at {path}; build the corpus with 'python -m tb.tiles build'") from None
+    except ValueError as e:
+        raise TileError(f"tile manifest {path} is corrupt ({e}); delete {directory} and rebuild with "
+                        "'python -m tb.tiles build'") from None
+
+
+def load_tile(path: Path, meta: dict | None = None) -> Tile:
+    """Load one tile file and validate it (keys, dtypes, shapes, code range, hash against ``meta``).
+
+    Raises
+    ------
+    TileError
+        Naming the file, what is wrong, and the fix (rebuild the corpus).
+    """
+    path = Path(path)
+    fix = f"delete {path} and rebuild with 'python -m tb.tiles build'"
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise TileError(f"tile file {path} is missing; rebuild with 'python -m tb.tiles build'") from None
+    except Exception as e:
+        raise TileError(f"tile file {path} is not a readable .npz ({type(e).__name__}: {e}); {fix}") from None
+    missing = sorted(set(TILE_KEYS) - set(arrays))
+    if missing:
+        raise TileError(f"tile file {path} lacks array(s) {missing}; {fix}")
+    for k, dt in TILE_KEYS.items():
+        if arrays[k].dtype != dt:
+            raise TileError(f"tile file {path}: array '{k}' has dtype {arrays[k].dtype}, expected "
+                            f"{np.dtype(dt)}; {fix}")
+    d = int(arrays["width"])
+    x, w, xf, wf = arrays["x"], arrays["w"], arrays["x_f32"], arrays["w_f32"]
+    shape_ok = (x.ndim == 2 and w.ndim == 2 and xf.ndim == 2 and wf.ndim == 2 and d > 0
+                and x.shape[1] % d == 0 and x.shape[1] > 0 and w.shape == (x.shape[1], d)
+                and xf.shape[0] == x.shape[0] and xf.shape[1] <= x.shape[1]
+                and wf.shape[0] == xf.shape[1] and wf.shape[1] <= d and arrays["scales"].shape == (2,))
+    if not shape_ok:
+        raise TileError(f"tile file {path} has inconsistent shapes for width {d}: x {x.shape}, w {w.shape}, "
+                        f"x_f32 {xf.shape}, w_f32 {wf.shape}, scales {arrays['scales'].shape} (expected x "
+                        f"(M, Kp), w (Kp, {d}), Kp a multiple of {d}); {fix}")
+    if meta is not None:
+        if meta.get("width") != d:
+            raise TileError(f"tile file {path} has width {d}, manifest says {meta.get('width')}; {fix}")
+        bits = get_format(meta["fmt"]).bits
+        if max(int(x.max(initial=0)), int(w.max(initial=0))) >= 1 << bits:
+            raise TileError(f"tile file {path} holds codes wider than {bits} bits ({meta['fmt']}); {fix}")
+        if tile_hash(arrays) != meta["sha256"]:
+            raise TileError(f"tile file {path} does not match its manifest hash (corrupt or stale); {fix}")
+    scales = tuple(float(s) for s in arrays["scales"])
+    return Tile(Path(path).stem, dict(meta or {}), x, w, xf, wf, scales, d)
+
+
+def load_runs(runs, directory: Path | None = None):
+    """Build what is missing, then yield ``(spec, Tile)`` for ``runs``."""
+    directory = Path(directory) if directory is not None else cache_dir()
+    build(runs, directory)
+    manifest = load_manifest(directory)
+    for spec in runs:
+        meta = manifest["tiles"][_run_id(spec)]
+        yield spec, load_tile(directory / meta["file"], meta)

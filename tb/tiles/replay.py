@@ -1,0 +1,159 @@
+"""Replay real tiles through the numerics model (and the RTL, when its harness exists) and measure them.
+
+One run feeds the ``ceil(K / D)`` weight tiles of a :class:`tb.tiles.corpus.Tile` to a unit of width
+``D`` with ``M`` accumulator rows: for tile ``t`` the ``M`` activation beats carry ``swap`` on the
+first beat, ``first`` on every beat of ``t == 0`` and ``last`` on every beat of the final tile, row
+index ``r`` on beat ``r``. The FP32 results are
+
+* checked bit for bit: the RTL against ``tb/mu/model.py`` (the numerics contract's model), and that
+  model against the independently written :mod:`tb.tiles.exact`;
+* compared with float64 (the exact dot product of the same codes: the unit's own rounding error,
+  which must stay within the contract's bound) and with the unquantized float32 product of the real
+  model (the cost of the format: quantization error after the per-tensor scales are applied).
+
+Cost figures come from the throughput contract (docs/mu_interface.md) and, for RTL runs, from the
+unit's counters.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hw.formats import get_format
+
+from . import exact
+from .corpus import Tile
+
+__all__ = ["beats", "contract_cycles", "RunResult", "replay_model", "finish", "rtl_available"]
+
+
+def beats(tile: Tile) -> list:
+    """The run as unit transfers: per K tile ``(w_tile (D, D), x (M, D), first, last)``."""
+    d, m = tile.width, tile.x.shape[0]
+    out = []
+    for t in range(tile.k_tiles):
+        ks = slice(t * d, (t + 1) * d)
+        out.append((tile.w[ks], tile.x[:, ks], t == 0, t == tile.k_tiles - 1))
+    assert out and m > 0
+    return out
+
+
+def contract_cycles(k_tiles: int, rows: int, width: int, latency: int = 0) -> int:
+    """Cycles from the first weight beat to the last result, by the throughput contract.
+
+    Tile 0 loads in ``D`` cycles; the ``M`` beats of tile ``t`` are issued while tile ``t + 1`` loads,
+    so each tile costs ``max(D, M)`` cycles; the last tile's beats and the pipeline latency follow.
+    """
+    return width + (k_tiles - 1) * max(width, rows) + rows + latency
+
+
+@dataclass
+class RunResult:
+    """Everything the regression report shows about one run."""
+
+    id: str
+    meta: dict
+    width: int
+    fmt: str
+    rows: int
+    k: int
+    n: int
+    k_tiles: int
+    bits: np.ndarray              # (M, D) uint32 FP32 results of the numerics model
+    err_f64: dict = field(default_factory=dict)
+    err_f32: dict = field(default_factory=dict)
+    cycles_contract: int = 0
+    counters: dict = field(default_factory=dict)  # RTL counters, empty for model-only runs
+    rtl_match: bool | None = None
+    seconds: float = 0.0
+
+    @property
+    def b(self) -> int:
+        return get_format(self.fmt).bits
+
+    @property
+    def useful_macs(self) -> int:
+        return self.rows * self.k * self.n
+
+    @property
+    def issued_macs(self) -> int:
+        return self.k_tiles * self.rows * self.width * self.width
+
+    @property
+    def bytes_fed(self) -> float:
+        """Weight plus activation bytes the unit takes in (padding included)."""
+        return self.k_tiles * (self.width + self.rows) * self.width * self.b / 8
+
+    @property
+    def bytes_useful(self) -> float:
+        return (self.k * self.n + self.rows * self.k) * self.b / 8
+
+
+def _model_bits(tile: Tile) -> tuple:
+    from tb.mu.model import MatrixUnitModel
+
+    m = tile.x.shape[0]
+    model = MatrixUnitModel(tile.width, tile.fmt, rows=m)
+    rows = []
+    for w, x, first, last in beats(tile):
+        rows += model.run(w, x, first, last, row=np.arange(m))
+    assert [r.row for r in rows] == list(range(m)), "one result per row, in order"
+    bits = np.stack([r.bits for r in rows]).astype(np.uint32)
+    return bits, np.stack([r.ref for r in rows]), np.stack([r.bound for r in rows])
+
+
+def _rel(got: np.ndarray, ref: np.ndarray) -> dict:
+    """Norm-wise relative errors: max |err| / max |ref| and mean |err| / mean |ref|."""
+    err = np.abs(got - ref)
+    top, avg = float(np.abs(ref).max(initial=0.0)), float(np.abs(ref).mean()) if ref.size else 0.0
+    return {"max_rel": float(err.max(initial=0.0)) / top if top else float(err.max(initial=0.0) > 0),
+            "mean_rel": float(err.mean()) / avg if avg else float(err.mean() > 0)}
+
+
+def replay_model(tile: Tile) -> RunResult:
+    """Run ``tile`` through ``tb/mu/model.py``, cross-check with :mod:`tb.tiles.exact`, measure errors.
+
+    Raises
+    ------
+    AssertionError
+        If the two models disagree on any bit or the result leaves the contract's error bound.
+    """
+    t0 = time.perf_counter()
+    bits, ref64, bound = _model_bits(tile)
+    mine = exact.matmul_tiles(tile.x, tile.w, tile.fmt, tile.width).view(np.uint32)
+    diff = np.nonzero(mine != bits)
+    assert diff[0].size == 0, (f"{tile.id}: tb/mu/model.py and tb/tiles/exact.py disagree at (row, col) "
+                               f"{list(zip(*diff, strict=True))[:4]}")
+    got = bits.view(np.float32).astype(np.float64)
+    err = np.abs(got - ref64)
+    assert np.all(err <= bound), f"{tile.id}: result outside the contract's rounding bound"
+    n = tile.w_f32.shape[1]
+    scaled = got[:, :n] * tile.scales[0] * tile.scales[1]
+    ref32 = (tile.x_f32 @ tile.w_f32).astype(np.float64)
+    res = RunResult(tile.id, tile.meta, tile.width, tile.fmt, tile.x.shape[0], tile.x_f32.shape[1], n,
+                    tile.k_tiles, bits, err_f64=_rel(got, ref64), err_f32=_rel(scaled, ref32))
+    res.err_f64["within_bound"] = True
+    res.cycles_contract = contract_cycles(tile.k_tiles, res.rows, tile.width)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def rtl_available() -> str | None:
+    """None if the RTL replay harness (``tb.mu.replay``) can be used, else the reason it cannot."""
+    try:
+        import tb.mu.replay  # noqa: F401
+    except ImportError as e:
+        return f"tb.mu.replay is not importable ({e}): the matrix unit's replay harness is not in this checkout"
+    return None
+
+
+def finish(res: RunResult, rtl_bits: np.ndarray, counters: dict) -> RunResult:
+    """Attach an RTL run's results and counters to ``res``; assert bit equality with the model."""
+    rtl_bits = np.asarray(rtl_bits, dtype=np.uint32)
+    diff = np.nonzero(rtl_bits != res.bits)
+    res.rtl_match = diff[0].size == 0
+    res.counters = dict(counters)
+    assert res.rtl_match, (f"{res.id}: RTL differs from tb/mu/model.py at (row, col) "
+                           f"{list(zip(*diff, strict=True))[:4]}")
+    return res
