@@ -221,7 +221,8 @@ def load_manifest(directory: Path | None = None) -> dict:
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
-        raise TileError(f"no tile manifest at {path}; build the corpus with 'python -m tb.tiles build'") from None
+        raise TileError(f"no tile manifest at {path}; build the corpus with "
+                        "'python -m tb.tiles build'") from None
     except ValueError as e:
         raise TileError(f"tile manifest {path} is corrupt ({e}); delete {directory} and rebuild with "
                         "'python -m tb.tiles build'") from None

@@ -241,7 +241,7 @@ def load(directory: Path | str | None = None) -> MiniLM:
 
     d = Path(directory) if directory is not None else model_dir()
     files = {k: d / k for k in ("config.json", "model.safetensors", "tokenizer.json")}
-    for name, path in files.items():
+    for path in files.values():
         if not path.is_file():
             raise ModelFileError(f"model file {path} is missing; {_FIX}")
     try:

@@ -33,16 +33,18 @@ def _encode(weights: dict, config: dict, ids: np.ndarray) -> np.ndarray:
         def p(name, i=i):
             return w[f"encoder.layer.{i}.{name}"]
 
-        def split(name):
-            y = np.einsum("td,od->to", x, p(f"attention.self.{name}.weight")) + p(f"attention.self.{name}.bias")
+        def split(name, h):
+            y = np.einsum("td,od->to", h, p(f"attention.self.{name}.weight")) \
+                + p(f"attention.self.{name}.bias")
             return y.reshape(t, nh, -1).transpose(1, 0, 2)  # (heads, tokens, head_dim)
 
-        q, k, v = split("query"), split("key"), split("value")
+        q, k, v = split("query", x), split("key", x), split("value", x)
         logits = np.einsum("htd,hsd->hts", q, k) / math.sqrt(q.shape[-1])
         lse = np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
             + logits.max(-1, keepdims=True)
         ctx = np.einsum("hts,hsd->thd", np.exp(logits - lse), v).reshape(t, -1)
-        att = np.einsum("td,od->to", ctx, p("attention.output.dense.weight")) + p("attention.output.dense.bias")
+        att = np.einsum("td,od->to", ctx, p("attention.output.dense.weight")) \
+            + p("attention.output.dense.bias")
         x = _ln(x + att, p("attention.output.LayerNorm.weight"), p("attention.output.LayerNorm.bias"), eps)
         u = np.einsum("td,fd->tf", x, p("intermediate.dense.weight")) + p("intermediate.dense.bias")
         gelu = u * (1.0 + _erf(u / math.sqrt(2.0)).astype(np.float64)) / 2.0

@@ -144,7 +144,8 @@ def rtl_available() -> str | None:
     try:
         import tb.mu.replay  # noqa: F401
     except ImportError as e:
-        return f"tb.mu.replay is not importable ({e}): the matrix unit's replay harness is not in this checkout"
+        return (f"tb.mu.replay is not importable ({e}): the matrix unit's replay harness is not in "
+                "this checkout")
     return None
 
 
