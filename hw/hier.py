@@ -142,6 +142,7 @@ def place(m, name: str, component: wiring.Component, *, module: str):
         first = emitter.modules[module]
         if _Emitter().convert(component, module).verilog != first.verilog:
             raise ValueError(f"two different blocks were both named {module!r}")
+    component._MustUse__silence = True  # replaced by an Instance: never elaborated here
     counts = emitter.stack[-1]
     counts[module] = counts.get(module, 0) + 1
     ports = {}

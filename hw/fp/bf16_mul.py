@@ -1,0 +1,218 @@
+"""IEEE bfloat16 multiplier generator: unpack -> exact raw product -> round/pack.
+
+Semantics (the contract ``tb/fp/bf16_ref.py`` models in integers)
+----------------------------------------------------------------
+* IEEE 754 multiplication on bfloat16, round to nearest, ties to even.
+* ``subnormals=True``: gradual underflow, subnormal inputs and results.
+  ``subnormals=False``: subnormal inputs are read as zeros of their sign, and a result whose exact
+  magnitude is below 2^-126 becomes a zero of its sign (flush before rounding).
+* Overflow gives +-Inf; Inf x 0 gives NaN; every NaN result is the canonical 0x7FC0; the sign of
+  zeros and infinities is the XOR of the operand signs.
+
+Architectures (same results bit for bit; ``make prove DESIGN=bf16_mul`` proves it):
+
+* ``behavioral``: the 8x8 significand product is written with ``*``.
+* ``booth4``: the product comes from :class:`hw.fp.booth.Booth4Multiplier` (radix-4 Booth,
+  Dadda tree, prefix adder).
+
+Pipelining: ``stages=0`` is combinational with ports ``a``, ``b``, ``p``. ``stages=N > 0`` has stream
+ports ``i`` (payload ``a`` in bits 15:0, ``b`` in bits 31:16) and ``o`` (payload ``p``), one transfer
+per cycle at full throughput, latency :attr:`Bf16Multiplier.latency` = N cycles. Registers go, in
+this order of preference, after the rounder (``out``), on the raw product record (``raw``) and on
+the inputs (``in``); stages beyond three are extra output registers for retiming. All stages stall
+together: a stage loads when it is empty or the next one loads, so ``i.ready`` is
+``o.ready`` or-ed with "some stage is empty" (a combinational path from ``o.ready`` to ``i.ready``;
+``o.valid`` never depends on ``o.ready``).
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..formats import get_format
+from .booth import Booth4Multiplier
+from .round import RoundPack
+from .unpack import Unpack, raw_layout, unpack_exp_width
+
+__all__ = ["Bf16Multiplier", "RawMultiply", "ARCHS", "cut_points"]
+
+ARCHS = ("behavioral", "booth4")
+BF16 = get_format("bf16")
+
+
+def cut_points(stages: int) -> list:
+    """Register positions along the datapath for ``stages`` pipeline stages, input to output."""
+    if stages <= 0:
+        return []
+    base = {1: ["out"], 2: ["raw", "out"]}.get(stages, ["in", "raw", "out"])
+    return base + ["out"] * max(0, stages - 3)
+
+
+class RawMultiply(wiring.Component):
+    """Unpack two codes of ``fmt`` and form their exact product as a raw-float record.
+
+    The product significand is ``2 * (man_bits + 1)`` bits (exact, no sticky) and its exponent
+    ``ea + eb + 1`` (the record's MSB has weight 2^1 in ``1.x * 1.y``).
+
+    Parameters
+    ----------
+    arch : str
+        ``"behavioral"`` or ``"booth4"``: how the significand product is built.
+    subnormals : bool
+        Subnormal inputs kept (True) or read as zeros (False).
+    fmt : FloatFormat
+        Operand format (default BF16).
+
+    Members
+    -------
+    a, b : In(fmt.bits)
+    raw : Out(raw_layout(2 * (fmt.man_bits + 1), unpack_exp_width(fmt) + 1))
+    """
+
+    def __init__(self, *, arch: str, subnormals: bool, fmt=BF16):
+        if arch not in ARCHS:
+            raise ValueError(f"arch must be one of {', '.join(ARCHS)}, not {arch!r}")
+        self._arch, self._subnormals, self._fmt = arch, bool(subnormals), fmt
+        sw = 2 * (fmt.man_bits + 1)
+        super().__init__({
+            "a": In(fmt.bits),
+            "b": In(fmt.bits),
+            "raw": Out(raw_layout(sw, unpack_exp_width(fmt) + 1)),  # +1: sum of two exponents
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        f = self._fmt
+        m.submodules.ua = ua = Unpack(f, subnormals=self._subnormals)
+        m.submodules.ub = ub = Unpack(f, subnormals=self._subnormals)
+        m.d.comb += [ua.code.eq(self.a), ub.code.eq(self.b)]
+        x, y = ua.raw, ub.raw
+        nan = x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
+        inf = (x.is_inf | y.is_inf) & ~nan
+        m.d.comb += [
+            self.raw.is_nan.eq(nan),
+            self.raw.is_inf.eq(inf),
+            self.raw.is_zero.eq((x.is_zero | y.is_zero) & ~nan & ~inf),
+            self.raw.sign.eq(x.sign ^ y.sign),
+            self.raw.exp.eq(x.exp + y.exp + 1),
+        ]
+        if self._arch == "behavioral":
+            m.d.comb += self.raw.sig.eq(x.sig * y.sig)
+        else:
+            n = f.man_bits + 1
+            m.submodules.sigmul = mul = Booth4Multiplier(n, n)
+            m.d.comb += [mul.a.eq(x.sig), mul.b.eq(y.sig), self.raw.sig.eq(mul.p)]
+        return m
+
+
+class Bf16Multiplier(wiring.Component):
+    """IEEE bfloat16 multiplier (see the module docstring for the exact semantics).
+
+    Parameters
+    ----------
+    arch : str
+        ``"behavioral"`` or ``"booth4"``.
+    stages : int
+        Pipeline stages, >= 0.
+    subnormals : bool
+        Gradual underflow (True) or flush-to-zero of inputs and results (False).
+
+    Members
+    -------
+    a, b : In(16)
+        Operands (``stages == 0`` only).
+    p : Out(16)
+        Product (``stages == 0`` only).
+    i : In(stream.Signature(32))
+        Operands, ``a`` in bits 15:0 and ``b`` in 31:16 (``stages > 0`` only).
+    o : Out(stream.Signature(16))
+        Products in order (``stages > 0`` only).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``arch`` or a negative ``stages``.
+    """
+
+    def __init__(self, arch: str = "booth4", stages: int = 0, subnormals: bool = True):
+        if arch not in ARCHS:
+            raise ValueError(f"arch must be one of {', '.join(ARCHS)}, not {arch!r}")
+        if not isinstance(stages, int) or isinstance(stages, bool) or stages < 0:
+            raise ValueError(f"stages must be an integer >= 0, not {stages!r}")
+        if not isinstance(subnormals, bool):
+            raise TypeError(f"subnormals must be True or False, not {subnormals!r}")
+        self._arch, self._stages, self._subnormals = arch, stages, subnormals
+        if stages == 0:
+            sig = {"a": In(16), "b": In(16), "p": Out(16)}
+        else:
+            sig = {"i": In(stream.Signature(32)), "o": Out(stream.Signature(16))}
+        super().__init__(sig)
+
+    @property
+    def arch(self) -> str:
+        return self._arch
+
+    @property
+    def stages(self) -> int:
+        return self._stages
+
+    @property
+    def subnormals(self) -> bool:
+        return self._subnormals
+
+    @property
+    def latency(self) -> int:
+        """Cycles from an accepted input to its product on ``o`` (= ``stages``; 0: combinational)."""
+        return self._stages
+
+    @property
+    def module_name(self) -> str:
+        """Verilog module name encoding every parameter (for :func:`hw.hier.place`)."""
+        return f"bf16_mul_{self._arch}_s{self._stages}" + ("" if self._subnormals else "_ftz")
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mul = mul = RawMultiply(arch=self._arch, subnormals=self._subnormals)
+        m.submodules.rnd = rnd = RoundPack(BF16, sig_width=len(mul.raw.sig),
+                                           exp_width=len(mul.raw.exp), subnormals=self._subnormals)
+        if self._stages == 0:
+            m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.b), rnd.raw.eq(mul.raw),
+                         self.p.eq(rnd.code)]
+            return m
+
+        cuts = cut_points(self._stages)
+        n = len(cuts)
+        valid = [Signal(name=f"valid{k}") for k in range(n)]
+        ready_in = [Signal(name=f"load{k}") for k in range(n)] + [self.o.ready]
+        for k in range(n):
+            # stage k loads (takes the previous stage's data) when empty or when stage k+1 loads
+            m.d.comb += ready_in[k].eq(~valid[k] | ready_in[k + 1])
+        m.d.comb += self.i.ready.eq(ready_in[0])
+
+        k = 0
+        prev_valid = self.i.valid
+
+        def register(value, shape, name):
+            nonlocal k, prev_valid
+            reg = Signal(shape, name=name, reset_less=True)
+            with m.If(ready_in[k]):
+                m.d.sync += [reg.eq(value), valid[k].eq(prev_valid)]
+            prev_valid = valid[k]
+            k += 1
+            return reg
+
+        ab = self.i.payload
+        if "in" in cuts:
+            ab = register(ab, 32, "ab_q")
+        m.d.comb += [mul.a.eq(ab[:16]), mul.b.eq(ab[16:])]
+        raw = mul.raw
+        if "raw" in cuts:
+            raw = register(raw, mul.raw.shape(), "raw_q")
+        m.d.comb += rnd.raw.eq(raw)
+        p = rnd.code
+        for j in range(cuts.count("out")):
+            p = register(p, 16, f"p_q{j}")
+        m.d.comb += [self.o.payload.eq(p), self.o.valid.eq(prev_valid)]
+        assert k == n
+        return m
+
