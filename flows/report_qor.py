@@ -1,0 +1,317 @@
+"""The cross-width QoR report: ``reports/qor_comparison.md`` and its plots, from our own metrics only.
+
+Reads every ``reports/qor/<variant>/metrics.json`` written by the QoR flow (METRICS2.1 names, see
+``flows/synth.py``), groups matrix-unit variants by width D and element format and BF16 multiplier
+variants by architecture, and writes tables, PNG plots under ``reports/plots/`` and a verdict on each
+claim of the seed study. Any cell whose metrics do not exist yet reads ``not measured yet``: the
+report never fills a gap with an estimate. Equal-silicon performance combines measured fmax and area
+with cycle counts from the unit's throughput contract (``docs/mu_interface.md``) for the real model
+shapes of the tile catalog (:mod:`flows.qor_shapes`).
+
+Run it with ``python -m flows report-qor`` (``make qor`` runs it after the sweep).
+"""
+
+import argparse
+import datetime
+import json
+import math
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import qor_shapes
+
+__all__ = ["Point", "load_points", "generate", "fit_slope", "main", "NOT_MEASURED"]
+
+REPO = Path(__file__).resolve().parent.parent
+NOT_MEASURED = "not measured yet"
+WIDTHS = (32, 64, 128)
+FORMATS = ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1")
+BATCHES = (1, 8)
+
+# METRICS2.1 keys written by the QoR flow (issue 3).
+AREA = "synth__design__instance__area__stdcell"
+GE = "synth__design__instance__area__ge"
+CELLS = "synth__design__instance__count__stdcell"
+SEQ = "synth__design__instance__area__sequential"
+CP_PS = "synth__timing__critical_path__delay_ps"
+CP_LV = "synth__timing__critical_path__levels"
+DEPTH = "synth__timing__logic_depth__generic"
+FMAX = "synth__timing__fmax_mhz"
+RUNTIME = "flow__runtime__seconds"
+MEMORY = "flow__memory__peak_mb"
+BLOCK = AREA + "__"
+# Block (module name prefix) -> category of the per-block breakdown (docs/mu_interface.md).
+CATEGORIES = (("mu_lane", "multipliers"), ("mu_tree", "compressor tree"), ("mu_acc", "accumulate"),
+              ("mu_wbuf", "weight storage"))
+CONTROL = "control (top, outside the columns)"
+
+YOSYS_CAVEAT = ("All numbers come from Yosys (yowasp) synthesis with ABC technology mapping and our own "
+                "static timing analysis over the liberty's tables: no placement, no routing, no wire load "
+                "(unless stated), no clock tree. A published Yosys-vs-commercial comparison on IHP 130 nm "
+                "found Yosys about 53% larger (arXiv 2512.06122): read areas as relative between widths, "
+                "not as absolute silicon.")
+
+
+@dataclass
+class Point:
+    """One synthesized variant: its metrics and the parameters read from them (or its name)."""
+
+    variant: str
+    design: str
+    params: dict
+    metrics: dict
+    path: Path
+    extra: dict = field(default_factory=dict)
+
+    def get(self, key):
+        v = self.metrics.get(key)
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _parse_variant(name: str) -> tuple:
+    """Design and parameters from a variant name such as ``mu-w64-fp8_e4m3-osu018``."""
+    parts = name.split("-")
+    design, params = parts[0], {}
+    for p in parts[1:]:
+        if p in FORMATS:
+            params["fmt"] = p
+        elif design == "mu" and re.fullmatch(r"w\d+", p):
+            params["width"] = int(p[1:])
+        elif design == "mu" and re.fullmatch(r"r\d+", p):
+            params["rows"] = int(p[1:])
+        elif re.fullmatch(r"s\d+", p):
+            params["stages"] = int(p[1:])
+        elif p in ("behavioral", "booth4", "yosysbooth", "booth"):
+            params["arch"] = p
+        elif p == "ftz":
+            params["subnormals"] = False
+    return design, params
+
+
+def load_points(qor_dir: Path) -> list[Point]:
+    """Every ``<qor_dir>/*/metrics.json``; unreadable files are an error naming the file."""
+    points = []
+    for f in sorted(Path(qor_dir).glob("*/metrics.json")):
+        try:
+            m = json.loads(f.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{f}: not valid JSON ({e}); rerun 'make qor' to regenerate it") from None
+        design, params = _parse_variant(f.parent.name)
+        given = m.get("params") or m.get("design__params") or {}
+        if isinstance(given, dict):
+            params.update(given)
+        design = m.get("design") if isinstance(m.get("design"), str) else design
+        if design == "mu":
+            params.setdefault("rows", 1)
+        points.append(Point(f.parent.name, design, params, m, f))
+    return points
+
+
+def fit_slope(xs, ys):
+    """Least-squares slope of ys over xs; None with fewer than two distinct xs."""
+    pts = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None]
+    if len({x for x, _ in pts}) < 2:
+        return None
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+
+
+def _fmt(v, digits=0, unit=""):
+    if v is None:
+        return NOT_MEASURED
+    if isinstance(v, float) and digits == 0 and abs(v) >= 100:
+        return f"{v:,.0f}{unit}"
+    return f"{v:,.{digits}f}{unit}"
+
+
+def mu_grid(points) -> dict:
+    """(D, fmt) -> Point for the default matrix units (rows = 1, default stages), newest duplicate wins."""
+    grid = {}
+    for p in points:
+        if p.design == "mu" and p.params.get("rows", 1) == 1 and "width" in p.params and "fmt" in p.params:
+            grid[(p.params["width"], p.params["fmt"])] = p
+    return grid
+
+
+def breakdown(p: Point) -> dict | None:
+    """Category -> area (um^2) from the per-block metrics; control = total - the blocks."""
+    total = p.get(AREA)
+    blocks = {k[len(BLOCK):]: v for k, v in p.metrics.items()
+              if k.startswith(BLOCK) and isinstance(v, (int, float))}
+    if total is None or not blocks:
+        return None
+    out = {c: 0.0 for _, c in CATEGORIES}
+    for name, area in blocks.items():
+        for prefix, cat in CATEGORIES:
+            if name.startswith(prefix):
+                out[cat] += area
+    if not any(out.values()):
+        return None
+    out[CONTROL] = total - sum(out.values())
+    return out
+
+
+def perf(p: Point, shape, batch: int):
+    """Useful MACs per second per mm^2 of one matmul shape on the unit of point ``p`` (None if unknown)."""
+    fmax, area = p.get(FMAX), p.get(AREA)
+    if fmax is None or area is None or area <= 0:
+        return None
+    d = p.params["width"]
+    cycles = qor_shapes.cycles(shape, batch, d)
+    return qor_shapes.useful_macs(shape, batch) / cycles * fmax * 1e6 / (area * 1e-6)
+
+
+def _git(*args) -> str:
+    try:
+        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def provenance(points) -> list[str]:
+    """Lines: repository revision, date, tool versions and liberties found in the metrics."""
+    rev = _git("rev-parse", "--short", "HEAD")
+    dirty = " (with uncommitted changes)" if _git("status", "--porcelain", "--", "hw", "flows") else ""
+    tools, libs, revs = set(), set(), set()
+    for p in points:
+        for k, v in p.metrics.items():
+            if isinstance(v, str) and ("version" in k or k.startswith("tool")):
+                tools.add(f"{k} = {v}")
+            if isinstance(v, str) and "liberty" in k:
+                libs.add(v)
+            if isinstance(v, str) and ("git" in k or k.endswith("revision")):
+                revs.add(v)
+    return [
+        f"- Generated {datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')} at git revision "
+        f"`{rev}`{dirty} by `python -m flows report-qor`.",
+        f"- Metrics produced at revision(s): {', '.join(sorted(revs)) or NOT_MEASURED}.",
+        f"- Tools: {'; '.join(sorted(tools)) or NOT_MEASURED}.",
+        f"- Liberty: {', '.join(sorted(libs)) or NOT_MEASURED}.",
+        f"- Caveat: {YOSYS_CAVEAT}",
+    ]
+
+
+def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True) -> str:
+    """Write the report (and plots); return its text."""
+    from . import report_qor_plots as rp
+    from . import report_qor_verdict as rv
+
+    points = load_points(qor_dir)
+    grid = mu_grid(points)
+    rel = lambda f: Path(f).relative_to(out_md.parent) if Path(f).is_relative_to(out_md.parent) else f  # noqa: E731
+    L = ["# QoR across matrix-unit widths", "",
+         "Generated by `make qor` (`python -m flows qor`); do not edit by hand. Every number is from our own "
+         f"runs under `{qor_dir.name}/`; a cell reads *{NOT_MEASURED}* where that run has not been done.", ""]
+    L += ["## Provenance", ""] + provenance(points) + [""]
+
+    # Area, timing, runtime per width and format.
+    L += ["## Matrix unit: area, timing and flow cost", "",
+          "Area per MAC = area / (D x D) (the unit issues D x D MACs per activation beat). Rows = 1, "
+          "default pipeline stages.", "",
+          "| D | format | area (um^2) | area (GE) | cells | area/MAC (um^2) | critical path (ps) | levels "
+          "| generic depth | fmax (MHz) | flow runtime (s) | peak memory (MB) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for fmt in FORMATS:
+        for d in WIDTHS:
+            p = grid.get((d, fmt))
+            keys = (AREA, GE, CELLS, CP_PS, CP_LV, DEPTH, FMAX, RUNTIME, MEMORY)
+            g = {k: (p.get(k) if p else None) for k in keys}
+            a = g[AREA]
+            per_mac = a / (d * d) if a is not None else None
+            L.append(f"| {d} | {fmt} | {_fmt(a)} | {_fmt(g[GE])} | {_fmt(g[CELLS])} | {_fmt(per_mac, 1)} | "
+                     f"{_fmt(g[CP_PS])} | {_fmt(g[CP_LV])} | {_fmt(g[DEPTH])} | {_fmt(g[FMAX], 1)} | "
+                     f"{_fmt(g[RUNTIME], 1)} | {_fmt(g[MEMORY])} |")
+    L.append("")
+
+    # Levels per doubling.
+    L += ["## Critical path against log2 D", "",
+          "Least-squares slope over the measured widths; needs at least two widths of a format.", "",
+          "| format | widths measured | levels per doubling | generic depth per doubling | ps per doubling |",
+          "|---|---|---|---|---|"]
+    slopes = {}
+    for fmt in FORMATS:
+        pts = [(math.log2(d), grid[(d, fmt)]) for d in WIDTHS if (d, fmt) in grid]
+        xs = [x for x, _ in pts]
+        s = {k: fit_slope(xs, [p.get(k) for _, p in pts]) for k in (CP_LV, DEPTH, CP_PS)}
+        slopes[fmt] = s
+        L.append(f"| {fmt} | {', '.join(str(2 ** int(x)) for x in xs) or 'none'} | {_fmt(s[CP_LV], 2)} | "
+                 f"{_fmt(s[DEPTH], 2)} | {_fmt(s[CP_PS], 0)} |")
+    L.append("")
+
+    # Per-block breakdown.
+    L += ["## Per-block area and control share", "",
+          "Blocks as marked by the generator (docs/mu_interface.md); control is the top level outside the "
+          "columns (total minus the blocks).", ""]
+    cats = [c for _, c in CATEGORIES] + [CONTROL]
+    L += ["| D | format | " + " | ".join(f"{c} (um^2)" for c in cats) + " | control share |",
+          "|---|---|" + "---|" * (len(cats) + 1)]
+    shares = {}
+    for fmt in FORMATS:
+        for d in WIDTHS:
+            p = grid.get((d, fmt))
+            b = breakdown(p) if p else None
+            if b is None:
+                L.append(f"| {d} | {fmt} | " + " | ".join([NOT_MEASURED] * (len(cats) + 1)) + " |")
+                continue
+            share = b[CONTROL] / p.get(AREA)
+            shares[(d, fmt)] = share
+            L.append(f"| {d} | {fmt} | " + " | ".join(_fmt(b[c]) for c in cats) + f" | {share:.2%} |")
+    L.append("")
+
+    # Equal silicon.
+    L += rv.perf_section(grid, perf)
+
+    # BF16 multipliers.
+    bf = [p for p in points if p.design in ("bf16_mul", "bf16_bank")]
+    L += ["## BF16 multiplier architectures", ""]
+    if bf:
+        L += ["| variant | area (um^2) | area (GE) | critical path (ps) | levels | area x delay (um^2 ns) |",
+              "|---|---|---|---|---|---|"]
+        for p in bf:
+            a, t = p.get(AREA), p.get(CP_PS)
+            L.append(f"| {p.variant} | {_fmt(a)} | {_fmt(p.get(GE))} | {_fmt(t)} | {_fmt(p.get(CP_LV))} | "
+                     f"{_fmt(a * t / 1000 if a is not None and t is not None else None)} |")
+    else:
+        L.append(f"{NOT_MEASURED}: no BF16 multiplier metrics under `{qor_dir.name}/`.")
+    L.append("")
+
+    # Plots.
+    made = rp.make_plots(grid, slopes, shares, perf, plots_dir) if plots else []
+    L += ["## Plots", ""]
+    if made:
+        L += [f"![{Path(f).stem}]({rel(f)})" for f in made]
+    else:
+        L.append(f"{NOT_MEASURED}: no matrix-unit metrics to plot.")
+    L.append("")
+
+    # Verdicts.
+    L += rv.verdict_section(grid, slopes, shares, perf, REPO)
+    text = "\n".join(L) + "\n"
+    out_md.parent.mkdir(parents=True, exist_ok=True)
+    out_md.write_text(text)
+    return text
+
+
+def main(argv=None) -> int:
+    """``python -m flows report-qor``."""
+    p = argparse.ArgumentParser(prog="python -m flows report-qor", description=__doc__.split("\n\n")[0])
+    p.add_argument("--qor-dir", type=Path, default=REPO / "reports" / "qor")
+    p.add_argument("--out", type=Path, default=REPO / "reports" / "qor_comparison.md")
+    p.add_argument("--plots", type=Path, default=REPO / "reports" / "plots")
+    a = p.parse_args(argv)
+    try:
+        generate(a.qor_dir, a.out, a.plots)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"report-qor: wrote {a.out} and plots under {a.plots}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

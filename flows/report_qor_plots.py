@@ -1,0 +1,126 @@
+"""PNG plots of the cross-width QoR report (matplotlib, Agg backend); only measured points are drawn."""
+
+import math
+from pathlib import Path
+
+from .report_qor import AREA, CATEGORIES, CONTROL, CP_LV, CP_PS, FMAX, FORMATS, MEMORY, RUNTIME, WIDTHS
+
+__all__ = ["make_plots"]
+
+MARKERS = {"fp8_e4m3": "o", "fp8_e5m2": "s", "fp4_e2m1": "^"}
+
+
+def _series(grid, key, fmt, f=lambda d, v: v):
+    pts = [(d, grid[(d, fmt)].get(key)) for d in WIDTHS if (d, fmt) in grid]
+    return [(d, f(d, v)) for d, v in pts if v is not None]
+
+
+def _save(fig, path: Path, made: list):
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    made.append(path)
+
+
+def make_plots(grid, slopes, shares, _perf, plots_dir: Path) -> list[Path]:
+    """Write the plots that have data; return their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .report_qor_verdict import perf_table
+
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    made = []
+    if not grid:
+        return made
+    ticks = dict(xticks=[math.log2(d) for d in WIDTHS], xticklabels=[str(d) for d in WIDTHS])
+
+    # Area and area per MAC.
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for fmt in FORMATS:
+        s = _series(grid, AREA, fmt)
+        if s:
+            a1.plot([math.log2(d) for d, _ in s], [v / 1e6 for _, v in s], marker=MARKERS[fmt], label=fmt)
+            a2.plot([math.log2(d) for d, _ in s], [v / (d * d) for d, v in s], marker=MARKERS[fmt], label=fmt)
+    a1.set(title="Area", xlabel="D", ylabel="mm^2", yscale="log", **ticks)
+    a2.set(title="Area per MAC (D x D MACs per beat)", xlabel="D", ylabel="um^2 per MAC", **ticks)
+    for a in (a1, a2):
+        a.grid(alpha=0.3)
+        a.legend()
+    _save(fig, plots_dir / "qor_area.png", made)
+    plt.close(fig)
+
+    # Critical path against log2 D, with the fitted slope.
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for fmt in FORMATS:
+        for ax, key in ((a1, CP_LV), (a2, CP_PS)):
+            s = _series(grid, key, fmt)
+            if not s:
+                continue
+            xs = [math.log2(d) for d, _ in s]
+            slope = slopes.get(fmt, {}).get(key)
+            lab = fmt + (f" ({slope:.2f}/doubling)" if slope is not None else "")
+            line, = ax.plot(xs, [v for _, v in s], marker=MARKERS[fmt], linestyle="none", label=lab)
+            if slope is not None:
+                mx, my = sum(xs) / len(xs), sum(v for _, v in s) / len(s)
+                ax.plot(xs, [my + slope * (x - mx) for x in xs], color=line.get_color(), alpha=0.6)
+    a1.set(title="Critical path: logic levels", xlabel="D", ylabel="levels", **ticks)
+    a2.set(title="Critical path: delay", xlabel="D", ylabel="ps", **ticks)
+    for a in (a1, a2):
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8)
+    _save(fig, plots_dir / "qor_critical_path.png", made)
+    plt.close(fig)
+
+    # fmax, flow runtime and memory.
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for ax, key, title, unit in ((axes[0], FMAX, "fmax", "MHz"), (axes[1], RUNTIME, "Flow runtime", "s"),
+                                 (axes[2], MEMORY, "Flow peak memory", "MB")):
+        for fmt in FORMATS:
+            s = _series(grid, key, fmt)
+            if s:
+                ax.plot([math.log2(d) for d, _ in s], [v for _, v in s], marker=MARKERS[fmt], label=fmt)
+        ax.set(title=title, xlabel="D", ylabel=unit, **ticks)
+        ax.grid(alpha=0.3)
+        if ax.has_data():
+            ax.legend(fontsize=8)
+    _save(fig, plots_dir / "qor_fmax_runtime.png", made)
+    plt.close(fig)
+
+    # Per-block breakdown (stacked bars) where measured.
+    from .report_qor import breakdown
+
+    bars = [(f"{d}\n{fmt}", breakdown(grid[(d, fmt)])) for fmt in FORMATS for d in WIDTHS if (d, fmt) in grid]
+    bars = [(lab, b) for lab, b in bars if b is not None]
+    if bars:
+        fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(bars)), 4))
+        cats = [c for _, c in CATEGORIES] + [CONTROL]
+        bottom = [0.0] * len(bars)
+        for c in cats:
+            vals = [b[c] / sum(b.values()) * 100 for _, b in bars]
+            ax.bar(range(len(bars)), vals, bottom=bottom, label=c)
+            bottom = [x + y for x, y in zip(bottom, vals, strict=True)]
+        ax.set_xticks(range(len(bars)), [lab for lab, _ in bars], fontsize=8)
+        ax.set(title="Area by block", ylabel="% of area")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
+        _save(fig, plots_dir / "qor_breakdown.png", made)
+        plt.close(fig)
+
+    # Equal silicon.
+    table = perf_table(grid)
+    if table and any(v is not None for r in table.values() for v in r.values()):
+        models = sorted({m for _, m, _ in table})
+        fig, axes = plt.subplots(1, len(models), figsize=(3.2 * len(models), 3.8), squeeze=False)
+        for ax, m in zip(axes[0], models, strict=True):
+            for (fmt, mm, b), row in table.items():
+                pts = [(math.log2(d), v / 1e9) for d, v in row.items() if v is not None and mm == m]
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), marker=MARKERS[fmt], linestyle="-" if b == 1 else "--",
+                            label=f"{fmt} b{b}")
+            ax.set(title=m, xlabel="D", ylabel="GMAC/s/mm^2", yscale="log", **ticks)
+            ax.grid(alpha=0.3)
+        axes[0][0].legend(fontsize=6)
+        _save(fig, plots_dir / "qor_equal_silicon.png", made)
+        plt.close(fig)
+    return made

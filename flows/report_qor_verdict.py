@@ -1,0 +1,170 @@
+"""Equal-silicon performance and the verdict on each claim of the seed study (for report_qor)."""
+
+import json
+import math
+
+from . import qor_shapes
+from .report_qor import AREA, BATCHES, CP_LV, FMAX, FORMATS, NOT_MEASURED, WIDTHS, _fmt
+
+__all__ = ["model_perf", "perf_table", "perf_section", "verdict_section"]
+
+
+def model_perf(p, shapes, batch):
+    """Useful MACs/s/mm^2 of a model's matmuls (summed) on point ``p``; None without fmax or area."""
+    fmax, area = p.get(FMAX), p.get(AREA)
+    if fmax is None or area is None or area <= 0:
+        return None
+    d = p.params["width"]
+    macs = sum(qor_shapes.useful_macs(s, batch) for s in shapes)
+    cyc = sum(qor_shapes.cycles(s, batch, d) for s in shapes)
+    return macs / cyc * fmax * 1e6 / (area * 1e-6)
+
+
+def perf_table(grid, cat=None):
+    """{(fmt, model, batch): {D: MACs/s/mm^2 or None}}; None when there is no shape catalog."""
+    cat = qor_shapes.catalog() if cat is None else cat
+    if not cat:
+        return None
+    models = sorted({s.model for s in cat})
+    out = {}
+    for fmt in FORMATS:
+        for m in models:
+            shapes = [s for s in cat if s.model == m]
+            for b in BATCHES:
+                out[(fmt, m, b)] = {d: (model_perf(grid[(d, fmt)], shapes, b) if (d, fmt) in grid else None)
+                                    for d in WIDTHS}
+    return out
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b is not None and b > 0 else None
+
+
+def perf_section(grid, _perf=None, cat=None) -> list[str]:
+    L = ["## Performance at equal silicon", "",
+         "Useful MACs per second per mm^2 = useful MACs / cycles x fmax / area, summed over each model's "
+         "matmuls per token step (shapes from the tile catalog, `tb/tiles/shapes.py`). Cycles from the "
+         "unit's throughput contract (see `flows/qor_shapes.py`), padding included, at least `batch` "
+         "accumulator rows assumed; area and fmax measured (rows = 1 units). Unit: GMAC/s/mm^2.", ""]
+    table = perf_table(grid, cat)
+    if table is None:
+        return L + [f"{NOT_MEASURED}: the shape catalog (`tb/tiles/shapes.py`) is not available yet.", ""]
+    L += ["| format | model | batch | D=32 | D=64 | D=128 | 32/64 | 64/128 |",
+          "|---|---|---|---|---|---|---|---|"]
+    for (fmt, m, b), row in table.items():
+        if all(v is None for v in row.values()):
+            continue
+        g = {d: (v / 1e9 if v is not None else None) for d, v in row.items()}
+        L.append(f"| {fmt} | {m} | {b} | {_fmt(g[32], 1)} | {_fmt(g[64], 1)} | {_fmt(g[128], 1)} | "
+                 f"{_fmt(_ratio(row[32], row[64]), 2)} | {_fmt(_ratio(row[64], row[128]), 2)} |")
+    if not any(any(v is not None for v in r.values()) for r in table.values()):
+        L.append(f"{NOT_MEASURED}: no matrix unit has both area and fmax measured.")
+    return L + [""]
+
+
+def _compare(table, a, b):
+    """(n rows where D=a beats D=b, n rows compared, geometric mean of a/b)."""
+    if not table:
+        return 0, 0, None
+    ratios = [_ratio(r[a], r[b]) for r in table.values()]
+    ratios = [x for x in ratios if x is not None]
+    if not ratios:
+        return 0, 0, None
+    gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+    return sum(x > 1 for x in ratios), len(ratios), gm
+
+
+def _knee(repo):
+    """Measured knee per width from the slice work, if it wrote one (reports/knee.json)."""
+    f = repo / "reports" / "knee.json"
+    if not f.exists():
+        return None
+    try:
+        return json.loads(f.read_text())
+    except json.JSONDecodeError:
+        return None
+
+
+def verdict_section(grid, slopes, shares, _perf, repo, cat=None) -> list[str]:
+    rows = []
+    # 1. Knee.
+    knee = _knee(repo)
+    knee_claim = "A unit of width D starves at exactly D bytes/cycle of feed."
+    if knee:
+        rows.append((knee_claim,
+                     f"knee data in reports/knee.json: {json.dumps(knee)[:200]}", "see slice report",
+                     "measured by the slice work; compare its knee per D with D bytes/cycle"))
+    else:
+        rows.append((knee_claim, NOT_MEASURED, "can't tell",
+                     "needs the slice's feed-rate sweep (reports/knee.json); by our unit's throughput "
+                     "contract the weight-feed bound is D*b/8 bytes/cycle (b = element bits), i.e. D for "
+                     "FP8 and D/2 for FP4, which is a design property, not a measurement"))
+    # 2. Levels per doubling.
+    meas = {f: s[CP_LV] for f, s in slopes.items() if s[CP_LV] is not None}
+    if meas:
+        txt = "; ".join(f"{f}: {v:.2f} levels/doubling" for f, v in meas.items())
+        ok = all(3.0 <= v <= 5.0 for v in meas.values())
+        rows.append(("Each doubling of D added about four gate levels to the critical path.", txt,
+                     "agree" if ok else "disagree",
+                     "fitted slope of the mapped critical path's levels over log2 D "
+                     + ("is within 3..5" if ok else "falls outside 3..5")))
+    else:
+        rows.append(("Each doubling of D added about four gate levels to the critical path.", NOT_MEASURED,
+                     "can't tell", "needs the critical path of at least two widths of one format"))
+    # 3. Padding.
+    w = {d: qor_shapes.padding_waste(80, d) for d in WIDTHS}
+    txt = "; ".join(f"D={d}: {f:.1%} of fetched bytes = {u:.0%} of useful bytes" for d, (f, u) in w.items())
+    ok = abs(w[32][1] - 0.20) < 0.005 and abs(w[64][1] - 0.60) < 0.005 and abs(w[128][1] - 0.60) < 0.005
+    rows.append(("Padding an 80-wide slice wastes 60% of bytes at D=64 and 128, 20% at D=32.", txt,
+                 "agree" if ok else "disagree",
+                 "computed from the padding rule (80 rounded up to whole D tiles); the study's percentages "
+                 "are padding relative to the useful bytes (relative to fetched bytes they are 37.5% and "
+                 "16.7%); the replay regression's byte counters (reports/regression.md) count the same"))
+    # 4, 5. Equal silicon.
+    table = perf_table(grid, cat)
+    claims = ((64, 128, "At equal silicon 64 beat 128 on everything, at every feed rate.", "all"),
+              (32, 64, "At equal silicon 32 edged out 64.", "edge"))
+    for a, b, claim, want in claims:
+        won, n, gm = _compare(table, a, b)
+        if n == 0:
+            rows.append((claim, NOT_MEASURED, "can't tell",
+                         f"needs area and fmax at D={a} and D={b} and the shape catalog"))
+            continue
+        txt = f"D={a} ahead in {won} of {n} model x batch x format cases; geometric mean {a}/{b} = {gm:.2f}"
+        if want == "all":
+            v = "agree" if won == n else "disagree"
+            why = ("every measured case favours 64" if won == n else "some cases favour 128") + \
+                  " (full feed; the feed-rate dimension needs the slice's knee curves)"
+        else:
+            v = "agree" if gm > 1 else "disagree"
+            why = f"geometric mean ratio {'above' if gm > 1 else 'at or below'} 1 at full feed"
+        rows.append((claim, txt, v, why))
+    # 6. Control cost.
+    sh = {k: v for k, v in shares.items()}
+    if sh:
+        txt = "; ".join(f"D={d} {f}: {v:.1%}" for (d, f), v in sorted(sh.items()))
+        rows.append(("The fixed control cost of small units is 3-6x smaller than modelled.",
+                     f"control share of area: {txt}", "can't tell",
+                     "the study does not publish its modelled control area, so the 3-6x ratio cannot be "
+                     "checked; our measured share is what a model should use"))
+    else:
+        rows.append(("The fixed control cost of small units is 3-6x smaller than modelled.", NOT_MEASURED,
+                     "can't tell", "needs per-block areas; the study's modelled value is also unpublished"))
+    # 7. Clock speed.
+    fm = {(d, f): p.get(FMAX) for (d, f), p in grid.items() if p.get(FMAX) is not None}
+    fmts = [f for f in FORMATS if sum((d, f) in fm for d in WIDTHS) >= 2]
+    if fmts:
+        dec = all(fm[(d1, f)] > fm[(d2, f)] for f in fmts for d1, d2 in ((32, 64), (64, 128))
+                  if (d1, f) in fm and (d2, f) in fm)
+        txt = "; ".join(f"{f}: " + ", ".join(f"D={d} {fm[(d, f)]:.0f} MHz" for d in WIDTHS if (d, f) in fm)
+                        for f in fmts)
+        rows.append(("Wider arrays cannot be clocked as fast.", txt, "agree" if dec else "disagree",
+                     "fmax falls with every doubling" if dec else "fmax does not fall with every doubling"))
+    else:
+        rows.append(("Wider arrays cannot be clocked as fast.", NOT_MEASURED, "can't tell",
+                     "needs fmax at two widths of one format"))
+    L = ["## Verdict on the study's claims", "",
+         "Claims from the seed study (shared context 002); measurements from this report only.", "",
+         "| claim | our measurement | verdict | why |", "|---|---|---|---|"]
+    L += [f"| {c} | {m} | {v} | {w} |" for c, m, v, w in rows]
+    return L + [""]

