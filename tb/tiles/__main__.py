@@ -1,0 +1,67 @@
+"""``python -m tb.tiles {build,report,padding}``: the real-tile corpus and its reports.
+
+* ``build [--quick]``: cut the tile corpus into the cache (``build/tiles/`` or ``$TILES_CACHE``).
+* ``report [--quick] [--rtl]``: replay every planned run through the numerics model (and, with
+  ``--rtl``, through the RTL for runs without a recorded RTL result), then write
+  ``reports/regression.md``.
+* ``padding``: write ``reports/padding.md`` (shapes catalog, padding and cycle analysis, with the RTL
+  cross-check from recorded runs).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import corpus, replay, report
+
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
+
+
+def _runs(args):
+    return corpus.plan(full=not args.quick)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tb.tiles", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("build", "report"):
+        p = sub.add_parser(name)
+        p.add_argument("--quick", action="store_true", help="only the quick (CI) plan")
+        if name == "report":
+            p.add_argument("--rtl", action="store_true", help="also run missing runs through the RTL")
+    sub.add_parser("padding")
+    args = ap.parse_args(argv)
+    if args.cmd == "build":
+        path = corpus.build(_runs(args))
+        print(f"corpus: {path} ({len(_runs(args))} runs)")
+        return 0
+    if args.cmd == "padding":
+        REPORTS.mkdir(exist_ok=True)
+        (REPORTS / "padding.md").write_text(report.padding_md(report.load_all()))
+        print(f"wrote {REPORTS / 'padding.md'}")
+        return 0
+    recs = report.load_all()
+    reason = replay.rtl_available()
+    for _spec, tile in corpus.load_runs(_runs(args)):
+        old = recs.get(tile.id)
+        if old is not None and old.get("rtl_match") is not None:
+            continue  # an RTL result is recorded: keep it
+        res = replay.replay_model(tile)
+        if args.rtl and reason is None:
+            from .rtl import run_rtl
+
+            res = run_rtl(tile, res)
+        report.save(res)
+        recs[tile.id] = report.record(res)
+    wanted = {corpus._run_id(s) for s in _runs(args)}
+    recs = {k: v for k, v in recs.items() if k in wanted}
+    note = "harness available" if reason is None else reason
+    REPORTS.mkdir(exist_ok=True)
+    (REPORTS / "regression.md").write_text(report.regression_md(recs, note))
+    print(f"wrote {REPORTS / 'regression.md'} ({len(recs)} runs, "
+          f"{sum(r['rtl_match'] is not None for r in recs.values())} through the RTL)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
