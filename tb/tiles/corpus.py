@@ -13,6 +13,7 @@ SHA-256 of its arrays. The corpus is a pure function of the model files and :dat
 so a rebuild gives the same hashes; :func:`load_tile` checks every file against its manifest entry.
 """
 
+import fcntl
 import hashlib
 import json
 import os
@@ -176,6 +177,15 @@ def build(runs=None, directory: Path | None = None, model: "minilm.MiniLM | None
     runs = plan(True) if runs is None else runs
     directory = Path(directory) if directory is not None else cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "a") as lock:  # pytest-xdist workers share the cache
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return _build_locked(runs, directory, model)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build_locked(runs, directory: Path, model) -> Path:
     mpath = directory / "manifest.json"
     manifest = load_manifest(directory) if mpath.is_file() else {"version": CORPUS_VERSION, "tiles": {}}
     todo = [s for s in runs if not _present(directory, manifest, _run_id(s))]

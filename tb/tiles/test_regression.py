@@ -1,0 +1,46 @@
+"""Real-tile regression: MiniLM tiles through the numerics model and the matrix-unit RTL.
+
+One test per planned run (:func:`tb.tiles.corpus.plan`): 144 runs over widths 32/64/128, formats
+E4M3/E5M2/E2M1, the eight op classes, decode (M = 1) and prefill (M = 16), K accumulated over every
+tile of the real reduction. The quick subset (``-m quick``, what ``make test`` runs) covers every op
+and format at D = 32, every op at D = 64 and one D = 128 run; the rest is ``full``.
+
+Each run asserts: ``tb/mu/model.py`` and the independent ``tb/tiles/exact.py`` agree bit for bit,
+the result is within the contract's rounding bound of float64, and (when the RTL harness
+``tb.mu.replay`` exists) the RTL equals the model bit for bit with counters matching the contract.
+Results are recorded for ``python -m tb.tiles report`` (reports/regression.md).
+"""
+
+import pytest
+
+from tb.tiles import corpus, replay, report
+
+QUICK = {corpus._run_id(s) for s in corpus.plan(full=False)}
+RUNS = [pytest.param(s, id=corpus._run_id(s),
+                     marks=pytest.mark.quick if corpus._run_id(s) in QUICK else pytest.mark.full)
+        for s in corpus.plan(full=True)]
+
+
+@pytest.mark.parametrize("spec", RUNS)
+def test_model_replay(spec):
+    """Numerics model vs the independent exact model, the float64 bound, and the cost of the format."""
+    (_, tile), = corpus.load_runs([spec])
+    res = replay.replay_model(tile)
+    if spec.fmt != "fp4_e2m1":  # FP8 per tensor stays close to the float32 product of the real model
+        assert res.err_f32["mean_rel"] < 0.2, res.err_f32
+    old = report.load_all().get(res.id)
+    if old is None or old.get("rtl_match") is None:
+        report.save(res)
+
+
+@pytest.mark.parametrize("spec", RUNS)
+def test_rtl_replay(spec):
+    """The matrix unit RTL on the same run: bit-exact against the model, counters against the contract."""
+    reason = replay.rtl_available()
+    if reason is not None:
+        pytest.skip(f"RTL not run: {reason}")
+    from tb.tiles.rtl import run_rtl
+
+    (_, tile), = corpus.load_runs([spec])
+    res = run_rtl(tile, replay.replay_model(tile))
+    report.save(res)
