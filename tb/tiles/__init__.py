@@ -1,0 +1,20 @@
+"""Real model tiles: all-MiniLM-L6-v2 matmuls, quantized, cut for a unit of width D, replayed.
+
+=================== =========================================================================
+module              holds
+=================== =========================================================================
+``minilm``          locate/validate/load the packaged model; numpy forward pass; matmul capture
+``reference``       a second, differently written float64 forward pass (the cross-check)
+``quant``           per-tensor amax quantization to E4M3 / E5M2 / E2M1 (hw/formats.py codes)
+``corpus``          the run plan, tile cutting and padding, npz tile files, manifest, validation
+``exact``           an independent exact model of the numerics contract (finite operands)
+``replay``          one run through ``tb/mu/model.py`` (+ RTL via ``rtl``); errors and costs
+``rtl``             the adapter to the matrix unit's cocotb replay harness (``tb.mu.replay``)
+``shapes``          shapes of real models and the padding / cycle model of the throughput contract
+``report``          ``reports/regression.md`` and ``reports/padding.md``
+=================== =========================================================================
+
+Commands: ``python -m tb.tiles build`` (cut the corpus into ``build/tiles/``), ``python -m tb.tiles
+report [--quick] [--rtl]`` (reports/regression.md), ``python -m tb.tiles padding``
+(reports/padding.md). Tests: ``pytest tb/tiles`` (``-m quick`` for the CI subset of the regression).
+"""
