@@ -1,0 +1,194 @@
+"""FP32 accumulate of one matrix-unit column: ``acc <- RNE_fp32(acc + S)``, one rounding.
+
+``S`` is the exact two's-complement dot product from :mod:`hw.mu.tree` (LSB ``2**lsb_exp``, W bits).
+Steps (HardFloat style: unpack -> exact raw result -> round and pack):
+
+1. Normalize S: sign, magnitude, leading-zero count and left shift give a ``W - 1``-bit significand
+   with its MSB set and an exponent. This does not depend on the accumulator, so an optional
+   pipeline register (``norm_reg``) sits after it.
+2. Unpack the accumulator row (forced to +0 on ``first``).
+3. Add the two as floating-point numbers with ``Q = max(W - 1, 24)``-bit significands in a window of
+   ``Q + 3`` bits: the operand with the larger exponent (X) is placed at the top, the other (Y)
+   shifted right by the exponent difference d with every shifted-out bit ORed into the LSB (sticky,
+   found by comparing Y's trailing-zero count with d). When d <= 1 nothing is shifted out and the sum
+   is exact; when d >= 2, X is normalized (a subnormal accumulator is X only if S = 0) so the result
+   keeps its leading one within the top 3 bits and the sticky bit sits far below the rounding
+   position: one correct rounding of the exact ``acc + S``.
+4. :class:`hw.fp.round.RoundPack` rounds to nearest even into FP32 (subnormals kept, overflow to
+   +-Inf, NaN as ``0x7FC00000``). An exact zero gives +0.
+
+Specials: NaN if S is NaN, the accumulator is NaN, or Inf + -Inf; else Inf (sign of the infinite
+operand) if either is infinite.
+"""
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..formats import get_format
+from ..fp.round import RoundPack, leading_zeros
+from .numerics import dot_widths
+
+__all__ = ["Accumulator"]
+
+FP32 = get_format("fp32")
+EXP_W = 11  # signed exponents: FP32 -126..128 and S's lsb_exp..sum_msb_exp, differences up to ~300
+
+
+class Accumulator(wiring.Component):
+    """R rows of FP32 accumulators fed by one column's exact sums.
+
+    Module name when placed: ``mu_acc_w{D}_{fmt}_r{R}_s{stages}``.
+
+    Parameters
+    ----------
+    fmt : str or FloatFormat
+    width : int
+        D (sets the width of S).
+    rows : int
+        R, accumulator rows.
+    norm_reg : bool
+        Register the normalized S (enabled by ``en``) before the add.
+
+    Members
+    -------
+    en : In(1)
+        Pipeline enable of the normalize register.
+    s : In(signed(W))
+    s_nan, s_inf, s_inf_neg : In(1)
+        As the format has them (see :class:`hw.mu.tree.Tree`).
+    we : In(1)
+        Write the result into row ``row`` at the end of this cycle (the beat is at this stage).
+    first : In(1)
+        Start a new accumulation (the accumulator operand is +0).
+    row : In(ceil(log2 R))
+        Present if R > 1.
+    y : Out(32)
+        The last written result (FP32 code); for R = 1 the accumulator itself.
+
+    Attributes
+    ----------
+    latency : int
+        ``norm_reg`` cycles before the accumulate; the result is visible the cycle after ``we``.
+    """
+
+    def __init__(self, fmt, width: int, rows: int = 1, *, norm_reg: bool = True):
+        self._dw = dot_widths(fmt, width)
+        f = self._dw.fmt
+        self._rows, self._norm_reg = rows, bool(norm_reg)
+        members = {"en": In(1), "s": In(signed(self._dw.sum_bits)), "we": In(1), "first": In(1)}
+        if f.has_nan or f.has_inf:
+            members["s_nan"] = In(1)
+        if f.has_inf:
+            members["s_inf"] = In(1)
+            members["s_inf_neg"] = In(1)
+        if rows > 1:
+            members["row"] = In(range(rows))
+        members["y"] = Out(32)
+        super().__init__(members)
+
+    @property
+    def latency(self) -> int:
+        return int(self._norm_reg)
+
+    def _normalize(self, m):
+        """S -> (sign, significand with MSB set (W-1 bits), exponent, zero, nan, inf, inf_neg)."""
+        dw, f = self._dw, self._dw.fmt
+        W = dw.sum_bits
+        sign = Signal(name="s_sign")
+        mag = Signal(W - 1, name="s_mag")  # |S| < 2^(W-1)
+        m.d.comb += [sign.eq(self.s[-1]), mag.eq(Mux(sign, -self.s, self.s))]
+        lz = leading_zeros(m, mag, name="s_lz")
+        sig = Signal(W - 1, name="s_sig")
+        exp = Signal(signed(EXP_W), name="s_exp")
+        m.d.comb += [sig.eq(mag << lz), exp.eq(dw.sum_msb_exp - lz)]
+        fields = [sign, sig, exp, mag == 0,
+                  self.s_nan if (f.has_nan or f.has_inf) else Const(0, 1),
+                  self.s_inf if f.has_inf else Const(0, 1),
+                  self.s_inf_neg if f.has_inf else Const(0, 1)]
+        if not self._norm_reg:
+            return fields
+        regs = [Signal.like(v, name=f"n_{n}") if isinstance(v, Signal) else Signal(1, name=f"n_{n}")
+                for v, n in zip(fields, ("sign", "sig", "exp", "zero", "nan", "inf", "inf_neg"),
+                                strict=True)]
+        with m.If(self.en):
+            m.d.sync += [r.eq(v) for r, v in zip(regs, fields, strict=True)]
+        return regs
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self._dw.sum_bits
+        s_sign, s_sig, s_exp, s_zero, s_nan, s_inf, s_inf_neg = self._normalize(m)
+
+        # accumulator rows (reset to +0) and the operand read for this beat
+        if self._rows > 1:
+            accs = Array(Signal(32, name=f"acc{r}") for r in range(self._rows))
+            acc_rd = accs[self.row]
+        else:
+            accs = None
+            acc_rd = Signal(32, name="acc0")
+        a = Signal(32, name="a")
+        m.d.comb += a.eq(Mux(self.first, 0, acc_rd))
+        a_man, a_ef, a_sign = a[:23], a[23:31], a[31]
+        a_nan = Signal(name="a_nan")
+        a_inf = Signal(name="a_inf")
+        a_sig = Signal(24, name="a_sig")
+        a_exp = Signal(signed(EXP_W), name="a_exp")
+        m.d.comb += [
+            a_nan.eq((a_ef == 0xFF) & (a_man != 0)),
+            a_inf.eq((a_ef == 0xFF) & (a_man == 0)),
+            a_sig.eq(Cat(a_man, a_ef != 0)),
+            a_exp.eq(Mux(a_ef == 0, FP32.emin, Cat(a_ef, Const(0, 1)).as_signed() - FP32.bias)),
+        ]
+
+        # align both significands at the top of Q bits; X has the larger exponent
+        Q = max(W - 1, 24)
+        N = Q + 3  # + guard, round, sticky
+        sig_a = Cat(Const(0, Q - 24), a_sig)
+        sig_s = Cat(Const(0, Q - (W - 1)), s_sig)
+        s_is_x = Signal(name="s_is_x")
+        m.d.comb += s_is_x.eq(~s_zero & (s_exp > a_exp))
+        x_sig, y_sig = Signal(Q, name="x_sig"), Signal(Q, name="y_sig")
+        x_exp, y_exp = Signal(signed(EXP_W), name="x_exp"), Signal(signed(EXP_W), name="y_exp")
+        x_sign, y_sign = Signal(name="x_sign"), Signal(name="y_sign")
+        m.d.comb += [
+            x_sig.eq(Mux(s_is_x, sig_s, sig_a)), y_sig.eq(Mux(s_is_x, sig_a, sig_s)),
+            x_exp.eq(Mux(s_is_x, s_exp, a_exp)), y_exp.eq(Mux(s_is_x, a_exp, s_exp)),
+            x_sign.eq(Mux(s_is_x, s_sign, a_sign)), y_sign.eq(Mux(s_is_x, a_sign, s_sign)),
+        ]
+        d = Signal(signed(EXP_W + 1), name="d")
+        dcl = Signal(range(N + 1), name="d_clamped")
+        m.d.comb += [d.eq(x_exp - y_exp), dcl.eq(Mux(d > N, N, d))]
+        y_full = Cat(Const(0, 3), y_sig)  # N bits
+        tz = leading_zeros(m, y_full[::-1], name="y_tz")  # N for a zero Y
+        y_al = Signal(N, name="y_aligned")
+        m.d.comb += y_al.eq((y_full >> dcl) | (tz < dcl))  # sticky in the LSB (Y = 0: tz = N)
+        x_al = Cat(Const(0, 3), x_sig)
+        total = Signal(signed(N + 2), name="total")
+        m.d.comb += total.eq(Mux(x_sign ^ y_sign, x_al - y_al, x_al + y_al))
+        neg = total[-1]
+        mag = Signal(N + 1, name="sum_mag")
+        m.d.comb += mag.eq(Mux(neg, -total, total))
+
+        rp = RoundPack(FP32, sig_width=N + 1, exp_width=EXP_W)
+        m.submodules.round = rp
+        inf_neg = Mux(a_inf, a_sign, s_inf_neg)
+        m.d.comb += [
+            rp.raw.sig.eq(mag),
+            rp.raw.exp.eq(x_exp + 1),  # weight of bit N of the sum
+            rp.raw.sign.eq(Mux(s_inf | a_inf, inf_neg, (x_sign ^ neg) & (mag != 0))),
+            rp.raw.is_zero.eq(mag == 0),  # an exact zero is +0
+            rp.raw.is_nan.eq(s_nan | a_nan | (s_inf & a_inf & (s_inf_neg != a_sign))),
+            rp.raw.is_inf.eq(s_inf | a_inf),
+        ]
+
+        if accs is not None:
+            res = Signal(32, name="res")
+            with m.If(self.we):
+                m.d.sync += [accs[self.row].eq(rp.code), res.eq(rp.code)]
+            m.d.comb += self.y.eq(res)
+        else:
+            with m.If(self.we):
+                m.d.sync += acc_rd.eq(rp.code)
+            m.d.comb += self.y.eq(acc_rd)
+        return m

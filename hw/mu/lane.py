@@ -1,0 +1,115 @@
+"""One multiplier lane of a matrix-unit column: the exact product of two FP8/FP4 codes in fixed point.
+
+The product ``x * w`` is returned as a magnitude on the fixed grid of :mod:`hw.mu.numerics` (LSB
+``2**lsb_exp``, ``P`` bits) in *ones' complement*: ``t = mag`` if positive, ``~mag`` (P bits) if
+negative, with ``neg`` = the product's sign. The tree then adds ``neg`` once at the LSB, which turns
+every ones' complement into the two's complement without an incrementer per lane (see
+:mod:`hw.mu.tree`). A zero product with ``neg = 1`` gives ``t = 2**P - 1`` plus 1: zero again.
+
+Specials (only ports the format needs exist): ``nan`` is set for a NaN operand or Inf x 0, ``inf``
+for an infinite product (E5M2 Inf x nonzero finite); ``t`` is then meaningless.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .numerics import dot_widths
+
+__all__ = ["Lane", "decode_element"]
+
+
+def decode_element(m: Module, code, fmt, *, name: str):
+    """Split an element code into (sign, significand with hidden bit, exponent offset, zero, inf, nan).
+
+    ``exponent offset`` is ``max(e, 1) - 1``, i.e. the element's exponent minus ``emin``, so the
+    value is ``sig * 2**(offset + emin - man_bits)``.
+    """
+    mb, eb = fmt.man_bits, fmt.exp_bits
+    man, exp = code[:mb], code[mb:mb + eb]
+    sign = code[mb + eb]
+    sig = Signal(mb + 1, name=f"{name}_sig")
+    off = Signal(eb, name=f"{name}_off")
+    zero = Signal(name=f"{name}_zero")
+    m.d.comb += [
+        sig.eq(Cat(man, exp != 0)),
+        off.eq(Mux(exp == 0, 0, exp - 1)),
+        zero.eq((exp == 0) & (man == 0)),
+    ]
+    top = exp == fmt.exp_max_field
+    if fmt.specials == "ieee":
+        inf, nan = top & (man == 0), top & (man != 0)
+    elif fmt.specials == "fn":
+        inf, nan = None, top & (man == (1 << mb) - 1)
+    else:
+        inf = nan = None
+    return sign, sig, off, zero, inf, nan
+
+
+class Lane(wiring.Component):
+    """Exact product of an activation and a weight code, aligned to the dot product's fixed grid.
+
+    Combinational. Module name when placed: ``mu_lane_{fmt}`` (it depends on the format only).
+
+    Parameters
+    ----------
+    fmt : str or FloatFormat
+        Element format (``fp8_e4m3``, ``fp8_e5m2``, ``fp4_e2m1``).
+
+    Members
+    -------
+    x, w : In(fmt.bits)
+        The operand codes.
+    t : Out(P)
+        Product magnitude in LSBs of ``2**lsb_exp``, bitwise inverted when ``neg``.
+    neg : Out(1)
+        Sign of the product (``x.sign ^ w.sign``).
+    nan : Out(1)
+        Present if the format has NaN or Inf: NaN operand, or Inf x 0.
+    inf : Out(1)
+        Present if the format has Inf: the product is infinite (sign ``neg``).
+    """
+
+    def __init__(self, fmt):
+        self._dw = dot_widths(fmt, 1)
+        f = self._dw.fmt
+        members = {
+            "x": In(f.bits),
+            "w": In(f.bits),
+            "t": Out(self._dw.prod_bits),
+            "neg": Out(1),
+        }
+        if f.has_nan or f.has_inf:
+            members["nan"] = Out(1)
+        if f.has_inf:
+            members["inf"] = Out(1)
+        super().__init__(members)
+
+    @property
+    def module_name(self) -> str:
+        return f"mu_lane_{self._dw.fmt.name}"
+
+    def elaborate(self, platform):
+        m = Module()
+        dw, f = self._dw, self._dw.fmt
+        xs, xsig, xoff, xzero, xinf, xnan = decode_element(m, self.x, f, name="x")
+        ws, wsig, woff, wzero, winf, wnan = decode_element(m, self.w, f, name="w")
+        prod = Signal(dw.prod_sig_bits)
+        shift = Signal(f.exp_bits + 1)
+        mag = Signal(dw.prod_bits)
+        m.d.comb += [
+            prod.eq(xsig * wsig),
+            shift.eq(xoff + woff),
+            # specials may shift past P bits; their magnitude is discarded by the flags
+            mag.eq(prod << shift),
+            self.neg.eq(xs ^ ws),
+            self.t.eq(mag ^ self.neg.replicate(dw.prod_bits)),
+        ]
+        if f.has_inf:
+            m.d.comb += [
+                self.nan.eq(xnan | wnan | (xinf & wzero) | (winf & xzero)),
+                self.inf.eq(xinf | winf),
+            ]
+        elif f.has_nan:
+            m.d.comb += self.nan.eq(xnan | wnan)
+        return m

@@ -1,0 +1,88 @@
+"""Fixed-point widths of the matrix unit's exact dot product, derived from the format table.
+
+An element of format ``f`` is ``sig * 2**(e - m)`` with ``sig`` an ``m + 1``-bit integer (hidden bit
+included, 0 for subnormals) and ``e`` in ``[f.emin, f.emax]``. A product of two elements is
+``(sig_a * sig_b) * 2**(e_a + e_b - 2m)``: an integer of at most ``2m + 2`` bits shifted left by
+``(e_a - emin) + (e_b - emin)`` above the fixed LSB ``2**(2 emin - 2m)``. Every product, and so every
+D-term sum, is an exact integer multiple of that LSB; :class:`DotWidths` gives the widths.
+"""
+
+from dataclasses import dataclass
+
+from ..formats import MATRIX_FORMATS, FloatFormat, get_format
+
+__all__ = ["DotWidths", "dot_widths"]
+
+
+@dataclass(frozen=True)
+class DotWidths:
+    """Exact fixed-point widths of a D-term dot product of ``fmt`` elements.
+
+    Attributes
+    ----------
+    fmt : FloatFormat
+    width : int
+        D, the number of terms.
+    sig_bits : int
+        ``m + 1``: element significand with the hidden bit.
+    prod_sig_bits : int
+        ``2m + 2``: bits of ``sig_a * sig_b``.
+    shift_max : int
+        ``2 (emax - emin)``: largest left shift of a product significand above the LSB.
+    lsb_exp : int
+        ``2 emin - 2m``: weight exponent of the LSB of every product and of the sum.
+    prod_bits : int
+        P = ``2 (emax - emin) + 2m + 2``: a product magnitude is below ``2**P`` LSBs.
+    sum_bits : int
+        W = ``P + log2(D) + 1``: two's-complement bits of the exact sum.
+    """
+
+    fmt: FloatFormat
+    width: int
+
+    @property
+    def sig_bits(self) -> int:
+        return self.fmt.man_bits + 1  # hidden bit + stored mantissa
+
+    @property
+    def prod_sig_bits(self) -> int:
+        return 2 * self.sig_bits  # (m+1) x (m+1) multiply
+
+    @property
+    def shift_max(self) -> int:
+        return 2 * (self.fmt.emax - self.fmt.emin)  # both exponents at emax
+
+    @property
+    def lsb_exp(self) -> int:
+        return 2 * (self.fmt.emin - self.fmt.man_bits)  # min subnormal squared
+
+    @property
+    def prod_bits(self) -> int:
+        return self.prod_sig_bits + self.shift_max  # largest significand at the largest shift
+
+    @property
+    def log2_width(self) -> int:
+        return self.width.bit_length() - 1
+
+    @property
+    def sum_bits(self) -> int:
+        return self.prod_bits + self.log2_width + 1  # D terms below 2^P each, plus a sign bit
+
+    @property
+    def sum_msb_exp(self) -> int:
+        """Weight exponent of the top magnitude bit of the sum (bit ``W - 2``)."""
+        return self.lsb_exp + self.sum_bits - 2
+
+
+def dot_widths(fmt, width: int) -> DotWidths:
+    """Widths for ``fmt`` (a name or a :class:`FloatFormat` among ``MATRIX_FORMATS``) and D terms.
+
+    Raises
+    ------
+    ValueError
+        If the format is not a matrix element format.
+    """
+    f = get_format(fmt) if isinstance(fmt, str) else fmt
+    if not isinstance(f, FloatFormat) or f.name not in MATRIX_FORMATS:
+        raise ValueError(f"fmt must be one of {', '.join(MATRIX_FORMATS)}, not {fmt!r}")
+    return DotWidths(f, width)

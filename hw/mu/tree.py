@@ -1,0 +1,179 @@
+"""Exact D-term sum of one matrix-unit column: a bit-level Dadda compressor tree and a prefix adder.
+
+Inputs are the D lane outputs of :mod:`hw.mu.lane`: a ones' complement magnitude ``t_i`` (P bits)
+and its sign ``neg_i``. Written as a (P+1)-bit two's-complement number, lane i contributes
+``t_i - neg_i * 2**P``, plus ``neg_i`` at the LSB to finish the negation. Sign-extending every lane
+to W bits is replaced by the usual constant trick: ``-neg * 2**P = (1 - neg) * 2**P - 2**P``, so lane
+i puts ``~neg_i`` in column P and the D constants ``-2**P`` add up to ``-D * 2**P = 2**(W-1)``
+modulo ``2**W`` (W = P + log2 D + 1): a single constant 1 in the top column. The bit columns then
+hold D bits (columns 1..P), 2D bits (column 0: ``t`` and ``neg``) and one constant bit.
+
+Dadda stages of full and half adders reduce every column to two rows; a Sklansky prefix adder
+(:func:`hw.fp.booth.prefix_add`) adds them. Pipeline registers (enabled by ``en``) can be put after
+any Dadda stage (``cuts``) and on the output (``out_reg``). Every stage's bits are named signals, so
+no expression is deeper than one adder (no recursion limits, readable Verilog).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..fp.booth import dadda_heights, prefix_add
+from .numerics import dot_widths
+
+__all__ = ["Tree", "tree_levels", "full_adder_stage"]
+
+
+def tree_levels(width: int) -> int:
+    """Dadda stages needed for D = ``width`` lanes (the tallest column, column 0, has 2D bits)."""
+    return len(dadda_heights(2 * width))
+
+
+def full_adder_stage(m: Module, cols: list, target: int, *, name: str) -> list:
+    """One Dadda stage: reduce every column to at most ``target`` bits.
+
+    Column ``k`` holds bits of weight ``2**k``; carries out of the last column are dropped (the sum
+    is modulo ``2**len(cols)``). A full adder takes three bits of a column and leaves one, a half
+    adder takes two and leaves one; both send a carry to the next column of the same stage's output.
+    """
+    width = len(cols)
+    out = [[] for _ in range(width)]
+    for k in range(width):
+        todo = list(cols[k])
+        made = []
+        n = 0
+        while len(todo) + len(made) + len(out[k]) > target:
+            over = len(todo) + len(made) + len(out[k]) - target
+            s = Signal(name=f"{name}_s{k}_{n}")
+            c = Signal(name=f"{name}_c{k}_{n}")
+            if over >= 2 and len(todo) >= 3:
+                a, b, d = todo[:3]
+                todo = todo[3:]
+                m.d.comb += [s.eq(a ^ b ^ d), c.eq((a & b) | (d & (a ^ b)))]
+            else:
+                a, b = todo[:2]
+                todo = todo[2:]
+                m.d.comb += [s.eq(a ^ b), c.eq(a & b)]
+            made.append(s)
+            if k + 1 < width:
+                out[k + 1].append(c)
+            n += 1
+        out[k] = todo + made + out[k]
+    return out
+
+
+class Tree(wiring.Component):
+    """Exact two's-complement sum of D lane products, with special-value flags.
+
+    Module name when placed: ``mu_tree_w{D}_{fmt}_s{stages}``.
+
+    Parameters
+    ----------
+    fmt : str or FloatFormat
+    width : int
+        D, the number of lanes.
+    cuts : tuple of int
+        Register the column bits after these Dadda stages (1-based, each in 1..tree_levels(D)).
+    out_reg : bool
+        Register the sum (and flags) at the output.
+
+    Members
+    -------
+    en : In(1)
+        Pipeline enable of every register.
+    t : In(D * P)
+        Lane i's ones' complement magnitude at ``[i*P +: P]``.
+    neg : In(D)
+    nan, inf : In(D)
+        Lane flags (present as the lane has them).
+    s : Out(signed(W))
+        The exact sum, in LSBs of ``2**lsb_exp``.
+    s_nan, s_inf, s_inf_neg : Out(1)
+        The sum is NaN (a NaN product, or +Inf and -Inf products) / infinite with sign ``s_inf_neg``.
+        Present if the format has NaN (``s_nan``) or Inf (``s_inf``, ``s_inf_neg``).
+
+    Attributes
+    ----------
+    latency : int
+        ``len(cuts) + out_reg`` cycles.
+    """
+
+    def __init__(self, fmt, width: int, *, cuts=(), out_reg: bool = False):
+        self._dw = dot_widths(fmt, width)
+        f = self._dw.fmt
+        n = tree_levels(width)
+        cuts = tuple(sorted(set(cuts)))
+        if any(not 1 <= c <= n for c in cuts):
+            raise ValueError(f"tree cuts must lie in 1..{n} for width {width}, not {cuts}")
+        self._cuts, self._out_reg = cuts, bool(out_reg)
+        P, W = self._dw.prod_bits, self._dw.sum_bits
+        members = {"en": In(1), "t": In(width * P), "neg": In(width), "s": Out(signed(W))}
+        if f.has_nan or f.has_inf:
+            members["nan"] = In(width)
+            members["s_nan"] = Out(1)
+        if f.has_inf:
+            members["inf"] = In(width)
+            members["s_inf"] = Out(1)
+            members["s_inf_neg"] = Out(1)
+        super().__init__(members)
+
+    @property
+    def latency(self) -> int:
+        return len(self._cuts) + int(self._out_reg)
+
+    def elaborate(self, platform):
+        m = Module()
+        dw, f = self._dw, self._dw.fmt
+        D, P, W = dw.width, dw.prod_bits, dw.sum_bits
+
+        cols = [[] for _ in range(W)]
+        for i in range(D):
+            for k in range(P):
+                cols[k].append(self.t[i * P + k])
+            cols[0].append(self.neg[i])  # ones' -> two's complement
+            cols[P].append(~self.neg[i])  # sign bit, sign extension folded into the constant
+        cols[W - 1].append(Const(1, 1))  # -D * 2^P mod 2^W
+
+        flags = []
+        if f.has_nan or f.has_inf:
+            nan = Signal(name="nan_any")
+            m.d.comb += nan.eq(self.nan.any())
+            flags.append(nan)
+        if f.has_inf:
+            pinf, ninf = Signal(name="pinf_any"), Signal(name="ninf_any")
+            m.d.comb += [pinf.eq((self.inf & ~self.neg).any()), ninf.eq((self.inf & self.neg).any())]
+            flags += [pinf, ninf]
+
+        def register(bits, name):
+            r = Signal(len(bits), name=name)
+            with m.If(self.en):
+                m.d.sync += r.eq(Cat(*bits))
+            return [r[i] for i in range(len(bits))]
+
+        for stage, target in enumerate(dadda_heights(2 * D), start=1):
+            cols = full_adder_stage(m, cols, target, name=f"dd{stage}")
+            if stage in self._cuts:
+                cols = [register(c, f"cut{stage}_col{k}") if c else [] for k, c in enumerate(cols)]
+                flags = register(flags, f"cut{stage}_flags") if flags else flags
+        rows = [Cat(*[(c[r] if r < len(c) else Const(0, 1)) for c in cols]) for r in (0, 1)]
+        total = prefix_add(m, rows[0], rows[1], name="cpa")
+
+        sum_d = Signal(signed(W), name="sum")
+        flag_d = [Signal(name=f"flag{i}") for i in range(len(flags))]
+        dom = m.d.sync if self._out_reg else m.d.comb
+        if self._out_reg:
+            with m.If(self.en):
+                dom += [sum_d.eq(total)] + [d.eq(s) for d, s in zip(flag_d, flags, strict=True)]
+        else:
+            dom += [sum_d.eq(total)] + [d.eq(s) for d, s in zip(flag_d, flags, strict=True)]
+        m.d.comb += self.s.eq(sum_d)
+        if f.has_inf:
+            nan, pinf, ninf = flag_d
+            m.d.comb += [
+                self.s_nan.eq(nan | (pinf & ninf)),  # NaN product, or Inf - Inf
+                self.s_inf.eq(pinf | ninf),
+                self.s_inf_neg.eq(ninf),
+            ]
+        elif f.has_nan:
+            m.d.comb += self.s_nan.eq(flag_d[0])
+        return m
