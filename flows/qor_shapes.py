@@ -1,62 +1,44 @@
-"""Real model matmul shapes and their cycle counts on a D-wide unit, for equal-silicon comparisons.
+"""Adapter to the real-model shape catalog (:mod:`tb.tiles.shapes`) for equal-silicon comparisons.
 
-The shapes come from the tile catalog of the real-tiles work (:mod:`tb.tiles.shapes`); this module only
-adapts it. Cycles follow the matrix unit's throughput contract (docs/mu_interface.md, and
-``tb.tiles.replay.contract_cycles``): a matmul of ``M`` rows (the batch), contraction ``K`` and ``N``
-outputs is ``T = ceil(K/D) * ceil(N/D)`` weight tiles, each costing ``max(D, M)`` cycles (a tile
-loads in D cycles while the previous one serves its M beats), plus the first load and the last
-beats. The unit is assumed to have at least M accumulator rows; padding is included because K and N
-are rounded up to whole tiles.
+The catalog lists every matmul of one decode step of each model (MiniLM, Llama-3.1-8B, Phi-2,
+gpt-oss-120b, DeepSeek-R1) at a given batch, and its ``cost`` gives useful MACs and cycles on a unit
+of width D from the unit's throughput contract (docs/mu_interface.md): ``ceil(K/D) * ceil(N/D)``
+zero-padded tiles, each costing ``max(D, M)`` cycles. Nothing here re-models it.
 """
 
-import math
-from dataclasses import dataclass
-
-__all__ = ["Shape", "catalog", "cycles", "useful_macs", "padding_waste"]
+__all__ = ["available", "model_costs", "slice80"]
 
 
-@dataclass(frozen=True)
-class Shape:
-    """One matmul of a model per token step: ``count`` of them with contraction ``k`` and ``n`` outputs."""
-
-    model: str
-    op: str
-    k: int
-    n: int
-    count: int = 1
-
-
-def catalog():
-    """The model shapes, or None when the tile catalog does not exist yet."""
+def _shapes():
     try:
-        from tb.tiles import shapes as tshapes
+        from tb.tiles import shapes
     except ImportError:
         return None
-    out = []
-    for s in getattr(tshapes, "matmuls", lambda: [])():
-        out.append(Shape(s.model, s.op, int(s.k), int(s.n), int(getattr(s, "count", 1))))
-    return out or None
+    return shapes
 
 
-def cycles(shape: Shape, batch: int, width: int) -> int:
-    """Cycles of ``shape.count`` matmuls of ``batch`` rows on a unit of width ``width``."""
-    d, m = width, batch
-    tiles = math.ceil(shape.k / d) * math.ceil(shape.n / d)
-    one = d + (tiles - 1) * max(d, m) + m
-    return shape.count * one
+def available() -> bool:
+    """Whether the shape catalog can be imported."""
+    return _shapes() is not None
 
 
-def useful_macs(shape: Shape, batch: int) -> int:
-    """MACs the model needs (no padding)."""
-    return shape.count * batch * shape.k * shape.n
+def model_costs(batch: int, width: int):
+    """``{model: (useful MACs, cycles)}`` of one decode step at ``batch`` on a unit of width ``width``.
 
-
-def padding_waste(length: int, width: int) -> tuple:
-    """Padding of a ``length``-wide slice to whole ``width`` tiles.
-
-    Returns
-    -------
-    (fraction of fetched bytes, relative to useful bytes)
+    Returns None when the catalog is not available.
     """
-    padded = math.ceil(length / width) * width
-    return (padded - length) / padded, (padded - length) / length
+    shapes = _shapes()
+    if shapes is None:
+        return None
+    out = {}
+    for mm in shapes.catalog(batch):
+        c = shapes.cost(mm, width)
+        macs, cyc = out.get(mm.model, (0.0, 0.0))
+        out[mm.model] = (macs + c["macs_useful"], cyc + c["cycles"])
+    return out
+
+
+def slice80(width: int):
+    """Padding of the 80-wide slice on a unit of width ``width`` (see ``tb.tiles.shapes.slice80``)."""
+    shapes = _shapes()
+    return None if shapes is None else shapes.slice80(width)

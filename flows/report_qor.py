@@ -6,7 +6,7 @@ variants by architecture, and writes tables, PNG plots under ``reports/plots/`` 
 claim of the seed study. Any cell whose metrics do not exist yet reads ``not measured yet``: the
 report never fills a gap with an estimate. Equal-silicon performance combines measured fmax and area
 with cycle counts from the unit's throughput contract (``docs/mu_interface.md``) for the real model
-shapes of the tile catalog (:mod:`flows.qor_shapes`).
+shapes of the tile catalog (``tb/tiles/shapes.py``, via :mod:`flows.qor_shapes`).
 
 Run it with ``python -m flows report-qor`` (``make qor`` runs it after the sweep).
 """
@@ -20,8 +20,6 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from . import qor_shapes
 
 __all__ = ["Point", "load_points", "generate", "fit_slope", "main", "NOT_MEASURED"]
 
@@ -45,7 +43,7 @@ MEMORY = "flow__memory__peak_mb"
 BLOCK = AREA + "__"
 # Block (module name prefix) -> category of the per-block breakdown (docs/mu_interface.md).
 CATEGORIES = (("mu_lane", "multipliers"), ("mu_tree", "compressor tree"), ("mu_acc", "accumulate"),
-              ("mu_wbuf", "weight storage"))
+              ("mu_wbuf", "weight storage"), ("mu_col", "column glue"))
 CONTROL = "control (top, outside the columns)"
 
 YOSYS_CAVEAT = ("All numbers come from Yosys (yowasp) synthesis with ABC technology mapping and our own "
@@ -128,11 +126,26 @@ def _fmt(v, digits=0, unit=""):
     return f"{v:,.{digits}f}{unit}"
 
 
+def _lib(p: Point):
+    lib = p.metrics.get("flow__liberty")
+    return lib.get("short") if isinstance(lib, dict) else lib
+
+
+def main_library(points):
+    """The library the report compares on: OSU 0.18 um when present, else the most used one."""
+    libs = [_lib(p) for p in points if p.design == "mu"]
+    if not libs:
+        return None
+    return "osu018" if "osu018" in libs else max(set(libs), key=libs.count)
+
+
 def mu_grid(points) -> dict:
-    """(D, fmt) -> Point for the default matrix units (rows = 1, default stages), newest duplicate wins."""
+    """(D, fmt) -> Point for the default matrix units (rows = 1, default stages) on the main library."""
+    lib = main_library(points)
     grid = {}
     for p in points:
-        if p.design == "mu" and p.params.get("rows", 1) == 1 and "width" in p.params and "fmt" in p.params:
+        if p.design == "mu" and _lib(p) == lib and p.params.get("rows", 1) == 1 and p.params.get(
+                "stages", 2) == 2 and "width" in p.params and "fmt" in p.params:
             grid[(p.params["width"], p.params["fmt"])] = p
     return grid
 
@@ -155,16 +168,6 @@ def breakdown(p: Point) -> dict | None:
     return out
 
 
-def perf(p: Point, shape, batch: int):
-    """Useful MACs per second per mm^2 of one matmul shape on the unit of point ``p`` (None if unknown)."""
-    fmax, area = p.get(FMAX), p.get(AREA)
-    if fmax is None or area is None or area <= 0:
-        return None
-    d = p.params["width"]
-    cycles = qor_shapes.cycles(shape, batch, d)
-    return qor_shapes.useful_macs(shape, batch) / cycles * fmax * 1e6 / (area * 1e-6)
-
-
 def _git(*args) -> str:
     try:
         out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True)
@@ -177,19 +180,28 @@ def provenance(points) -> list[str]:
     """Lines: repository revision, date, tool versions and liberties found in the metrics."""
     rev = _git("rev-parse", "--short", "HEAD")
     dirty = " (with uncommitted changes)" if _git("status", "--porcelain", "--", "hw", "flows") else ""
-    tools, libs, revs = set(), set(), set()
+    tools, libs, revs, dates = set(), set(), set(), set()
     for p in points:
-        for k, v in p.metrics.items():
-            if isinstance(v, str) and ("version" in k or k.startswith("tool")):
+        m = p.metrics
+        for k, v in (m.get("flow__tools") or {}).items():
+            tools.add(f"{k} {v}")
+        lib = m.get("flow__liberty")
+        if isinstance(lib, dict):
+            libs.add(f"{lib.get('name')} ({lib.get('path')}, sha256 {str(lib.get('sha256'))[:12]})")
+        elif isinstance(lib, str):
+            libs.add(lib)
+        for k, v in m.items():
+            if isinstance(v, str) and "version" in k:
                 tools.add(f"{k} = {v}")
-            if isinstance(v, str) and "liberty" in k:
-                libs.add(v)
-            if isinstance(v, str) and ("git" in k or k.endswith("revision")):
-                revs.add(v)
+        if isinstance(m.get("flow__git_revision"), str):
+            revs.add(m["flow__git_revision"])
+        if isinstance(m.get("flow__date"), str):
+            dates.add(m["flow__date"][:10])
     return [
         f"- Generated {datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')} at git revision "
         f"`{rev}`{dirty} by `python -m flows report-qor`.",
-        f"- Metrics produced at revision(s): {', '.join(sorted(revs)) or NOT_MEASURED}.",
+        f"- Metrics produced at revision(s): {', '.join(sorted(revs)) or NOT_MEASURED}"
+        f"{' on ' + ', '.join(sorted(dates)) if dates else ''}.",
         f"- Tools: {'; '.join(sorted(tools)) or NOT_MEASURED}.",
         f"- Liberty: {', '.join(sorted(libs)) or NOT_MEASURED}.",
         f"- Caveat: {YOSYS_CAVEAT}",
@@ -264,7 +276,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True) -
     L.append("")
 
     # Equal silicon.
-    L += rv.perf_section(grid, perf)
+    L += rv.perf_section(grid)
 
     # BF16 multipliers.
     bf = [p for p in points if p.design in ("bf16_mul", "bf16_bank")]
@@ -281,7 +293,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True) -
     L.append("")
 
     # Plots.
-    made = rp.make_plots(grid, slopes, shares, perf, plots_dir) if plots else []
+    made = rp.make_plots(grid, slopes, plots_dir) if plots else []
     L += ["## Plots", ""]
     if made:
         L += [f"![{Path(f).stem}]({rel(f)})" for f in made]
@@ -290,7 +302,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True) -
     L.append("")
 
     # Verdicts.
-    L += rv.verdict_section(grid, slopes, shares, perf, REPO)
+    L += rv.verdict_section(grid, slopes, shares, REPO)
     text = "\n".join(L) + "\n"
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text(text)

