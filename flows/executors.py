@@ -11,6 +11,7 @@ leaves its log on the machine that drives the sweep.
 
 import concurrent.futures as cf
 import contextlib
+import fcntl
 import importlib
 import json
 import multiprocessing
@@ -68,13 +69,30 @@ def _redirect_fds(path: Path):
             os.close(saved[1])
 
 
+@contextlib.contextmanager
+def _locked(path, log):
+    if not path:
+        yield
+        return
+    with open(path, "a") as fd:
+        t0 = time.monotonic()
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        print(f"=== took lock {path} after {time.monotonic() - t0:.1f} s", file=log)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+
 def execute(payload: dict) -> dict:
     """Run one job attempt; never raises.
 
     Parameters
     ----------
     payload : dict
-        ``func`` (import path), ``kwargs`` (dict), ``name``, ``attempt`` (1-based), ``log`` (path).
+        ``func`` (import path), ``kwargs`` (dict), ``name``, ``attempt`` (1-based), ``log`` (path),
+        ``lock`` (optional path: hold an exclusive ``flock`` on it while the job runs, so that sweeps
+        on a shared machine take turns with other heavy work).
 
     Returns
     -------
@@ -97,7 +115,8 @@ def execute(payload: dict) -> dict:
               f"pid {os.getpid()} at {time.strftime('%Y-%m-%d %H:%M:%S')}", file=f)
         print(f"=== {payload['func']}({json.dumps(payload['kwargs'], sort_keys=True)})", file=f)
         try:
-            result = resolve(payload["func"])(**payload["kwargs"])
+            with _locked(payload.get("lock"), f):
+                result = resolve(payload["func"])(**payload["kwargs"])
             json.dumps(result)  # the cache stores JSON: fail here, clearly, rather than later
             rec.update(ok=True, result=result)
         except BaseException as e:  # noqa: B036 - a job must never take the worker down

@@ -39,6 +39,7 @@ CP_LV = "synth__timing__critical_path__levels"
 DEPTH = "synth__timing__logic_depth__generic"
 FMAX = "synth__timing__fmax_mhz"
 RUNTIME = "flow__runtime__seconds"
+YOSYS_TIME = "synth__runtime__yosys_seconds"
 MEMORY = "flow__memory__peak_mb"
 BLOCK = AREA + "__"
 # Block (module name prefix) -> category of the per-block breakdown (docs/mu_interface.md).
@@ -139,6 +140,27 @@ def main_library(points):
     return "osu018" if "osu018" in libs else max(set(libs), key=libs.count)
 
 
+def sig(v, n=3):
+    """``v`` to ``n`` significant digits without exponent notation (``not measured yet`` for None)."""
+    if v is None:
+        return NOT_MEASURED
+    if v == 0 or abs(v) >= 10 ** (n - 1):
+        return f"{v:,.0f}"
+    return f"{v:.{max(0, n - 1 - math.floor(math.log10(abs(v))))}f}"
+
+
+def timing_suspects(grid) -> list[str]:
+    """Points whose critical path takes more than 2 ns per logic level (a sign of an unbuffered
+    high-fanout net in a flow without buffering, or of a timing bug): named so a reader can judge."""
+    out = []
+    for (d, fmt), p in sorted(grid.items()):
+        ps, lv = p.get(CP_PS), p.get(CP_LV)
+        if ps is not None and lv and ps / lv > 2000:
+            out.append(f"D={d} {fmt}: {ps:,.0f} ps over {lv} levels ({ps / lv:,.0f} ps per level); "
+                       f"see `{p.path.parent.name}/timing.txt`")
+    return out
+
+
 def mu_grid(points) -> dict:
     """(D, fmt) -> Point for the default matrix units (rows = 1, default stages) on the main library."""
     lib = main_library(points)
@@ -224,21 +246,31 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True) -
     # Area, timing, runtime per width and format.
     L += ["## Matrix unit: area, timing and flow cost", "",
           "Area per MAC = area / (D x D) (the unit issues D x D MACs per activation beat). Rows = 1, "
-          "default pipeline stages.", "",
+          "default pipeline stages. Yosys time: the synthesis runs of all blocks (kept from the first run "
+          "when cached); flow wall time: generation, synthesis, STA and reports of the run that wrote the "
+          "metrics.", "",
           "| D | format | area (um^2) | area (GE) | cells | area/MAC (um^2) | critical path (ps) | levels "
-          "| generic depth | fmax (MHz) | flow runtime (s) | peak memory (MB) |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| generic depth | fmax (MHz) | Yosys time (s) | flow wall time (s) | peak memory (MB) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for fmt in FORMATS:
         for d in WIDTHS:
             p = grid.get((d, fmt))
-            keys = (AREA, GE, CELLS, CP_PS, CP_LV, DEPTH, FMAX, RUNTIME, MEMORY)
+            keys = (AREA, GE, CELLS, CP_PS, CP_LV, DEPTH, FMAX, YOSYS_TIME, RUNTIME, MEMORY)
             g = {k: (p.get(k) if p else None) for k in keys}
             a = g[AREA]
             per_mac = a / (d * d) if a is not None else None
+            cached = " (Yosys cached)" if p and p.metrics.get("flow__cache__hit") else ""
             L.append(f"| {d} | {fmt} | {_fmt(a)} | {_fmt(g[GE])} | {_fmt(g[CELLS])} | {_fmt(per_mac, 1)} | "
-                     f"{_fmt(g[CP_PS])} | {_fmt(g[CP_LV])} | {_fmt(g[DEPTH])} | {_fmt(g[FMAX], 1)} | "
-                     f"{_fmt(g[RUNTIME], 1)} | {_fmt(g[MEMORY])} |")
+                     f"{_fmt(g[CP_PS])} | {_fmt(g[CP_LV])} | {_fmt(g[DEPTH])} | {sig(g[FMAX])} | "
+                     f"{_fmt(g[YOSYS_TIME], 1)} | {_fmt(g[RUNTIME], 1)}{cached} | {_fmt(g[MEMORY])} |")
     L.append("")
+    sus = timing_suspects(grid)
+    if sus:
+        L += ["**Timing to read with care**: these critical paths spend more than 2 ns per logic level, "
+              "far beyond a gate of the library; the usual cause is a net driving hundreds of pins timed "
+              "with its full load and no buffer tree. The fmax and equal-silicon figures below inherit it:",
+              ""]
+        L += [f"- {x}" for x in sus] + [""]
 
     # Levels per doubling.
     L += ["## Critical path against log2 D", "",

