@@ -1,0 +1,220 @@
+"""The slice's HBM side: a read-request generator and a byte gearbox that cuts beats into weight rows.
+
+Weight layout in HBM (written by the compiler, documented in ``docs/slice.md``): W[K x N] is split
+into *groups* of ``units * D`` columns (group g holds columns ``g*units*D ..``); each group is stored
+as ``Kp = ceil(K / D) * D`` consecutive *super-rows* of ``S = units * D * b / 8`` bytes (row k holds
+W[k, group columns], element j of unit u at byte offset ``(u*D + j) * b / 8``), zero-padded past N
+and past K. Groups follow each other without gaps, so one command's weights are one contiguous
+region of ``G * Kp * S`` bytes, read once per pass of ``rows`` activation rows.
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["RequestGenerator", "Gearbox", "ceil_beats", "request_layout"]
+
+
+def request_layout(addr_bits: int, burst: int) -> data.StructLayout:
+    """HBM read request: byte address (low bits), then the beat count 1..burst."""
+    return data.StructLayout({"addr": addr_bits, "beats": range(burst + 1)})
+
+
+def ceil_beats(rem, beat_bytes: int, burst: int):
+    """Beats needed for ``rem`` bytes when ``0 < rem <= burst * beat_bytes``: comparators, no divider."""
+    total = Const(1, range(burst + 1))
+    for i in range(1, burst):
+        total = total + (rem > i * beat_bytes)
+    return total
+
+
+class RequestGenerator(wiring.Component):
+    """Issues HBM read requests for one command's weight region, once per pass.
+
+    Requests are bursts of ``burst`` beats of ``beat_bytes`` bytes; the last request of each group
+    is shortened to ``ceil(remaining / beat_bytes)`` beats, so every group starts a new request at its
+    own byte address ``w_addr + g * Kp * S``.
+
+    Parameters
+    ----------
+    beat_bytes : int
+        B, bytes per read-data beat.
+    burst : int
+        Maximum beats per request.
+    addr_bits, len_bits : int
+        Widths of the byte address and of the per-group byte count.
+
+    Members
+    -------
+    start : In(1)
+        Pulse: latch the command parameters and begin.
+    group_bytes : In(len_bits)
+        ``Kp * S``, bytes per group.
+    n_groups, n_passes : In(16)
+        Groups per pass and passes per command.
+    w_addr : In(addr_bits)
+        Byte address of the command's weight region.
+    req : Out(stream)
+        Payload ``addr`` (bytes) then ``beats``.
+    busy : Out(1)
+    """
+
+    def __init__(self, *, beat_bytes: int, burst: int, addr_bits: int, len_bits: int):
+        self._b, self._burst = beat_bytes, burst
+        self._aw, self._lw = addr_bits, len_bits
+        super().__init__({
+            "start": In(1), "group_bytes": In(len_bits), "n_groups": In(16), "n_passes": In(16),
+            "w_addr": In(addr_bits),
+            "req": Out(stream.Signature(request_layout(addr_bits, burst))),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        b, burst = self._b, self._burst
+        addr = Signal(self._aw)
+        gbase = Signal(self._aw)
+        rem = Signal(self._lw + 1)
+        g = Signal(16)
+        p = Signal(16)
+        full = rem > burst * b
+        beats = Mux(full, burst, ceil_beats(rem, b, burst))
+        m.d.comb += [self.req.payload.addr.eq(addr), self.req.payload.beats.eq(beats)]
+        m.d.comb += self.req.valid.eq(self.busy)
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), addr.eq(self.w_addr), gbase.eq(self.w_addr),
+                         rem.eq(self.group_bytes), g.eq(0), p.eq(0)]
+        with m.Elif(self.req.valid & self.req.ready):
+            with m.If(full):
+                m.d.sync += [addr.eq(addr + burst * b), rem.eq(rem - burst * b)]
+            with m.Else():
+                # group finished: next group, or next pass from the region start
+                m.d.sync += rem.eq(self.group_bytes)
+                with m.If(g + 1 < self.n_groups):
+                    m.d.sync += [g.eq(g + 1), gbase.eq(gbase + self.group_bytes),
+                                 addr.eq(gbase + self.group_bytes)]
+                with m.Else():
+                    m.d.sync += [g.eq(0), gbase.eq(self.w_addr), addr.eq(self.w_addr), p.eq(p + 1)]
+                    with m.If(p + 1 >= self.n_passes):
+                        m.d.sync += self.busy.eq(0)
+        return m
+
+
+class Gearbox(wiring.Component):
+    """Cuts HBM beats of B bytes into super-rows of S bytes, dropping each group's tail bytes.
+
+    A buffer of ``S + B - 1`` bytes: a beat is accepted when the bytes left after this cycle's row
+    pop leave room for it, so with B >= S a row leaves every cycle and with B < S the feed is used
+    on every cycle it offers data. Only the first ``min(B, bytes left in the group)`` bytes of a beat
+    are kept (the rest belong past the group's end). Rows with index ``k >= K`` leave as zeros, so
+    whatever HBM holds in the K padding cannot turn a zero activation into a NaN.
+
+    Parameters
+    ----------
+    beat_bytes : int
+        B.
+    row_bytes : int
+        S, bytes per super-row.
+    len_bits : int
+        Width of ``group_bytes``.
+
+    Members
+    -------
+    start : In(1)
+    group_bytes : In(len_bits)
+    n_groups, n_passes : In(16)
+    kp, k : In(16)
+        Padded and true K: rows per group and rows that carry data.
+    i : In(stream)
+        Read data, ``8 * B`` bits, byte 0 in bits [7:0].
+    n : In(16)
+        N, for the useful-element count.
+    o : Out(stream)
+        One super-row per beat, ``8 * S`` bits.
+    o_useful : Out(16)
+        Weight elements of the current row that are inside W (``k < K`` and column ``< N``); the
+        other ``units * D`` minus these are padding.
+    busy : Out(1)
+        Bytes of the command still to arrive or rows still to leave.
+    """
+
+    def __init__(self, *, beat_bytes: int, row_bytes: int, len_bits: int, group_cols: int):
+        self._b, self._s, self._lw, self._gc = beat_bytes, row_bytes, len_bits, group_cols
+        super().__init__({
+            "start": In(1), "group_bytes": In(len_bits), "n_groups": In(16), "n_passes": In(16),
+            "kp": In(16), "k": In(16), "n": In(16),
+            "i": In(stream.Signature(8 * beat_bytes)),
+            "o": Out(stream.Signature(8 * row_bytes)),
+            "o_useful": Out(16),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        B, S = self._b, self._s
+        cap = S + B - 1
+        buf = Signal(8 * cap)
+        count = Signal(range(cap + 1))
+        # input side: bytes left in the current group, group and pass counters
+        in_busy = Signal()
+        rem = Signal(self._lw + 1)
+        ig = Signal(16)
+        ip = Signal(16)
+        # output side
+        out_busy = Signal()
+        row = Signal(16)
+        og = Signal(16)
+        op = Signal(16)
+        cols_left = Signal(16)   # N - og * units * D
+
+        pop = Signal()
+        push = Signal()
+        after_pop = Signal(range(cap + 1))
+        m.d.comb += [
+            self.o.valid.eq(count >= S),
+            pop.eq(self.o.valid & self.o.ready),
+            after_pop.eq(Mux(pop, count - S, count)),
+            self.i.ready.eq(in_busy & (after_pop < S)),
+            push.eq(self.i.valid & self.i.ready),
+            self.o.payload.eq(Mux(row < self.k, buf[:8 * S], 0)),
+            self.o_useful.eq(Mux(row < self.k, Mux(cols_left >= self._gc, self._gc, cols_left), 0)),
+            self.busy.eq(in_busy | out_busy),
+        ]
+        take = Signal(range(B + 1))
+        m.d.comb += take.eq(Mux(rem >= B, B, rem))
+        keep = Signal(8 * B)
+        for j in range(B):
+            m.d.comb += keep[8 * j:8 * j + 8].eq(Mux(j < take, self.i.payload[8 * j:8 * j + 8], 0))
+        shifted = Mux(pop, buf >> (8 * S), buf)
+        m.d.sync += [
+            buf.eq(shifted | Mux(push, keep << (after_pop * 8), 0)),
+            count.eq(after_pop + Mux(push, take, 0)),
+        ]
+
+        with m.If(self.start):
+            m.d.sync += [in_busy.eq(1), out_busy.eq(1), rem.eq(self.group_bytes), ig.eq(0),
+                         ip.eq(0), row.eq(0), og.eq(0), op.eq(0), cols_left.eq(self.n)]
+        with m.Else():
+            with m.If(push):
+                with m.If(rem > B):
+                    m.d.sync += rem.eq(rem - B)
+                with m.Else():
+                    m.d.sync += rem.eq(self.group_bytes)
+                    with m.If(ig + 1 < self.n_groups):
+                        m.d.sync += ig.eq(ig + 1)
+                    with m.Else():
+                        m.d.sync += [ig.eq(0), ip.eq(ip + 1)]
+                        with m.If(ip + 1 >= self.n_passes):
+                            m.d.sync += in_busy.eq(0)
+            with m.If(pop):
+                with m.If(row + 1 < self.kp):
+                    m.d.sync += row.eq(row + 1)
+                with m.Else():
+                    m.d.sync += row.eq(0)
+                    with m.If(og + 1 < self.n_groups):
+                        m.d.sync += [og.eq(og + 1), cols_left.eq(cols_left - self._gc)]
+                    with m.Else():
+                        m.d.sync += [og.eq(0), op.eq(op + 1), cols_left.eq(self.n)]
+                        with m.If(op + 1 >= self.n_passes):
+                            m.d.sync += out_busy.eq(0)
+        return m

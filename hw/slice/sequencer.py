@@ -1,0 +1,259 @@
+"""The slice's sequencer: activation beats out of the scratchpad, results back into it.
+
+Both engines walk the same loop nest, so they need no queue between them:
+
+    for pass in 0 .. ceil(M / rows) - 1:          # rows activation rows share one weight stream
+        for g in 0 .. ceil(N / (units*D)) - 1:   # a group: one N-tile per unit
+            for kt in 0 .. ceil(K / D) - 1:      # K accumulation inside the units
+                for r in rows of this pass:      # x beat (issue); y row at kt = last (write-back)
+
+The issue engine sends every x beat to all units at once (:class:`Broadcast`); unit u of group g
+computes N-tile ``g*units + u``. The write-back engine takes the units' result rows in the same
+order, unit 0 first, and writes the ones whose N-tile exists; rows of padding tiles are dropped.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["Broadcast", "ActivationIssue", "WriteBack", "x_layout", "y_layout"]
+
+
+def _row_bits(rows: int) -> int:
+    return (rows - 1).bit_length()
+
+
+def x_layout(width: int, bits: int, rows: int) -> data.StructLayout:
+    """The matrix unit's x payload (interface contract): x[k] at [k*b +: b], swap, first, last, row."""
+    fields = {"data": width * bits, "swap": 1, "first": 1, "last": 1}
+    if rows > 1:
+        fields["row"] = _row_bits(rows)
+    return data.StructLayout(fields)
+
+
+def y_layout(width: int, rows: int) -> data.StructLayout:
+    """The matrix unit's y payload: FP32 y[j] at [j*32 +: 32], then the row index."""
+    fields = {"data": width * 32}
+    if rows > 1:
+        fields["row"] = _row_bits(rows)
+    return data.StructLayout(fields)
+
+
+class Broadcast(wiring.Component):
+    """One stream to ``n`` sinks; a beat leaves when every sink has taken it (a stream fork).
+
+    Each output's ``valid`` is the input's ``valid`` and a register saying this sink already has the
+    beat, so no ``valid`` depends on a ``ready``. No added latency.
+
+    Parameters
+    ----------
+    n : int
+        Number of sinks.
+    shape : shape-like
+        Payload shape.
+    """
+
+    def __init__(self, n: int, shape):
+        self._n = n
+        super().__init__({"i": In(stream.Signature(shape)),
+                          **{f"o{u}": Out(stream.Signature(shape)) for u in range(n)}})
+
+    def outputs(self):
+        return [getattr(self, f"o{u}") for u in range(self._n)]
+
+    def elaborate(self, platform):
+        m = Module()
+        outs = self.outputs()
+        taken = Signal(self._n)
+        done = [taken[u] | outs[u].ready for u in range(self._n)]
+        all_done = Signal()
+        m.d.comb += all_done.eq(Cat(*done).all())
+        m.d.comb += self.i.ready.eq(all_done)
+        for u, o in enumerate(outs):
+            m.d.comb += [o.payload.eq(self.i.payload), o.valid.eq(self.i.valid & ~taken[u])]
+        with m.If(self.i.valid):
+            with m.If(all_done):
+                m.d.sync += taken.eq(0)
+            with m.Else():
+                for u, o in enumerate(outs):
+                    with m.If(o.ready):
+                        m.d.sync += taken[u].eq(1)
+        return m
+
+
+class ActivationIssue(wiring.Component):
+    """Reads x rows from the scratchpad and sends one x beat per (pass, group, k-tile, row).
+
+    Two stages: A holds the loop counters and drives the scratchpad read address; B is the read
+    port's output register plus the beat's flags (the read port is only enabled when B moves, so
+    B holds its data under backpressure). Lanes ``k >= K`` are forced to zero.
+
+    Members
+    -------
+    start : In(1)
+    m, k, kt : In(16)
+        M, K, ceil(K/D).
+    n_groups : In(16)
+    x_addr : In(addr_bits)
+        Scratchpad word of x[0, 0:D]; x[m, kt*D:] is word ``x_addr + m*ceil(K/D) + kt``, elements in
+        its low ``D*b`` bits.
+    rd_addr, rd_en : Out
+    rd_data : In(32*D)
+    x : Out(stream)
+        :func:`x_layout` payload.
+    busy : Out(1)
+    """
+
+    def __init__(self, *, width: int, bits: int, rows: int, addr_bits: int):
+        self._d, self._b, self._r, self._aw = width, bits, rows, addr_bits
+        super().__init__({
+            "start": In(1), "m": In(16), "k": In(16), "kt": In(16), "n_groups": In(16),
+            "x_addr": In(addr_bits),
+            "rd_addr": Out(addr_bits), "rd_en": Out(1), "rd_data": In(32 * width),
+            "x": Out(stream.Signature(x_layout(width, bits, rows))),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        D, b, R = self._d, self._b, self._r
+        # stage A
+        a_valid = Signal()
+        m0 = Signal(16)
+        g = Signal(16)
+        kt = Signal(16)
+        k0 = Signal(16)
+        mi = Signal(16)
+        rowaddr = Signal(self._aw)
+        passbase = Signal(self._aw)
+        rows_here = Mux(self.m - m0 >= R, R, self.m - m0)
+        # stage B
+        b_valid = Signal()
+        b_swap, b_first, b_last = Signal(), Signal(), Signal()
+        b_row = Signal(max(1, _row_bits(R)))
+        b_lanes = Signal(16)
+
+        adv = Signal()
+        m.d.comb += [
+            adv.eq(~b_valid | self.x.ready),
+            self.rd_addr.eq(rowaddr + kt),
+            self.rd_en.eq(adv),
+            self.x.valid.eq(b_valid),
+            self.x.payload.swap.eq(b_swap), self.x.payload.first.eq(b_first),
+            self.x.payload.last.eq(b_last),
+            self.busy.eq(a_valid | b_valid),
+        ]
+        if R > 1:
+            m.d.comb += self.x.payload.row.eq(b_row)
+        for j in range(D):
+            lane = self.rd_data[j * b:(j + 1) * b]
+            m.d.comb += self.x.payload.data[j * b:(j + 1) * b].eq(Mux(j < b_lanes, lane, 0))
+
+        with m.If(adv):
+            m.d.sync += [b_valid.eq(a_valid), b_swap.eq(mi == 0), b_first.eq(kt == 0),
+                         b_last.eq(kt + 1 >= self.kt), b_row.eq(mi), b_lanes.eq(self.k - k0)]
+
+        with m.If(self.start):
+            m.d.sync += [a_valid.eq(1), m0.eq(0), g.eq(0), kt.eq(0), k0.eq(0), mi.eq(0),
+                         rowaddr.eq(self.x_addr), passbase.eq(self.x_addr)]
+        with m.Elif(adv & a_valid):
+            with m.If(mi + 1 < rows_here):
+                m.d.sync += [mi.eq(mi + 1), rowaddr.eq(rowaddr + self.kt)]
+            with m.Else():
+                m.d.sync += [mi.eq(0), rowaddr.eq(passbase)]
+                with m.If(kt + 1 < self.kt):
+                    m.d.sync += [kt.eq(kt + 1), k0.eq(k0 + D)]
+                with m.Else():
+                    m.d.sync += [kt.eq(0), k0.eq(0)]
+                    with m.If(g + 1 < self.n_groups):
+                        m.d.sync += g.eq(g + 1)
+                    with m.Else():
+                        m.d.sync += [g.eq(0), m0.eq(m0 + R), passbase.eq(rowaddr + self.kt),
+                                     rowaddr.eq(rowaddr + self.kt)]
+                        with m.If(m0 + R >= self.m):
+                            m.d.sync += a_valid.eq(0)
+        return m
+
+
+class WriteBack(wiring.Component):
+    """Takes result rows from the units in issue order and writes them to the scratchpad.
+
+    Members
+    -------
+    start : In(1)
+    m, nt, n_groups : In(16)
+        M, ceil(N/D), groups.
+    y_addr : In(addr_bits)
+        y[m, nt*D:] goes to word ``y_addr + m*ceil(N/D) + nt`` (D FP32 lanes; lanes past N hold
+        the padding columns' results, +0 for zero weights).
+    y0 .. y{units-1} : In(stream)
+        The units' result streams (:func:`y_layout`).
+    wr_addr, wr_data, wr_en : Out
+        Scratchpad write port (this engine has priority over the host).
+    row_error : Out(1)
+        Sticky: a unit returned a row index other than the one expected.
+    busy : Out(1)
+    """
+
+    def __init__(self, *, width: int, rows: int, units: int, addr_bits: int):
+        self._d, self._r, self._n, self._aw = width, rows, units, addr_bits
+        super().__init__({
+            "start": In(1), "m": In(16), "nt": In(16), "n_groups": In(16),
+            "y_addr": In(addr_bits),
+            **{f"y{u}": In(stream.Signature(y_layout(width, rows))) for u in range(units)},
+            "wr_addr": Out(addr_bits), "wr_data": Out(32 * width), "wr_en": Out(1),
+            "row_error": Out(1), "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        R, N = self._r, self._n
+        ys = [getattr(self, f"y{u}") for u in range(N)]
+        m0 = Signal(16)
+        g = Signal(16)
+        gb = Signal(16)      # g * units: N-tile of unit 0
+        mi = Signal(16)
+        u = Signal(range(max(2, N)))
+        rowaddr = Signal(self._aw)
+        passbase = Signal(self._aw)
+        rows_here = Mux(self.m - m0 >= R, R, self.m - m0)
+
+        sel_valid = Signal()
+        sel_data = Signal(32 * self._d)
+        sel_row = Signal(max(1, _row_bits(R)))
+        for j, y in enumerate(ys):
+            m.d.comb += y.ready.eq(self.busy & (u == j))
+            with m.If(u == j):
+                m.d.comb += [sel_valid.eq(y.valid), sel_data.eq(y.payload.data)]
+                if R > 1:
+                    m.d.comb += sel_row.eq(y.payload.row)
+        xfer = Signal()
+        m.d.comb += [
+            xfer.eq(self.busy & sel_valid),
+            self.wr_en.eq(xfer & (gb + u < self.nt)),
+            self.wr_addr.eq(rowaddr + gb + u),
+            self.wr_data.eq(sel_data),
+        ]
+        with m.If(xfer & (sel_row != mi[:len(sel_row)]) & (R > 1)):
+            m.d.sync += self.row_error.eq(1)
+
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), m0.eq(0), g.eq(0), gb.eq(0), mi.eq(0), u.eq(0),
+                         rowaddr.eq(self.y_addr), passbase.eq(self.y_addr)]
+        with m.Elif(xfer):
+            with m.If(u + 1 < N):
+                m.d.sync += u.eq(u + 1)
+            with m.Else():
+                m.d.sync += u.eq(0)
+                with m.If(mi + 1 < rows_here):
+                    m.d.sync += [mi.eq(mi + 1), rowaddr.eq(rowaddr + self.nt)]
+                with m.Else():
+                    m.d.sync += mi.eq(0)
+                    with m.If(g + 1 < self.n_groups):
+                        m.d.sync += [g.eq(g + 1), gb.eq(gb + N), rowaddr.eq(passbase)]
+                    with m.Else():
+                        m.d.sync += [g.eq(0), gb.eq(0), m0.eq(m0 + R),
+                                     passbase.eq(rowaddr + self.nt), rowaddr.eq(rowaddr + self.nt)]
+                        with m.If(m0 + R >= self.m):
+                            m.d.sync += self.busy.eq(0)
+        return m

@@ -1,0 +1,312 @@
+"""A slice: ``units`` matrix units, a scratchpad and a private HBM read port, run by matmul commands.
+
+Command (``cmd`` stream, :func:`cmd_layout`): ``y[M x N] = x[M x K] . W[K x N]`` with x and y in the
+scratchpad and W streamed from HBM in the group layout of :mod:`hw.slice.feed`. The slice
+
+1. requests the command's weight region once per pass of ``rows`` activation rows
+   (:class:`~hw.slice.feed.RequestGenerator`),
+2. cuts the returned beats into super-rows of ``units * D`` weights and sends unit u its D-wide part
+   (:class:`~hw.slice.feed.Gearbox` + :class:`~hw.slice.sequencer.Broadcast`),
+3. sends every unit the same activation beats read from the scratchpad, one per k-tile and row
+   (:class:`~hw.slice.sequencer.ActivationIssue`), so unit u of group g computes N-tile
+   ``g*units + u`` and accumulates over K inside its FP32 accumulator,
+4. writes the result rows back (:class:`~hw.slice.sequencer.WriteBack`) and offers a ``done`` beat
+   carrying the command's cycle count.
+
+Every stream stalls its producer; nothing is dropped. One command runs at a time.
+"""
+
+from amaranth.hdl import Module, Signal, Value
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .. import hier
+from ..formats import MATRIX_FORMATS, get_format
+from .feed import Gearbox, RequestGenerator, request_layout
+from .sequencer import ActivationIssue, Broadcast, WriteBack, x_layout
+
+__all__ = ["Slice", "cmd_layout", "COUNTERS", "UNIT_COUNTERS"]
+
+#: Slice-wide counters (32-bit output ports, cumulative since reset, wrap around).
+COUNTERS = ("cycles", "hbm_req_bytes", "hbm_rcv_bytes", "w_useful_elems", "w_pad_elems", "x_beats",
+            "y_rows")
+#: Per-unit counters (``units`` x 32-bit output ports, element u at bits [u*32 +: 32]).
+UNIT_COUNTERS = ("unit_busy", "unit_starved", "unit_backpressured")
+
+
+def cmd_layout(addr_bits: int, hbm_addr_bits: int) -> data.StructLayout:
+    """Matmul descriptor, least significant field first.
+
+    ``m``, ``k``, ``n``: sizes (1..65535); ``x_addr``, ``y_addr``: scratchpad word addresses;
+    ``w_addr``: HBM byte address of the weight region; ``acc``: reserved for y += (must be 0).
+    """
+    return data.StructLayout({"m": 16, "k": 16, "n": 16, "x_addr": addr_bits, "y_addr": addr_bits,
+                              "w_addr": hbm_addr_bits, "acc": 1})
+
+
+def _ceil_div_const(value, divisor: int):
+    """ceil(value / divisor) for a constant power-of-two divisor (a shift)."""
+    s = divisor.bit_length() - 1
+    return (value + divisor - 1) >> s
+
+
+class Slice(wiring.Component):
+    """Matrix units + scratchpad + HBM feed, with a matmul command stream.
+
+    Parameters
+    ----------
+    units : int
+        Matrix units (1..64).
+    width : int
+        D, each unit's width (power of two, 8..128).
+    fmt : str
+        Element format of x and W (``fp8_e4m3``, ``fp8_e5m2``, ``fp4_e2m1``).
+    spad_bytes : int
+        Scratchpad size; words are ``4*D`` bytes (one FP32 result row), so it holds
+        ``spad_bytes // (4*D)`` words.
+    feed_bytes : int or None
+        B, bytes per HBM read-data beat. Default: what the units consume at full rate,
+        ``units * D * b / 8``.
+    rows : int
+        Accumulator rows per unit: activation rows sharing one pass over the weights.
+    stages : int
+        The units' pipeline option.
+    burst : int
+        Maximum beats per HBM read request.
+    hbm_addr_bits : int
+        Width of HBM byte addresses.
+    unit : callable, optional
+        Factory ``(width, fmt, rows, stages) -> component`` for the units (default
+        :class:`hw.mu.matrix_unit.MatrixUnit`); it must follow the matrix unit's stream contract.
+
+    Members
+    -------
+    cmd : In(stream(cmd_layout))
+    done : Out(stream(32))
+        One beat per finished command: cycles from its acceptance to its last result write.
+    hbm_req : Out(stream(addr, beats))
+    hbm_rdata : In(stream(8*B))
+        Read data in request order; byte 0 in bits [7:0].
+    spad_w : In(stream(addr, data))
+        Host writes (the write-back has priority).
+    spad_rreq : In(stream(addr)), spad_rdata : Out(stream(32*D))
+        Host reads, one word per request, in order.
+    row_error : Out(1)
+        Sticky: a unit returned an unexpected accumulator row.
+    cycles, hbm_req_bytes, ... : Out(32)
+        :data:`COUNTERS`; ``unit_busy`` etc.: :data:`UNIT_COUNTERS`.
+
+    Raises
+    ------
+    ValueError
+        On a parameter out of range, with the allowed values.
+    """
+
+    def __init__(self, *, units: int = 2, width: int = 8, fmt: str = "fp8_e4m3",
+                 spad_bytes: int = 16384, feed_bytes: int | None = None, rows: int = 1,
+                 stages: int = 2, burst: int = 16, hbm_addr_bits: int = 32, unit=None):
+        if not isinstance(units, int) or not 1 <= units <= 64:
+            raise ValueError(f"units must be an integer in [1, 64], not {units!r}")
+        if not isinstance(width, int) or width < 8 or width > 128 or width & (width - 1):
+            raise ValueError(f"width must be a power of two in [8, 128], not {width!r}")
+        if fmt not in MATRIX_FORMATS:
+            raise ValueError(f"fmt must be one of {', '.join(MATRIX_FORMATS)}, not {fmt!r}")
+        bits = get_format(fmt).bits
+        row_bytes = units * width * bits // 8
+        if feed_bytes is None:
+            feed_bytes = row_bytes
+        if not isinstance(feed_bytes, int) or not 1 <= feed_bytes <= 4096:
+            raise ValueError(f"feed_bytes must be an integer in [1, 4096], not {feed_bytes!r}")
+        words = spad_bytes // (4 * width) if isinstance(spad_bytes, int) else 0
+        if words < 2:
+            raise ValueError(f"spad_bytes must hold at least two {4 * width}-byte words at width "
+                             f"{width}, not {spad_bytes!r}")
+        if not isinstance(rows, int) or rows < 1:
+            raise ValueError(f"rows must be an integer >= 1, not {rows!r}")
+        if not isinstance(burst, int) or not 1 <= burst <= 256:
+            raise ValueError(f"burst must be an integer in [1, 256], not {burst!r}")
+        self.units, self.width, self.fmt, self.rows, self.stages = units, width, fmt, rows, stages
+        self.bits, self.row_bytes, self.feed_bytes, self.burst = bits, row_bytes, feed_bytes, burst
+        self.spad_words, self.spad_bytes = words, spad_bytes
+        self.addr_bits = max(1, (words - 1).bit_length())
+        self.hbm_addr_bits = hbm_addr_bits
+        self._unit = unit
+        aw = self.addr_bits
+        sig = {
+            "cmd": In(stream.Signature(cmd_layout(aw, hbm_addr_bits))),
+            "done": Out(stream.Signature(32)),
+            "hbm_req": Out(stream.Signature(request_layout(hbm_addr_bits, burst))),
+            "hbm_rdata": In(stream.Signature(8 * feed_bytes)),
+            "spad_w": In(stream.Signature(data.StructLayout({"addr": aw, "data": 32 * width}))),
+            "spad_rreq": In(stream.Signature(aw)),
+            "spad_rdata": Out(stream.Signature(32 * width)),
+            "row_error": Out(1),
+        }
+        sig.update({c: Out(32) for c in COUNTERS})
+        sig.update({c: Out(data.ArrayLayout(32, units)) for c in UNIT_COUNTERS})
+        super().__init__(sig)
+
+    @property
+    def consume_bytes_per_cycle(self) -> float:
+        """Weight bytes per cycle the units take at full rate with one row per tile (batch 1)."""
+        return self.row_bytes
+
+    def unit_module_name(self) -> str:
+        """Verilog module of the units: the matrix unit's own block name, or the factory's."""
+        prefix = "mu" if self._unit is None else getattr(self._unit, "__name__", "unit").lower()
+        return f"{prefix}_w{self.width}_{self.fmt}_r{self.rows}_s{self.stages}"
+
+    def _make_unit(self):
+        if self._unit is not None:
+            return self._unit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages)
+        from ..mu.matrix_unit import MatrixUnit
+        return MatrixUnit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages)
+
+    def elaborate(self, platform):
+        m = Module()
+        D, U, R, b = self.width, self.units, self.rows, self.bits
+        aw = self.addr_bits
+        S = self.row_bytes
+        len_bits = (65536 * S).bit_length()
+
+        m.submodules.reqgen = reqgen = RequestGenerator(
+            beat_bytes=self.feed_bytes, burst=self.burst, addr_bits=self.hbm_addr_bits,
+            len_bits=len_bits)
+        m.submodules.gearbox = gbox = Gearbox(beat_bytes=self.feed_bytes, row_bytes=S,
+                                              len_bits=len_bits, group_cols=U * D)
+        m.submodules.issue = issue = ActivationIssue(width=D, bits=b, rows=R, addr_bits=aw)
+        m.submodules.wb = wb = WriteBack(width=D, rows=R, units=U, addr_bits=aw)
+        m.submodules.bc_w = bc_w = Broadcast(U, 8 * S)
+        m.submodules.bc_x = bc_x = Broadcast(U, x_layout(D, b, R))
+        m.submodules.spad = spad = Memory(shape=32 * D, depth=self.spad_words, init=[])
+        rd_x = spad.read_port()
+        rd_h = spad.read_port()
+        wr = spad.write_port()
+
+        units = []
+        for u in range(U):
+            mu = self._make_unit()
+            hier.place(m, f"mu{u}", mu, module=self.unit_module_name())
+            units.append(mu)
+
+        # ---- command registers and control
+        c = Signal(cmd_layout(aw, self.hbm_addr_bits))
+        kt = Signal(16)
+        nt = Signal(16)
+        n_groups = Signal(16)
+        n_passes = Signal(16)
+        group_bytes = Signal(len_bits)
+        cmd_cycles = Signal(32)
+        start = Signal()
+        m.d.comb += [
+            kt.eq(_ceil_div_const(c.k, D)),
+            nt.eq(_ceil_div_const(c.n, D)),
+            group_bytes.eq((kt * D) * S),
+        ]
+        setup_g = Signal(16)
+        setup_p = Signal(16)
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.cmd.ready.eq(1)
+                with m.If(self.cmd.valid):
+                    m.d.sync += [c.eq(self.cmd.payload), cmd_cycles.eq(1), n_groups.eq(0),
+                                 n_passes.eq(0), setup_g.eq(0), setup_p.eq(0)]
+                    m.next = "SETUP"
+            with m.State("SETUP"):
+                # groups = ceil(NT / units), passes = ceil(M / rows): one step per cycle
+                m.d.sync += cmd_cycles.eq(cmd_cycles + 1)
+                with m.If(setup_g < nt):
+                    m.d.sync += [setup_g.eq(setup_g + U), n_groups.eq(n_groups + 1)]
+                with m.If(setup_p < c.m):
+                    m.d.sync += [setup_p.eq(setup_p + R), n_passes.eq(n_passes + 1)]
+                with m.If((setup_g >= nt) & (setup_p >= c.m)):
+                    m.d.comb += start.eq(1)
+                    m.next = "START"
+            with m.State("START"):
+                m.d.sync += cmd_cycles.eq(cmd_cycles + 1)
+                m.next = "RUN"
+            with m.State("RUN"):
+                m.d.sync += cmd_cycles.eq(cmd_cycles + 1)
+                with m.If(~(reqgen.busy | gbox.busy | issue.busy | wb.busy)):
+                    m.next = "DONE"
+            with m.State("DONE"):
+                m.d.comb += [self.done.valid.eq(1), self.done.payload.eq(cmd_cycles)]
+                with m.If(self.done.ready):
+                    m.next = "IDLE"
+
+        m.d.comb += [
+            reqgen.start.eq(start), reqgen.group_bytes.eq(group_bytes),
+            reqgen.n_groups.eq(n_groups), reqgen.n_passes.eq(n_passes), reqgen.w_addr.eq(c.w_addr),
+            gbox.start.eq(start), gbox.group_bytes.eq(group_bytes), gbox.n_groups.eq(n_groups),
+            gbox.n_passes.eq(n_passes), gbox.kp.eq(kt * D), gbox.k.eq(c.k), gbox.n.eq(c.n),
+            issue.start.eq(start), issue.m.eq(c.m), issue.k.eq(c.k), issue.kt.eq(kt),
+            issue.n_groups.eq(n_groups), issue.x_addr.eq(c.x_addr),
+            wb.start.eq(start), wb.m.eq(c.m), wb.nt.eq(nt), wb.n_groups.eq(n_groups),
+            wb.y_addr.eq(c.y_addr),
+            self.row_error.eq(wb.row_error),
+        ]
+        wiring.connect(m, wiring.flipped(self.hbm_req), reqgen.req)
+        wiring.connect(m, wiring.flipped(self.hbm_rdata), gbox.i)
+        wiring.connect(m, gbox.o, bc_w.i)
+        wiring.connect(m, issue.x, bc_x.i)
+
+        # ---- units
+        wslice = D * b
+        for u, mu in enumerate(units):
+            ow, ox = bc_w.outputs()[u], bc_x.outputs()[u]
+            yin = getattr(wb, f"y{u}")
+            m.d.comb += [
+                Value.cast(mu.w.payload).eq(ow.payload[u * wslice:(u + 1) * wslice]),
+                mu.w.valid.eq(ow.valid), ow.ready.eq(mu.w.ready),
+                Value.cast(mu.x.payload).eq(Value.cast(ox.payload)),
+                mu.x.valid.eq(ox.valid), ox.ready.eq(mu.x.ready),
+                Value.cast(yin.payload).eq(Value.cast(mu.y.payload)),
+                yin.valid.eq(mu.y.valid), mu.y.ready.eq(yin.ready),
+            ]
+
+        # ---- scratchpad ports
+        m.d.comb += [rd_x.addr.eq(issue.rd_addr), rd_x.en.eq(issue.rd_en), issue.rd_data.eq(rd_x.data)]
+        h_valid = Signal()
+        h_adv = Signal()
+        m.d.comb += [
+            h_adv.eq(~h_valid | self.spad_rdata.ready),
+            rd_h.addr.eq(self.spad_rreq.payload), rd_h.en.eq(h_adv),
+            self.spad_rreq.ready.eq(h_adv),
+            self.spad_rdata.valid.eq(h_valid), self.spad_rdata.payload.eq(rd_h.data),
+        ]
+        with m.If(h_adv):
+            m.d.sync += h_valid.eq(self.spad_rreq.valid)
+        m.d.comb += self.spad_w.ready.eq(~wb.wr_en)
+        with m.If(wb.wr_en):
+            m.d.comb += [wr.addr.eq(wb.wr_addr), wr.data.eq(wb.wr_data), wr.en.eq(1)]
+        with m.Else():
+            m.d.comb += [wr.addr.eq(self.spad_w.payload.addr), wr.data.eq(self.spad_w.payload.data),
+                         wr.en.eq(self.spad_w.valid)]
+
+        # ---- counters
+        def xfer(s):
+            return s.valid & s.ready
+
+        running = gbox.busy
+        m.d.sync += self.cycles.eq(self.cycles + 1)
+        with m.If(xfer(self.hbm_req)):
+            m.d.sync += self.hbm_req_bytes.eq(self.hbm_req_bytes + self.hbm_req.payload.beats *
+                                              self.feed_bytes)
+        with m.If(xfer(self.hbm_rdata)):
+            m.d.sync += self.hbm_rcv_bytes.eq(self.hbm_rcv_bytes + self.feed_bytes)
+        with m.If(xfer(gbox.o)):
+            m.d.sync += [self.w_useful_elems.eq(self.w_useful_elems + gbox.o_useful),
+                         self.w_pad_elems.eq(self.w_pad_elems + U * D - gbox.o_useful)]
+        with m.If(xfer(issue.x)):
+            m.d.sync += self.x_beats.eq(self.x_beats + 1)
+        with m.If(wb.wr_en):
+            m.d.sync += self.y_rows.eq(self.y_rows + 1)
+        for u, mu in enumerate(units):
+            with m.If(xfer(mu.w) | xfer(mu.x)):
+                m.d.sync += self.unit_busy[u].eq(self.unit_busy[u] + 1)
+            with m.If(running & mu.w.ready & ~mu.w.valid):
+                m.d.sync += self.unit_starved[u].eq(self.unit_starved[u] + 1)
+            with m.If(mu.y.valid & ~mu.y.ready):
+                m.d.sync += self.unit_backpressured[u].eq(self.unit_backpressured[u] + 1)
+        return m

@@ -1,0 +1,174 @@
+"""What a compiler does for the slice: HBM weight images, scratchpad words, descriptors; and what the
+slice must produce: expected results (via the matrix unit's bit-true model) and expected counters.
+
+The layouts are the ones documented in ``docs/slice.md`` and :mod:`hw.slice.feed`.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hw.formats import get_format
+
+__all__ = ["SliceGeometry", "Matmul", "pack_codes", "unpack_fp32", "hbm_image", "x_words",
+           "expected_y", "expected_counters", "cmd_word"]
+
+
+@dataclass(frozen=True)
+class SliceGeometry:
+    """The slice parameters the tb needs (mirrors :class:`hw.slice.slice.Slice`)."""
+
+    units: int
+    width: int
+    fmt: str
+    feed_bytes: int
+    rows: int = 1
+    addr_bits: int = 8
+    hbm_addr_bits: int = 32
+    burst: int = 16
+
+    @property
+    def bits(self) -> int:
+        return get_format(self.fmt).bits
+
+    @property
+    def row_bytes(self) -> int:
+        """S: bytes of one super-row (units * D weights)."""
+        return self.units * self.width * self.bits // 8
+
+
+@dataclass
+class Matmul:
+    """One command: y[M x N] = x[M x K] . W[K x N] (codes), placed in scratchpad and HBM."""
+
+    x: np.ndarray
+    w: np.ndarray
+    x_addr: int
+    y_addr: int
+    w_addr: int
+
+    @property
+    def mkn(self):
+        return self.x.shape[0], self.x.shape[1], self.w.shape[1]
+
+
+def pack_codes(codes: np.ndarray, bits: int) -> bytes:
+    """Codes -> little-endian bytes, element j at bits [j*b +: b] (b = 8 or 4)."""
+    c = np.asarray(codes, dtype=np.uint8).ravel()
+    if bits == 8:
+        return c.tobytes()
+    if c.size % 2:
+        c = np.append(c, 0)
+    return ((c[0::2] & 0xF) | ((c[1::2] & 0xF) << 4)).astype(np.uint8).tobytes()
+
+
+def unpack_fp32(word: int, width: int) -> np.ndarray:
+    """A scratchpad word -> its D FP32 lanes (uint32)."""
+    return np.frombuffer(word.to_bytes(4 * width, "little"), dtype="<u4").copy()
+
+
+def _tiles(g: SliceGeometry, k: int, n: int):
+    D = g.width
+    kt = -(-k // D)
+    nt = -(-n // D)
+    groups = -(-nt // g.units)
+    return kt, nt, groups
+
+
+def hbm_image(g: SliceGeometry, w: np.ndarray, rng: np.random.Generator | None = None) -> bytes:
+    """The weight region of one command: groups of Kp super-rows; padding random if ``rng``."""
+    k, n = w.shape
+    D, U = g.width, g.units
+    kt, _, groups = _tiles(g, k, n)
+    kp, cols = kt * D, groups * U * D
+    if rng is None:
+        full = np.zeros((kp, cols), dtype=np.uint8)
+    else:
+        full = rng.integers(0, 1 << g.bits, size=(kp, cols), dtype=np.uint8)
+    full[:k, :n] = w
+    out = bytearray()
+    for grp in range(groups):
+        out += pack_codes(full[:, grp * U * D:(grp + 1) * U * D], g.bits)
+    return bytes(out)
+
+
+def x_words(g: SliceGeometry, x: np.ndarray, rng: np.random.Generator | None = None) -> list:
+    """Scratchpad words of x: word ``m*ceil(K/D) + kt`` holds x[m, kt*D:+D] in its low D*b bits.
+
+    Lanes past K carry random codes if ``rng`` is given (the slice must zero them).
+    """
+    mm, k = x.shape
+    D = g.width
+    kt = -(-k // D)
+    words = []
+    for r in range(mm):
+        for t in range(kt):
+            lanes = np.zeros(D, dtype=np.uint8) if rng is None else \
+                rng.integers(0, 1 << g.bits, size=D, dtype=np.uint8)
+            seg = x[r, t * D:(t + 1) * D]
+            lanes[:seg.size] = seg
+            words.append(int.from_bytes(pack_codes(lanes, g.bits), "little"))
+    return words
+
+
+def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str) -> np.ndarray:
+    """FP32 bits y[M x N] the slice must write.
+
+    ``numerics="mu"``: the matrix unit's bit-true model (``tb.mu.model``), tile by tile in the
+    slice's order (k-tiles in order, one rounding per beat). ``"stub"``: the stub unit's integers.
+    """
+    mm, k = x.shape
+    n = w.shape[1]
+    D = g.width
+    kt, nt, _ = _tiles(g, k, n)
+    xp = np.zeros((mm, kt * D), dtype=np.uint8)
+    xp[:, :k] = x
+    wp = np.zeros((kt * D, nt * D), dtype=np.uint8)
+    wp[:k, :n] = w
+    if numerics == "stub":
+        from tb.slice.stub_unit import stub_reference
+        return stub_reference(xp, wp)[:, :n].astype(np.uint32)
+    from tb.mu.model import MatrixUnitModel
+    y = np.zeros((mm, nt * D), dtype=np.uint32)
+    for j in range(nt):
+        model = MatrixUnitModel(D, g.fmt, rows=mm)
+        for t in range(kt):
+            out = model.run(wp[t * D:(t + 1) * D, j * D:(j + 1) * D], xp[:, t * D:(t + 1) * D],
+                            first=t == 0, last=t == kt - 1, row=np.arange(mm))
+        for r in out:
+            y[r.row, j * D:(j + 1) * D] = r.bits
+    return y[:, :n]
+
+
+def expected_counters(g: SliceGeometry, cmds: list) -> dict:
+    """Counter values the shapes imply (HBM bytes, useful/padding weights, beats, result rows)."""
+    D, U, B = g.width, g.units, g.feed_bytes
+    c = dict(hbm_req_bytes=0, w_useful_elems=0, w_pad_elems=0, x_beats=0, y_rows=0, w_rows=0)
+    for cmd in cmds:
+        mm, k, n = cmd.mkn
+        kt, nt, groups = _tiles(g, k, n)
+        passes = -(-mm // g.rows)
+        group_bytes = kt * D * g.row_bytes
+        beats = -(-group_bytes // B)
+        c["hbm_req_bytes"] += passes * groups * beats * B
+        c["w_useful_elems"] += passes * k * n
+        c["w_pad_elems"] += passes * groups * kt * D * U * D - passes * k * n
+        c["x_beats"] += groups * kt * mm
+        c["y_rows"] += mm * nt
+        c["w_rows"] += passes * groups * kt * D
+    c["hbm_rcv_bytes"] = c["hbm_req_bytes"]
+    return c
+
+
+def cmd_word(g: SliceGeometry, cmd: Matmul, acc: int = 0) -> int:
+    """Pack a descriptor (``hw.slice.slice.cmd_layout``, least significant field first)."""
+    mm, k, n = cmd.mkn
+    aw = g.addr_bits
+    fields = [(mm, 16), (k, 16), (n, 16), (cmd.x_addr, aw), (cmd.y_addr, aw), (cmd.w_addr, g.hbm_addr_bits),
+              (acc, 1)]
+    word, pos = 0, 0
+    for v, wdt in fields:
+        assert 0 <= v < (1 << wdt), f"descriptor field {v} does not fit {wdt} bits"
+        word |= v << pos
+        pos += wdt
+    return word
