@@ -181,6 +181,24 @@ DESIGNS: dict[str, Design] = {
             Option("stages", 2, int_at_least(0), help="extra pipeline stages in the column",
                    tag=lambda v: "" if v == 2 else f"s{v}"),
         )),
+        Design("slice", "hw.slice.slice:Slice",
+               "matrix units + scratchpad + HBM feed port, run by matmul commands", (
+                   Option("units", 2, int_at_least(1), help="matrix units (1..64)",
+                          tag=lambda v: f"u{v}"),
+                   Option("width", 8, power_of_two(8, 128), help="D: each unit's width",
+                          tag=lambda v: f"w{v}"),
+                   Option("fmt", "fp8_e4m3", choices=("fp8_e4m3", "fp8_e5m2", "fp4_e2m1"),
+                          help="element format", tag=lambda v: v),
+                   Option("spad_bytes", 16384, int_at_least(1),
+                          help="scratchpad bytes (words of 4*D bytes)", tag=lambda v: f"sp{v}"),
+                   Option("feed_bytes", None, int_at_least(1),
+                          help="B: HBM read-data bytes per beat (default: what the units consume)",
+                          tag=lambda v: "" if v is None else f"f{v}"),
+                   Option("rows", 1, int_at_least(1), help="accumulator rows per unit",
+                          tag=lambda v: "" if v == 1 else f"r{v}"),
+                   Option("stages", 2, int_at_least(0), help="the units' pipeline stages",
+                          tag=lambda v: "" if v == 2 else f"s{v}"),
+               )),
     )
 }
 
