@@ -123,6 +123,11 @@ def run(name: str, verilog: str, toplevel: str, test_module: str, *, env: dict |
     def attempt(trace: bool) -> Path:
         runner = get_runner("verilator")
         sub = bdir / ("waves" if trace else "sim")
+        # cocotb runs make on Verilator's makefile itself, so -MAKEFLAGS above does not reach it;
+        # a variable assignment in the MAKEFLAGS environment variable does.
+        flags = os.environ.get("MAKEFLAGS", "")
+        if "CFG_CXXFLAGS_PCH_I" not in flags:
+            os.environ["MAKEFLAGS"] = f"{flags} CFG_CXXFLAGS_PCH_I=-include".strip()
         with _build_lock():
             runner.build(sources=[src], hdl_toplevel=toplevel, build_dir=sub, waves=trace,
                          build_args=_build_args(trace, build_args), timescale=timescale)
