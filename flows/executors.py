@@ -77,7 +77,8 @@ def _locked(path, log):
     with open(path, "a") as fd:
         t0 = time.monotonic()
         fcntl.flock(fd, fcntl.LOCK_EX)
-        print(f"=== took lock {path} after {time.monotonic() - t0:.1f} s", file=log)
+        print(f"=== took lock {path} after {time.monotonic() - t0:.1f} s (unix time {time.time():.3f})",
+              file=log)
         try:
             yield
         finally:
