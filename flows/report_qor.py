@@ -230,8 +230,12 @@ def provenance(points) -> list[str]:
     ]
 
 
-def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True) -> str:
-    """Write the report (and plots); return its text."""
+def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
+             knee_file: Path | None = None) -> str:
+    """Write the report (and plots); return its text.
+
+    ``knee_file``: the slice's measured knees (default ``reports/knee.json`` next to ``qor_dir``).
+    """
     from . import report_qor_plots as rp
     from . import report_qor_verdict as rv
 
@@ -334,7 +338,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True) -
     L.append("")
 
     # Verdicts.
-    L += rv.verdict_section(grid, slopes, shares, REPO)
+    L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.json")
     text = "\n".join(L) + "\n"
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text(text)

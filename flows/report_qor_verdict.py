@@ -70,26 +70,45 @@ def _compare(table, a, b):
     return sum(x > 1 for x in ratios), len(ratios), gm
 
 
-def _knee(repo):
-    """Measured knee per width from the slice work, if it wrote one (reports/knee.json)."""
-    f = repo / "reports" / "knee.json"
-    if not f.exists():
+def _knee(f):
+    """Measured knee per width from the slice's feed sweep, if it wrote ``reports/knee.json``.
+
+    Accepted layout: ``{"<D>": knee}`` where ``knee`` is the feed (bytes/cycle) below which the unit
+    starves, or a dict holding it under ``knee_bytes_per_cycle`` (with ``bits``, the element width,
+    default 8). Returns ``{D: (knee, bits)}`` or None.
+    """
+    if f is None or not f.exists():
         return None
     try:
-        return json.loads(f.read_text())
+        data = json.loads(f.read_text())
     except json.JSONDecodeError:
         return None
+    out = {}
+    for k, v in (data.items() if isinstance(data, dict) else ()):
+        if not str(k).isdigit():
+            continue
+        if isinstance(v, dict):
+            knee, bits = v.get("knee_bytes_per_cycle"), v.get("bits", 8)
+        else:
+            knee, bits = v, 8
+        if isinstance(knee, (int, float)):
+            out[int(k)] = (float(knee), int(bits))
+    return out or None
 
 
-def verdict_section(grid, slopes, shares, repo) -> list[str]:
+def verdict_section(grid, slopes, shares, knee_file=None) -> list[str]:
     rows = []
     # 1. Knee.
-    knee = _knee(repo)
+    knee = _knee(knee_file)
     knee_claim = "A unit of width D starves at exactly D bytes/cycle of feed."
     if knee:
-        rows.append((knee_claim,
-                     f"knee data in reports/knee.json: {json.dumps(knee)[:200]}", "see slice report",
-                     "measured by the slice work; compare its knee per D with D bytes/cycle"))
+        txt = "; ".join(f"D={d}: knee {k:g} bytes/cycle (D*b/8 = {d * b / 8:g})"
+                        for d, (k, b) in sorted(knee.items()))
+        ok = all(abs(k - d * b / 8) <= 0.05 * d * b / 8 for d, (k, b) in knee.items())
+        rows.append((knee_claim, txt, "agree" if ok else "disagree",
+                     "the slice's feed-rate sweep (reports/knee.json) puts the knee "
+                     + ("within 5% of" if ok else "more than 5% away from") + " D*b/8 bytes/cycle "
+                     "(b = element bits: D for FP8)"))
     else:
         rows.append((knee_claim, NOT_MEASURED, "can't tell",
                      "needs the slice's feed-rate sweep (reports/knee.json); by our unit's throughput "

@@ -167,3 +167,14 @@ def test_significant_digits_and_timing_suspects(tmp_path, monkeypatch):
     assert "Timing to read with care" in text
     assert "D=64 fp8_e4m3: 3,000,000 ps over 6 levels (500,000 ps per level)" in text
     assert row(text, "| 64 | fp8_e4m3 | ", "Matrix unit")[9] == "0.330"
+
+
+def test_knee_verdict_reads_the_slice_measurement(tmp_path, monkeypatch):
+    (tmp_path / "qor").mkdir()
+    (tmp_path / "knee.json").write_text(json.dumps({"32": 32.0, "64": {"knee_bytes_per_cycle": 64.5},
+                                                    "128": {"knee_bytes_per_cycle": 64.0, "bits": 4}}))
+    v = row(gen(tmp_path, tmp_path / "qor", monkeypatch), "| A unit of width D starves")
+    assert v[2] == "agree" and "D=64: knee 64.5 bytes/cycle (D*b/8 = 64)" in v[1]
+    (tmp_path / "knee.json").write_text(json.dumps({"32": 40.0}))
+    v = row(gen(tmp_path, tmp_path / "qor", monkeypatch), "| A unit of width D starves")
+    assert v[2] == "disagree" and "more than 5% away" in v[3]
