@@ -163,8 +163,12 @@ class LocalExecutor:
                                 "traceback": None, "runtime_s": 0.0, "log": "", "host": "?"}))
         return out
 
-    def close(self):
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, abort: bool = False, pending=()):
+        """Wait for the workers to exit; with ``abort`` (an error or Ctrl-C), stop running jobs too."""
+        if abort:
+            for proc in list(getattr(self._pool, "_processes", {}).values()):
+                proc.terminate()
+        self._pool.shutdown(wait=not abort, cancel_futures=True)
 
 
 class RayExecutor:
@@ -218,7 +222,14 @@ class RayExecutor:
                                 "traceback": None, "runtime_s": 0.0, "log": "", "host": "?"}))
         return out
 
-    def close(self):
+    def close(self, abort: bool = False, pending=()):
+        """Shut down a Ray instance this executor started; with ``abort``, cancel ``pending`` tasks."""
+        if abort:
+            for h in pending:
+                try:
+                    self._ray.cancel(h, force=True)
+                except Exception:  # already finished or lost: nothing to stop
+                    pass
         if self._owned:
             self._ray.shutdown()
 

@@ -279,10 +279,10 @@ def run(jobs: list[Job], executor: str = "local", n_jobs: int | None = None, ret
                     (log.parent / "result.json").write_text(json.dumps(
                         dict(info, result=rec.get("result")), indent=1, sort_keys=True, default=str))
                     bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in counts.items()))
-        finally:
-            for h in list(pending):
-                pending.pop(h)
-            ex.close()
+        except BaseException:
+            ex.close(abort=True, pending=list(pending))
+            raise
+        ex.close()
     bar.close()
     return [outcomes[j.name] for j in jobs]
 

@@ -48,3 +48,12 @@ def writes_file(rel, text, calls_dir):
     """Return a result asking the driver to write ``text`` to ``rel``."""
     _mark(calls_dir, "writes")
     return {"_files": {rel: text}}
+
+
+def sleepy(seconds, calls_dir):
+    """Sleep (a long job to interrupt)."""
+    import time
+
+    _mark(calls_dir, "sleepy")
+    time.sleep(seconds)
+    return seconds

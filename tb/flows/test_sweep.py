@@ -148,3 +148,24 @@ def test_sweep_lock_makes_jobs_wait(env, monkeypatch, tmp_path):
         taken = float(re.search(r"took lock \S+ after \S+ s \(unix time ([0-9.]+)\)",
                                 (sd / f"l{x}" / "log").read_text())[1])
         assert taken >= released[0] - 0.002  # no job ran while the lock was held here (ms rounding)
+
+
+def test_interrupt_stops_running_jobs(env, monkeypatch):
+    import time
+
+    root, sd, cd = env
+    from flows import executors
+
+    real_wait = executors.LocalExecutor.wait
+
+    def interrupted(self, handles):
+        time.sleep(0.5)  # the job is running by now
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(executors.LocalExecutor, "wait", interrupted)
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run([Job("slow", f"{F}:sleepy", {"seconds": 30, "calls_dir": str(cd)})], n_jobs=1,
+                  root=root, sweep_dir=sd, progress=False)
+    assert time.monotonic() - t0 < 15  # the 30 s job was stopped, not waited for
+    monkeypatch.setattr(executors.LocalExecutor, "wait", real_wait)
