@@ -3,7 +3,7 @@
 import math
 from pathlib import Path
 
-from .report_qor import AREA, CATEGORIES, CONTROL, CP_LV, CP_PS, FMAX, FORMATS, MEMORY, RUNTIME, WIDTHS
+from .report_qor import AREA, CATEGORIES, CONTROL, CP_LV, CP_PS, FMAX, FORMATS, MEMORY, WIDTHS, YOSYS_TIME
 
 __all__ = ["make_plots"]
 
@@ -40,7 +40,7 @@ def make_plots(grid, slopes, plots_dir: Path) -> list[Path]:
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     for fmt in FORMATS:
         s = _series(grid, AREA, fmt)
-        if s:
+        if s:  # area is > 0 whenever measured
             a1.plot([math.log2(d) for d, _ in s], [v / 1e6 for _, v in s], marker=MARKERS[fmt], label=fmt)
             a2.plot([math.log2(d) for d, _ in s], [v / (d * d) for d, v in s], marker=MARKERS[fmt], label=fmt)
     a1.set(title="Area", xlabel="D", ylabel="mm^2", yscale="log", **ticks)
@@ -75,7 +75,7 @@ def make_plots(grid, slopes, plots_dir: Path) -> list[Path]:
 
     # fmax, flow runtime and memory.
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    for ax, key, title, unit in ((axes[0], FMAX, "fmax", "MHz"), (axes[1], RUNTIME, "Flow runtime", "s"),
+    for ax, key, title, unit in ((axes[0], FMAX, "fmax", "MHz"), (axes[1], YOSYS_TIME, "Yosys runtime", "s"),
                                  (axes[2], MEMORY, "Flow peak memory", "MB")):
         for fmt in FORMATS:
             s = _series(grid, key, fmt)
@@ -111,16 +111,23 @@ def make_plots(grid, slopes, plots_dir: Path) -> list[Path]:
     table = perf_table(grid)
     if table and any(v is not None for r in table.values() for v in r.values()):
         models = sorted({m for _, m, _ in table})
-        fig, axes = plt.subplots(1, len(models), figsize=(3.2 * len(models), 3.8), squeeze=False)
-        for ax, m in zip(axes[0], models, strict=True):
+        cols = min(3, len(models))
+        rows_ = math.ceil(len(models) / cols)
+        fig, axes = plt.subplots(rows_, cols, figsize=(4.2 * cols, 3.6 * rows_), squeeze=False)
+        for ax in axes.flat[len(models):]:
+            ax.set_visible(False)
+        for ax, m in zip(axes.flat, models, strict=False):
             for (fmt, mm, b), row in table.items():
-                pts = [(math.log2(d), v / 1e9) for d, v in row.items() if v is not None and mm == m]
+                # Log axis: a zero (fmax rounded to 0 MHz) cannot be drawn; the table still shows it.
+                pts = [(math.log2(d), v / 1e9) for d, v in row.items() if v is not None and v > 0 and mm == m]
                 if pts:
                     ax.plot(*zip(*pts, strict=True), marker=MARKERS[fmt], linestyle="-" if b == 1 else "--",
                             label=f"{fmt} b{b}")
-            ax.set(title=m, xlabel="D", ylabel="GMAC/s/mm^2", yscale="log", **ticks)
+            ax.set(title=f"{m}: useful MACs at equal silicon", xlabel="D", ylabel="GMAC/s/mm^2", **ticks)
+            if ax.has_data():
+                ax.set_yscale("log")
             ax.grid(alpha=0.3)
-        axes[0][0].legend(fontsize=6)
+        axes[0][0].legend(fontsize=7)
         _save(fig, plots_dir / "qor_equal_silicon.png", made)
         plt.close(fig)
     return made
