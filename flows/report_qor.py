@@ -149,15 +149,15 @@ def sig(v, n=3):
     return f"{v:.{max(0, n - 1 - math.floor(math.log10(abs(v))))}f}"
 
 
-def timing_suspects(grid) -> list[str]:
+def timing_suspects(grid) -> dict:
     """Points whose critical path takes more than 2 ns per logic level (a sign of an unbuffered
-    high-fanout net in a flow without buffering, or of a timing bug): named so a reader can judge."""
-    out = []
+    high-fanout net in a flow without buffering, or of a timing bug): ``{(D, fmt): note}``."""
+    out = {}
     for (d, fmt), p in sorted(grid.items()):
         ps, lv = p.get(CP_PS), p.get(CP_LV)
         if ps is not None and lv and ps / lv > 2000:
-            out.append(f"D={d} {fmt}: {ps:,.0f} ps over {lv} levels ({ps / lv:,.0f} ps per level); "
-                       f"see `{p.path.parent.name}/timing.txt`")
+            out[(d, fmt)] = (f"D={d} {fmt}: {ps:,.0f} ps over {lv} levels ({ps / lv:,.0f} ps per level); "
+                             f"see `{p.path.parent.name}/timing.txt`")
     return out
 
 
@@ -274,7 +274,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
               "far beyond a gate of the library; the usual cause is a net driving hundreds of pins timed "
               "with its full load and no buffer tree. The fmax and equal-silicon figures below inherit it:",
               ""]
-        L += [f"- {x}" for x in sus] + [""]
+        L += [f"- {x}" for x in sus.values()] + [""]
 
     # Levels per doubling.
     L += ["## Critical path against log2 D", "",
@@ -338,7 +338,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
     L.append("")
 
     # Verdicts.
-    L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.json")
+    L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.json", sus)
     text = "\n".join(L) + "\n"
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text(text)

@@ -4,7 +4,7 @@ import json
 import math
 
 from . import qor_shapes
-from .report_qor import AREA, BATCHES, CP_LV, FMAX, FORMATS, NOT_MEASURED, WIDTHS, _fmt, sig
+from .report_qor import AREA, BATCHES, CP_LV, DEPTH, FMAX, FORMATS, NOT_MEASURED, WIDTHS, _fmt, sig
 
 __all__ = ["model_perf", "perf_table", "perf_section", "verdict_section"]
 
@@ -96,7 +96,10 @@ def _knee(f):
     return out or None
 
 
-def verdict_section(grid, slopes, shares, knee_file=None) -> list[str]:
+def verdict_section(grid, slopes, shares, knee_file=None, suspects=()) -> list[str]:
+    """The verdict table; ``suspects``: (D, fmt) points whose timing is flagged (their fmax and levels
+    are not used for a verdict)."""
+    suspects = set(suspects)
     rows = []
     # 1. Knee.
     knee = _knee(knee_file)
@@ -115,17 +118,29 @@ def verdict_section(grid, slopes, shares, knee_file=None) -> list[str]:
                      "contract the weight-feed bound is D*b/8 bytes/cycle (b = element bits), i.e. D for "
                      "FP8 and D/2 for FP4, which is a design property, not a measurement"))
     # 2. Levels per doubling.
+    lv_claim = "Each doubling of D added about four gate levels to the critical path."
     meas = {f: s[CP_LV] for f, s in slopes.items() if s[CP_LV] is not None}
-    if meas:
-        txt = "; ".join(f"{f}: {v:.2f} levels/doubling" for f, v in meas.items())
-        ok = all(3.0 <= v <= 5.0 for v in meas.values())
-        rows.append(("Each doubling of D added about four gate levels to the critical path.", txt,
-                     "agree" if ok else "disagree",
+    depth = {f: s[DEPTH] for f, s in slopes.items() if s[DEPTH] is not None}
+    flagged = {f for (_, f) in suspects}
+    clean = {f: v for f, v in meas.items() if f not in flagged}
+    txt = "; ".join(f"{f}: {v:.2f} levels/doubling" + (" (timing flagged)" if f in flagged else "")
+                    for f, v in meas.items())
+    if depth:
+        txt += ("; " if txt else "") + "generic depth (deepest block): " + "; ".join(
+            f"{f} {v:.2f}/doubling" for f, v in depth.items())
+    if clean:
+        ok = all(3.0 <= v <= 5.0 for v in clean.values())
+        rows.append((lv_claim, txt, "agree" if ok else "disagree",
                      "fitted slope of the mapped critical path's levels over log2 D "
-                     + ("is within 3..5" if ok else "falls outside 3..5")))
+                     + ("is within 3..5" if ok else "falls outside 3..5")
+                     + (" (flagged formats left out)" if flagged & set(meas) else "")))
+    elif meas:
+        rows.append((lv_claim, txt, "can't tell",
+                     "the critical paths involved are flagged (see the timing note): their levels do not "
+                     "show the arithmetic depth; the generic depth is a technology-independent hint only"))
     else:
-        rows.append(("Each doubling of D added about four gate levels to the critical path.", NOT_MEASURED,
-                     "can't tell", "needs the critical path of at least two widths of one format"))
+        rows.append((lv_claim, txt or NOT_MEASURED, "can't tell",
+                     "needs the critical path of at least two widths of one format"))
     # 3. Padding.
     pad_claim = "Padding an 80-wide slice wastes 60% of bytes at D=64 and 128, 20% at D=32."
     w = {d: qor_shapes.slice80(d) for d in WIDTHS}
@@ -148,6 +163,12 @@ def verdict_section(grid, slopes, shares, knee_file=None) -> list[str]:
               (32, 64, "At equal silicon 32 edged out 64.", "edge"))
     for a, b, claim, want in claims:
         won, n, gm = _compare(table, a, b)
+        bad = sorted(f"D={d} {f}" for (d, f) in suspects if d in (a, b))
+        if n and bad:
+            rows.append((claim, f"D={a} ahead in {won} of {n} cases, geometric mean {a}/{b} = {gm:.3g}",
+                         "can't tell", f"fmax of {', '.join(bad)} comes from a flagged critical path (see "
+                         "the timing note), so MACs/s/mm^2 is not trustworthy yet"))
+            continue
         if n == 0:
             rows.append((claim, NOT_MEASURED, "can't tell",
                          f"needs area and fmax at D={a} and D={b} and the shape catalog"))
@@ -180,8 +201,15 @@ def verdict_section(grid, slopes, shares, knee_file=None) -> list[str]:
                   if (d1, f) in fm and (d2, f) in fm)
         txt = "; ".join(f"{f}: " + ", ".join(f"D={d} {sig(fm[(d, f)])} MHz" for d in WIDTHS if (d, f) in fm)
                         for f in fmts)
-        rows.append(("Wider arrays cannot be clocked as fast.", txt, "agree" if dec else "disagree",
-                     "fmax falls with every doubling" if dec else "fmax does not fall with every doubling"))
+        bad = sorted(f"D={d} {f}" for (d, f) in suspects if f in fmts)
+        if bad:
+            rows.append(("Wider arrays cannot be clocked as fast.", txt, "can't tell",
+                         f"fmax of {', '.join(bad)} comes from a flagged critical path "
+                         "(see the timing note)"))
+        else:
+            rows.append(("Wider arrays cannot be clocked as fast.", txt, "agree" if dec else "disagree",
+                         "fmax falls with every doubling" if dec else
+                         "fmax does not fall with every doubling"))
     else:
         rows.append(("Wider arrays cannot be clocked as fast.", NOT_MEASURED, "can't tell",
                      "needs fmax at two widths of one format"))

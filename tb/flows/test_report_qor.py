@@ -167,6 +167,12 @@ def test_significant_digits_and_timing_suspects(tmp_path, monkeypatch):
     assert "Timing to read with care" in text
     assert "D=64 fp8_e4m3: 3,000,000 ps over 6 levels (500,000 ps per level)" in text
     assert row(text, "| 64 | fp8_e4m3 | ", "Matrix unit")[9] == "0.330"
+    # Flagged timing is not used for a verdict on clock speed.
+    write(q, "mu-w32-fp8_e4m3-osu018", **mu_metrics(32, 3e5, 10, 3000.0, 333.0))
+    v = row(gen(tmp_path, q, monkeypatch), "| Wider arrays")
+    assert v[2] == "can't tell" and "D=64 fp8_e4m3 comes from a flagged critical path" in v[3]
+    v = row(gen(tmp_path, q, monkeypatch), "| Each doubling of D")
+    assert v[2] == "can't tell" and "(timing flagged)" in v[1]
 
 
 def test_knee_verdict_reads_the_slice_measurement(tmp_path, monkeypatch):
