@@ -1,0 +1,512 @@
+"""Compact static timing analysis of a Yosys-mapped netlist with the liberty's NLDM tables.
+
+Yosys (``write_json``) gives the mapped cells and their connections; :class:`Sta` propagates
+arrival times and transitions (slews) through them, separately for rising and falling edges:
+
+* **Net load** = sum of the input capacitances of the pins on the net, plus ``output_load`` for
+  each primary output on it, plus an optional fanout-based wire estimate ``wire_cap_per_fanout``
+  per sink (default 0: Yosys places nothing, so there is no wire to measure).
+* **Cell delay and output slew** come from ``cell_rise``/``cell_fall`` and ``rise_transition``/
+  ``fall_transition`` at (load, input slew) with the liberty's bilinear interpolation and linear
+  extrapolation (:class:`flows.liberty.Table`). ``timing_sense`` picks which input edge drives which
+  output edge (negative_unate: input fall -> output rise); non_unate arcs take both. Where several
+  arcs reach a net the latest arrival wins and the output slew is the largest (as OpenSTA does).
+* **Start points**: primary inputs arrive at 0 ps with slew ``input_slew``; flop outputs at the
+  clock-to-Q delay of their ``rising_edge``/``falling_edge`` arc (ideal clock: arrival 0, slew
+  ``input_slew``). Clock nets (those reaching a flop clock pin) carry no data.
+* **End points**: flop data pins add their ``setup_rising`` constraint (``rise_constraint`` or
+  ``fall_constraint`` at clock slew, data slew); primary outputs end at their arrival.
+* **Defaults**: ``input_slew`` is the FO4 output transition of the library's GE NAND2 and
+  ``output_load`` four NAND2 input capacitances (see :meth:`Library.default_input_slew`).
+
+Hierarchical blocks appear as *macro* cells described by a :class:`BlockTiming` (an extracted timing
+model computed by :func:`extract_model` on the block's own netlist): their input pins are end points
+that add the block's ``in2reg`` delay, their outputs start at ``reg2out`` and follow ``in2out``.
+
+The result (:class:`Result`) holds the worst path over all start/end kinds, cell by cell.
+"""
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+__all__ = ["Sta", "StaError", "Result", "BlockTiming", "extract_model", "port_bits"]
+
+RISE, FALL = 0, 1
+_EDGE = "rf"
+
+
+class StaError(RuntimeError):
+    """The netlist cannot be timed (unknown cell, combinational loop); the message says where."""
+
+
+@dataclass
+class BlockTiming:
+    """Extracted timing model of a synthesized block, as seen from its parent.
+
+    Delays are in ps, paired with logic levels. Bus-level entries (``in2reg``, ``in2out``) are the
+    worst over the bus's bits, so a parent applying them is exact when the bits of one bus arrive
+    together and conservative otherwise.
+
+    Attributes
+    ----------
+    in_cap : dict[str, float]
+        Input bit (``"a[3]"``) -> capacitance it presents (library units).
+    in2reg : dict[str, list]
+        Input bus -> [ps, levels] to the worst internal register (setup included).
+    reg2out : dict[str, list]
+        Output bit -> [ps, levels] from the clock edge.
+    in2out : dict[str, dict[str, list]]
+        Input bus -> {output bit: [ps, levels]} through combinational paths.
+    reg2reg : list
+        [ps, levels] worst internal register-to-register path.
+    clock_ports : list[str]
+        Ports that are clocks (no data timing).
+    """
+
+    name: str
+    in_cap: dict = field(default_factory=dict)
+    in2reg: dict = field(default_factory=dict)
+    reg2out: dict = field(default_factory=dict)
+    in2out: dict = field(default_factory=dict)
+    reg2reg: list = field(default_factory=lambda: [0.0, 0])
+    clock_ports: list = field(default_factory=list)
+
+    def to_json(self):
+        return self.__dict__.copy()
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(**d)
+
+
+@dataclass
+class Step:
+    """One line of a reported path."""
+
+    point: str      # "inst (CELL) A->Y" or "input a[3]" or "block u0 (mod) in2out"
+    net: str
+    edge: str       # "r" or "f"
+    incr_ps: float
+    arrival_ps: float
+    slew_ps: float
+    load: float
+
+
+@dataclass
+class Result:
+    """Worst path of one analysis."""
+
+    delay_ps: float
+    levels: int
+    kind: str           # "reg->reg", "in->reg", "reg->out", "in->out", or "none"
+    start: str
+    end: str
+    steps: list
+    setup_ps: float = 0.0
+    endpoints: int = 0
+    unit: str = "ps"
+
+    def format(self) -> str:
+        """The path cell by cell with incremental and cumulative arrival times."""
+        u = self.unit
+        lines = [f"worst path: {self.kind}  {self.start} -> {self.end}",
+                 f"  delay {self.delay_ps:.1f} {u}  levels {self.levels}  "
+                 f"(endpoints timed: {self.endpoints})",
+                 "",
+                 f"  {'incr':>9} {'arrival':>9} {'slew':>8} {'load':>8}  edge  point -> net"]
+        for s in self.steps:
+            lines.append(f"  {s.incr_ps:9.1f} {s.arrival_ps:9.1f} {s.slew_ps:8.1f} {s.load:8.4f}  "
+                         f"{s.edge:^4}  {s.point} -> {s.net}")
+        if self.setup_ps:
+            lines.append(f"  {self.setup_ps:9.1f} {self.delay_ps:9.1f} {'':8} {'':8}        "
+                         f"setup of {self.end}")
+        return "\n".join(lines)
+
+
+def port_bits(name, bits):
+    """Names of a port's bits: ``a`` for width 1, else ``a[0]``, ``a[1]`` ..."""
+    return [name] if len(bits) == 1 else [f"{name}[{i}]" for i in range(len(bits))]
+
+
+_SEQ_KINDS = ("rising_edge", "falling_edge")
+_TABLES = (("cell_rise", "rise_transition"), ("cell_fall", "fall_transition"))
+_COMB_KINDS = ("combinational", "combinational_rise", "combinational_fall", "three_state_enable",
+               "three_state_disable")
+
+
+class Sta:
+    """Timing graph of one module of a Yosys JSON netlist.
+
+    Parameters
+    ----------
+    lib : flows.liberty.Library
+    module : dict
+        ``json["modules"][name]`` from Yosys ``write_json`` (cells mapped to ``lib``).
+    models : dict[str, BlockTiming] or None
+        Timing models of block modules instantiated as cells (hierarchical flow).
+    input_slew, output_load : float or None
+        Library units; defaults from the library (FO4 slew, four NAND2 loads).
+    wire_cap_per_fanout : float
+        Optional wire capacitance per sink pin (library units), default 0.
+    """
+
+    def __init__(self, lib, module, models=None, input_slew=None, output_load=None,
+                 wire_cap_per_fanout=0.0):
+        self.lib = lib
+        self.models = models or {}
+        self.input_slew = lib.default_input_slew() if input_slew is None else input_slew
+        self.output_load = lib.default_output_load() if output_load is None else output_load
+        self.wire = wire_cap_per_fanout
+        self.tps = lib.time_ps
+        self._build(module)
+
+    # ----------------------------------------------------------------- graph construction
+    def _build(self, module):
+        names = {}
+        for nname, nd in module.get("netnames", {}).items():
+            hidden = nd.get("hide_name", 0) or nname.startswith("$")
+            for i, b in enumerate(nd["bits"]):
+                if isinstance(b, int) and (b not in names or (not hidden and names[b][1])):
+                    names[b] = (nname if len(nd["bits"]) == 1 else f"{nname}[{i}]", hidden)
+        self.netname = {b: n for b, (n, _) in names.items()}
+        self.inputs = {}   # port -> bits
+        self.outputs = {}
+        for pname, pd in module.get("ports", {}).items():
+            (self.inputs if pd["direction"] == "input" else self.outputs)[pname] = pd["bits"]
+        self.driver = {}                      # bit -> (inst, pin) ; ("", port bit name) for inputs
+        self.sinks = defaultdict(list)        # bit -> [(inst, pin)]
+        self.cells = {}                       # inst -> (type, conns, kind) kind: comb/seq/macro
+        clock_bits = set()
+        for pname, bits in self.inputs.items():
+            for bn, b in zip(port_bits(pname, bits), bits, strict=True):
+                if isinstance(b, int):
+                    self.driver[b] = ("", bn)
+        for inst, cd in module.get("cells", {}).items():
+            ctype = cd["type"]
+            if ctype.startswith("$scopeinfo"):
+                continue
+            conns = cd["connections"]
+            if ctype in self.models:
+                model = self.models[ctype]
+                kind = "macro"
+                for pin, bits in conns.items():
+                    pbits = port_bits(pin, bits)
+                    if pin in model.clock_ports:
+                        clock_bits.update(b for b in bits if isinstance(b, int))
+                        continue
+                    is_in = any(k in model.in_cap for k in pbits) or pin in model.in2reg
+                    for bn, b in zip(pbits, bits, strict=True):
+                        if not isinstance(b, int):
+                            continue
+                        if is_in:
+                            self.sinks[b].append((inst, bn))
+                        else:
+                            self.driver[b] = (inst, bn)
+            else:
+                if ctype not in self.lib.cells:
+                    what = "a Yosys internal cell left unmapped" if ctype.startswith("$") else \
+                        "not a cell of the liberty nor a synthesized block"
+                    raise StaError(f"cell {inst} has type {ctype}: {what} ({self.lib.name})")
+                cell = self.lib.cells[ctype]
+                kind = "seq" if cell.is_seq else "comb"
+                for pin, bits in conns.items():
+                    b = bits[0] if bits else None
+                    if not isinstance(b, int):
+                        continue
+                    if pin in cell.inputs:
+                        self.sinks[b].append((inst, pin))
+                        if pin in cell.clock_pins:
+                            clock_bits.add(b)
+                    elif pin in cell.outputs:
+                        self.driver[b] = (inst, pin)
+            self.cells[inst] = (ctype, conns, kind)
+        self.clock_bits = clock_bits
+        self.out_bits = defaultdict(list)
+        for pname, bits in self.outputs.items():
+            for bn, b in zip(port_bits(pname, bits), bits, strict=True):
+                if isinstance(b, int):
+                    self.out_bits[b].append(bn)
+        self.load = {}
+        for b in set(self.driver) | set(self.sinks) | set(self.out_bits):
+            self.load[b] = self._net_load(b)
+
+    def _pin_cap(self, inst, pin):
+        ctype, _, kind = self.cells[inst]
+        if kind == "macro":
+            return self.models[ctype].in_cap.get(pin, 0.0)
+        return self.lib.cells[ctype].inputs.get(pin, 0.0)
+
+    def _net_load(self, b):
+        sinks = self.sinks.get(b, ())
+        return (sum(self._pin_cap(i, p) for i, p in sinks) + self.output_load * len(self.out_bits.get(b, ()))
+                + self.wire * len(sinks))
+
+    def name(self, b):
+        return self.netname.get(b, f"n{b}")
+
+    # ----------------------------------------------------------------- propagation
+    def _conn_bit(self, conns, pin):
+        """Bit of a macro pin name ``a[3]`` or a lib pin ``A``."""
+        m = re.fullmatch(r"(.+)\[(\d+)\]", pin)
+        if m and m.group(1) in conns:
+            return conns[m.group(1)][int(m.group(2))]
+        bits = conns.get(pin)
+        return bits[0] if bits else None
+
+    def run(self, inputs=None, regs=True):
+        """Propagate arrivals and return the worst path.
+
+        Parameters
+        ----------
+        inputs : set[str] or None
+            Input ports (bus names) launching at time 0; None: all of them.
+        regs : bool
+            Whether flops (and blocks' internal registers) launch.
+
+        Returns
+        -------
+        Result
+        """
+        self.arr = {}     # (bit, rf) -> (arrival ps, slew libunits, levels, pred, startkind)
+        # pred: (point text, in_bit, in_rf, incr ps) or None for a start point
+        slew0 = self.input_slew
+        for pname, bits in self.inputs.items():
+            if inputs is not None and pname not in inputs:
+                continue
+            for bn, b in zip(port_bits(pname, bits), bits, strict=True):
+                if isinstance(b, int) and b not in self.clock_bits:
+                    for rf in (RISE, FALL):
+                        self.arr[(b, rf)] = (0.0, slew0, 0, (f"input {bn}", None, None, 0.0), "in")
+        deps = defaultdict(set)    # out bit -> in bits
+        arcs_of = defaultdict(list)  # out bit -> [(inst, arc or macro entry, in bit)]
+        for inst, (ctype, conns, kind) in self.cells.items():
+            if kind == "seq":
+                cell = self.lib.cells[ctype]
+                if not regs:
+                    continue
+                for a in cell.arcs:
+                    if a.kind not in _SEQ_KINDS:
+                        continue
+                    ob = self._conn_bit(conns, a.pin)
+                    if isinstance(ob, int):
+                        self._launch(inst, ctype, a, ob)
+            elif kind == "comb":
+                cell = self.lib.cells[ctype]
+                for a in cell.arcs:
+                    if a.kind not in _COMB_KINDS:
+                        continue
+                    ob, ib = self._conn_bit(conns, a.pin), self._conn_bit(conns, a.related)
+                    if isinstance(ob, int) and isinstance(ib, int):
+                        deps[ob].add(ib)
+                        arcs_of[ob].append((inst, a, ib))
+            else:
+                model = self.models[ctype]
+                if regs:
+                    for obn, (ps, lv) in model.reg2out.items():
+                        ob = self._conn_bit(conns, obn)
+                        if isinstance(ob, int):
+                            for rf in (RISE, FALL):
+                                self._offer(ob, rf, ps, slew0, lv,
+                                            (f"{inst} ({ctype}) reg2out {obn}", None, None, ps), "reg")
+                for bus, outs in model.in2out.items():
+                    ibits = [b for b in conns.get(bus, ()) if isinstance(b, int)]
+                    for obn, (ps, lv) in outs.items():
+                        ob = self._conn_bit(conns, obn)
+                        if isinstance(ob, int):
+                            for ib in ibits:
+                                deps[ob].add(ib)
+                                arcs_of[ob].append((inst, (bus, obn, ps, lv), ib))
+        self._propagate(deps, arcs_of)
+        return self._endpoints(inputs, regs)
+
+    def _offer(self, b, rf, t, slew, lv, pred, start):
+        cur = self.arr.get((b, rf))
+        if cur is None or t > cur[0]:
+            self.arr[(b, rf)] = (t, max(slew, cur[1]) if cur else slew, lv, pred, start)
+        elif slew > cur[1]:
+            self.arr[(b, rf)] = (cur[0], slew, cur[2], cur[3], cur[4])
+
+    def _launch(self, inst, ctype, arc, ob):
+        load = self.load.get(ob, 0.0)
+        for rf, (dn, sn) in enumerate((("cell_rise", "rise_transition"), ("cell_fall", "fall_transition"))):
+            if dn not in arc.tables:
+                continue
+            d = arc.tables[dn].lookup(load, self.input_slew) * self.tps
+            s = arc.tables[sn].lookup(load, self.input_slew) if sn in arc.tables else self.input_slew
+            self._offer(ob, rf, d, s, 0, (f"{inst} ({ctype}) {arc.related}->{arc.pin}", None, None, d), "reg")
+
+    def _propagate(self, deps, arcs_of):
+        users = defaultdict(list)
+        indeg = {}
+        for ob, ins in deps.items():
+            indeg[ob] = sum(1 for ib in ins if ib in deps)
+            for ib in ins:
+                users[ib].append(ob)
+        ready = [b for b, n in indeg.items() if n == 0]
+        done = 0
+        while ready:
+            ob = ready.pop()
+            done += 1
+            self._eval(ob, arcs_of[ob])
+            for u in users.get(ob, ()):
+                indeg[u] -= 1
+                if indeg[u] == 0:
+                    ready.append(u)
+        if done != len(deps):
+            stuck = [self.name(b) for b, n in indeg.items() if n > 0][:5]
+            raise StaError(f"combinational loop through nets {', '.join(stuck)} ...; STA needs an "
+                           "acyclic netlist (a latch or a feedback without a register?)")
+
+    def _eval(self, ob, arcs):
+        load = self.load.get(ob, 0.0)
+        tps = self.tps
+        for inst, arc, ib in arcs:
+            for irf in (RISE, FALL):
+                src = self.arr.get((ib, irf))
+                if src is None:
+                    continue
+                t_in, s_in, lv_in = src[0], src[1], src[2]
+                if isinstance(arc, tuple):      # macro in2out entry
+                    bus, obn, ps, lv = arc
+                    ctype = self.cells[inst][0]
+                    for orf in (RISE, FALL):
+                        self._offer(ob, orf, t_in + ps, self.input_slew, lv_in + lv,
+                                    (f"{inst} ({ctype}) in2out {bus}->{obn}", ib, irf, ps), src[4])
+                    continue
+                sense = arc.sense
+                orfs = (irf,) if sense == "positive_unate" else (1 - irf,) if sense == "negative_unate" \
+                    else (RISE, FALL)
+                for orf in orfs:
+                    dn, sn = _TABLES[orf]
+                    tab = arc.tables.get(dn)
+                    if tab is None:
+                        continue
+                    d = tab.lookup(load, s_in) * tps
+                    st = arc.tables.get(sn)
+                    s = st.lookup(load, s_in) if st is not None else s_in
+                    self._offer(ob, orf, t_in + d, max(s, 0.0), lv_in + 1,
+                                (f"{inst} ({self.cells[inst][0]}) {arc.related}->{arc.pin}", ib, irf, d),
+                                src[4])
+
+    # ----------------------------------------------------------------- end points
+    def _endpoints(self, inputs, regs):
+        best = None   # (delay, levels, kind, start, end, bit, rf, setup)
+        count = 0
+        tps = self.tps
+        self.end_by_output = {}       # output bit name -> (ps, levels)
+        self.worst_reg_end = None     # (ps, levels) over register end points
+
+        def consider(delay, lv, kind, end, b, rf, setup):
+            nonlocal best
+            if best is None or delay > best[0]:
+                best = (delay, lv, kind, end, b, rf, setup)
+
+        for inst, (ctype, conns, kind) in self.cells.items():
+            if kind == "seq":
+                cell = self.lib.cells[ctype]
+                for a in cell.arcs:
+                    if not a.kind.startswith("setup"):
+                        continue
+                    b = self._conn_bit(conns, a.pin)
+                    for rf, tn in ((RISE, "rise_constraint"), (FALL, "fall_constraint")):
+                        src = self.arr.get((b, rf))
+                        if src is None:
+                            continue
+                        tab = a.tables.get(tn)
+                        setup = tab.lookup(self.input_slew, src[1]) * tps if tab else 0.0
+                        count += 1
+                        self._reg_end(src[0] + setup, src[2])
+                        consider(src[0] + setup, src[2], f"{src[4]}->reg", f"{inst}/{a.pin}", b, rf, setup)
+            elif kind == "macro":
+                model = self.models[ctype]
+                if regs:
+                    ps, lv = model.reg2reg
+                    if ps > 0:
+                        count += 1
+                        self._reg_end(ps, lv)
+                        if best is None or ps > best[0]:
+                            best = (ps, lv, "reg->reg", f"{inst} ({ctype}) internal", None, None, 0.0)
+                for bus, (ps, lv) in model.in2reg.items():
+                    for b in conns.get(bus, ()):
+                        if not isinstance(b, int):
+                            continue
+                        for rf in (RISE, FALL):
+                            src = self.arr.get((b, rf))
+                            if src is None:
+                                continue
+                            count += 1
+                            self._reg_end(src[0] + ps, src[2] + lv)
+                            consider(src[0] + ps, src[2] + lv, f"{src[4]}->reg",
+                                     f"{inst} ({ctype}) in2reg {bus}", b, rf, ps)
+        for b, bnames in self.out_bits.items():
+            for rf in (RISE, FALL):
+                src = self.arr.get((b, rf))
+                if src is None:
+                    continue
+                for bn in bnames:
+                    count += 1
+                    cur = self.end_by_output.get(bn)
+                    if cur is None or src[0] > cur[0]:
+                        self.end_by_output[bn] = (src[0], src[2])
+                    consider(src[0], src[2], f"{src[4]}->out", f"output {bn}", b, rf, 0.0)
+        if best is None:
+            return Result(0.0, 0, "none", "", "", [], endpoints=0,
+                          unit="levels" if self.lib.generic else "ps")
+        delay, lv, kind, end, b, rf, setup = best
+        steps = self._trace(b, rf) if b is not None else []
+        start = steps[0].point if steps else end
+        return Result(delay, lv, kind, start, end, steps, setup, count,
+                      unit="levels" if self.lib.generic else "ps")
+
+    def _reg_end(self, ps, lv):
+        if self.worst_reg_end is None or ps > self.worst_reg_end[0]:
+            self.worst_reg_end = (ps, lv)
+
+    def _trace(self, b, rf):
+        steps = []
+        while b is not None:
+            t, s, lv, pred, _ = self.arr[(b, rf)]
+            point, ib, irf, incr = pred
+            steps.append(Step(point, self.name(b), _EDGE[rf], incr, t, s * self.tps,
+                              self.load.get(b, 0.0)))
+            b, rf = ib, irf
+        return steps[::-1]
+
+
+def extract_model(sta: Sta, name: str) -> tuple:
+    """Timing model of a block from its own netlist, plus its worst internal path.
+
+    Runs the analysis once with only registers launching (reg->reg, reg->out) and once per input
+    bus with only that bus launching (in->reg, in->out). Returns ``(BlockTiming, Result)``, the
+    result being the worst of all runs (what a standalone analysis of the block reports).
+    """
+    m = BlockTiming(name)
+    m.clock_ports = sorted(p for p, bits in sta.inputs.items()
+                           if bits and all(b in sta.clock_bits for b in bits if isinstance(b, int)))
+    for pname, bits in sta.inputs.items():
+        if pname in m.clock_ports:
+            continue
+        for bn, b in zip(port_bits(pname, bits), bits, strict=True):
+            m.in_cap[bn] = sta.load.get(b, 0.0) if isinstance(b, int) else 0.0
+    worst = sta.run(inputs=set(), regs=True)
+    if sta.worst_reg_end:
+        m.reg2reg = list(sta.worst_reg_end)
+    m.reg2out = {k: list(v) for k, v in sta.end_by_output.items()}
+    for pname in sta.inputs:
+        if pname in m.clock_ports:
+            continue
+        r = sta.run(inputs={pname}, regs=False)
+        if sta.worst_reg_end:
+            m.in2reg[pname] = list(sta.worst_reg_end)
+        if sta.end_by_output:
+            m.in2out[pname] = {k: list(v) for k, v in sta.end_by_output.items()}
+        if r.delay_ps > worst.delay_ps or worst.kind == "none":
+            worst = r
+    return m, worst
+
+
+def fmax_mhz(delay_ps: float):
+    """Maximum clock frequency for a path delay (None when there is no timed path)."""
+    return None if delay_ps <= 0 or math.isnan(delay_ps) else 1e6 / delay_ps
