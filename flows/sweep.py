@@ -134,8 +134,12 @@ def job_key(job: Job, root: Path = REPO) -> str:
     return h.hexdigest()
 
 
-def _write_files(result, root: Path) -> None:
-    """Materialize ``result["_files"]`` below ``root`` (only under reports/ or build/)."""
+def _write_files(result, root: Path, overwrite: bool = True) -> None:
+    """Materialize ``result["_files"]`` below ``root`` (only under reports/ or build/).
+
+    ``overwrite=False`` (results from the cache) only restores missing files: a newer run written
+    there since (``make synth`` of the same variant) is left alone.
+    """
     if not isinstance(result, dict) or not isinstance(result.get("_files"), dict):
         return
     for rel, text in result["_files"].items():
@@ -144,6 +148,8 @@ def _write_files(result, root: Path) -> None:
             raise SweepError(f"job result wants to write {rel!r}: only paths under reports/ or build/ "
                              "are allowed")
         dst = root / p
+        if dst.exists() and not overwrite:
+            continue
         if not dst.exists() or dst.read_text(errors="replace") != text:
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.write_text(text)
@@ -227,7 +233,7 @@ def run(jobs: list[Job], executor: str = "local", n_jobs: int | None = None, ret
         hit = cache / f"{key}.json"
         if hit.exists() and not force:
             rec = json.loads(hit.read_text())
-            _write_files(rec["result"], root)
+            _write_files(rec["result"], root, overwrite=False)
             outcomes[job.name] = Outcome(job, "cached", rec["result"], attempts=0,
                                          runtime_s=rec.get("runtime_s", 0.0), log=log)
             bar.update()

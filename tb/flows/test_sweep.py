@@ -79,6 +79,9 @@ def test_result_files_are_materialized_and_restored(env):
     out.unlink()
     assert sweep.run([job], n_jobs=1, root=root, sweep_dir=sd, progress=False)[0].status == "cached"
     assert out.read_text() == "hello" and calls(cd, "writes") == 1
+    out.write_text("newer run")  # a cached result restores missing files, never overwrites newer ones
+    assert sweep.run([job], n_jobs=1, root=root, sweep_dir=sd, progress=False)[0].status == "cached"
+    assert out.read_text() == "newer run"
 
 
 def test_bad_input_is_reported(env):
