@@ -1,0 +1,74 @@
+"""Build-and-run glue shared by the pytest runner, the replay API and the benchmark.
+
+:func:`emit_unit` generates the Verilog of ``mu`` through the design registry and reads the
+generator's ``latency`` property; :func:`run_unit` builds it with Verilator (tb/sim.py) and runs
+cocotb tests of ``tb.mu.mu_cocotb`` against it, passing the parameters as environment knobs.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+from hw import hier
+from hw.designs import get_design
+from tb import sim
+
+__all__ = ["emit_unit", "run_unit", "unit_params"]
+
+
+def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None) -> dict:
+    """Parsed ``mu`` parameters (raises ``OptionError`` naming a bad one)."""
+    given = {"width": width, "fmt": fmt, "rows": rows}
+    if stages is not None:
+        given["stages"] = stages
+    return get_design("mu").params(given)
+
+
+@functools.lru_cache(maxsize=8)
+def _emit(width, fmt, rows, stages):
+    design = get_design("mu")
+    params = unit_params(width, fmt, rows, stages)
+    t0 = time.perf_counter()
+    unit = design.build(params)
+    latency = unit.latency          # the generator's property, never a number of our own
+    verilog = hier.emit(unit, design.top_name).verilog  # == design.emit(params), built once
+    return verilog, latency, design.variant(params), time.perf_counter() - t0
+
+
+def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None):
+    """Verilog text, latency, variant name and generation seconds of one unit (cached per process)."""
+    return _emit(width, fmt, rows, stages)
+
+
+def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int | None = None,
+             env: dict | None = None, suffix: str = "") -> dict:
+    """Build the unit and run cocotb tests from ``tb.mu.mu_cocotb``.
+
+    Parameters
+    ----------
+    testcases : str or list of str, optional
+        cocotb test names (default: all).
+    env : dict, optional
+        Extra knobs (``MU_SEED``, ``MU_SCALE``, ...).
+    suffix : str
+        Appended to the build folder name (separate folders for separate consumers).
+
+    Returns
+    -------
+    dict
+        ``variant``, ``latency``, ``emit_s``, ``wall_s`` and the JUnit ``results`` path.
+
+    Raises
+    ------
+    AssertionError
+        If a cocotb test failed (tb/sim.py names it and keeps the waveform).
+    """
+    verilog, latency, variant, emit_s = emit_unit(width, fmt, rows, stages)
+    knobs = {"MU_WIDTH": width, "MU_FMT": fmt, "MU_ROWS": rows, "MU_LATENCY": latency}
+    knobs.update(env or {})
+    t0 = time.perf_counter()
+    xml = sim.run(variant + suffix, verilog, get_design("mu").top_name, "tb.mu.mu_cocotb",
+                  env=knobs, testcase=testcases)
+    return {"variant": variant, "latency": latency, "emit_s": emit_s,
+            "wall_s": time.perf_counter() - t0, "results": xml}

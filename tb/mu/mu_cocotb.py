@@ -1,0 +1,176 @@
+"""cocotb tests of the matrix unit (run by tb/mu/test_matrix_unit.py through tb/sim.py).
+
+Knobs (environment): ``MU_WIDTH``, ``MU_FMT``, ``MU_ROWS`` (the build's parameters), ``MU_LATENCY``
+(``MatrixUnit.latency``, read from the generator by the runner), ``MU_SEED``, ``MU_SCALE`` (beats
+multiplier for random tests), ``MU_REPLAY_IN``/``MU_REPLAY_OUT`` (the ``replay`` test), ``MU_BENCH``
+(beats of the ``bench`` test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import cocotb
+import numpy as np
+
+from . import stimulus
+from .program import Program
+from .stream import bursty_pause, cycle_pause, random_pause
+from .testbench import Checker, MuTestbench
+
+WIDTH = int(os.environ.get("MU_WIDTH", "8"))
+FMT = os.environ.get("MU_FMT", "fp8_e4m3")
+ROWS = int(os.environ.get("MU_ROWS", "1"))
+LATENCY = int(os.environ.get("MU_LATENCY", "-1"))
+SEED = int(os.environ.get("MU_SEED", "0"))
+SCALE = float(os.environ.get("MU_SCALE", "1"))
+
+
+async def _tb(dut) -> MuTestbench:
+    assert LATENCY >= 0, "MU_LATENCY must be set by the runner from MatrixUnit.latency"
+    tb = MuTestbench(dut, WIDTH, FMT, ROWS, LATENCY)
+    await tb.start()
+    return tb
+
+
+async def _run_checked(tb: MuTestbench, prog: Program, name: str, latency_check=True, **pauses):
+    expected = prog.expected()
+    res = await tb.run(prog, **pauses)
+    Checker(expected, tb.log).check(res.y)
+    if latency_check and pauses.get("y_pause") is None:
+        tb.check_latency(prog, res)
+    tb.log.info("%s: %d x beats, %d rows, %d cycles, %.0f x-beats/s", name, prog.n_beats,
+                len(res.y), res.cycles, prog.n_beats / max(res.wall, 1e-9))
+    return res, expected
+
+
+@cocotb.test()
+async def every_product(dut):
+    """All code pairs of the format through the unit (one-hot beats, D products per beat), checked
+    against the model and against a float64 product oracle independent of the model."""
+    tb = await _tb(dut)
+    prog = stimulus.every_product(WIDTH, FMT, ROWS)
+    res, expected = await _run_checked(tb, prog, "every_product")
+    starts = np.nonzero(prog.swap)[0]
+    n = 1 << (4 if FMT == "fp4_e2m1" else 8)
+    pairs = 0
+    for t, s in enumerate(starts):
+        w = prog.tiles[t]
+        k0 = int(np.nonzero(prog.x[s])[0][0]) if prog.x[s].any() else int(np.nonzero(w.any(1))[0][0])
+        cols = np.nonzero(np.arange(WIDTH) < min(WIDTH, n - t * WIDTH))[0]
+        for i in range(s, s + n):
+            want = stimulus.product_oracle(FMT, np.full(cols.size, prog.x[i, k0]), w[k0, cols])
+            got = res.y[i][1][cols]
+            assert (got == want).all(), (f"a={prog.x[i, k0]:#x} b={w[k0, cols][got != want]} "
+                                         f"got {got[got != want]} want {want[got != want]}")
+            pairs += cols.size
+    assert pairs == n * n, pairs
+
+
+@cocotb.test()
+async def random_dots(dut):
+    """Random accumulations over several tiles and rows (with a few NaN/Inf codes)."""
+    tb = await _tb(dut)
+    for i, style in enumerate(("mixed", "uniform")):
+        groups = max(1, int(round(2 * SCALE)))
+        prog = stimulus.random_program(WIDTH, FMT, ROWS, groups=groups, seed=SEED + i, style=style,
+                                       p_special=0.002 if i == 0 else 0.0)
+        res, expected = await _run_checked(tb, prog, f"random_{style}")
+        # float64 comparison: every finite result within the contract's error bound
+        from .model import error_metrics
+        met = error_metrics(np.array([r[1] for r in res.y]), np.array([e.ref for e in expected]),
+                            np.array([e.bound for e in expected]))
+        tb.log.info("random_%s vs float64: %s", style, met)
+        assert met["within_bound"], met
+
+
+@cocotb.test()
+async def adversarial(dut):
+    """Cancellation, max magnitudes, NaN/Inf, subnormal operands, two-scale rounding."""
+    tb = await _tb(dut)
+    for name, gen in stimulus.ADVERSARIAL.items():
+        await _run_checked(tb, gen(WIDTH, FMT, ROWS), name)
+
+
+@cocotb.test()
+async def stalls(dut):
+    """Random and bursty pauses on w, x and y: rows neither lost, duplicated nor reordered, counters
+    equal to what the testbench saw (checked inside MuTestbench.run)."""
+    tb = await _tb(dut)
+    patterns = [
+        dict(w_pause=random_pause(0.3, SEED + 1), x_pause=random_pause(0.5, SEED + 2),
+             y_pause=random_pause(0.5, SEED + 3)),
+        dict(w_pause=bursty_pause(7, 5, SEED + 4), x_pause=bursty_pause(3, 9, SEED + 5),
+             y_pause=bursty_pause(4, 12, SEED + 6)),
+        dict(w_pause=None, x_pause=None, y_pause=cycle_pause([1, 1, 1, 0])),
+        dict(w_pause=cycle_pause([0, 1]), x_pause=None, y_pause=bursty_pause(20, 30)),
+    ]
+    for i, pauses in enumerate(patterns):
+        prog = stimulus.random_program(WIDTH, FMT, ROWS, groups=2, tiles_per_group=2,
+                                       beats_per_tile=max(ROWS, WIDTH // 4, 6), seed=SEED + 10 + i)
+        res, _ = await _run_checked(tb, prog, f"stalls_{i}", **pauses)
+        assert res.counters["stall_y"] > 0 or pauses["y_pause"] is None
+
+
+@cocotb.test()
+async def throughput(dut):
+    """Throughput contract from the counters: one x beat per cycle when each tile serves D beats;
+    one tile per D cycles at batch 1."""
+    tb = await _tb(dut)
+    d = WIDTH
+    prog = stimulus.full_rate(d, FMT, ROWS, tiles=4)
+    i0, i1 = d, prog.n_beats - 1            # from the first beat of tile 1 to the last beat
+    res, _ = await _run_checked(tb, prog, "full_rate", snap_beats=(i0, i1))
+    a, b = res.windows
+    beats, cycles = b["x_beats"] - a["x_beats"], b["cycles"] - a["cycles"]
+    tb.log.info("full rate: %d x beats in %d cycles (stall_tile +%d)", beats, cycles,
+                b["stall_tile"] - a["stall_tile"])
+    assert beats == i1 - i0 and cycles == beats, (beats, cycles)
+    assert b["stall_tile"] == a["stall_tile"]
+    prog = stimulus.batch_one(d, FMT, ROWS, tiles=8)
+    res, _ = await _run_checked(tb, prog, "batch_one", snap_beats=(1, 7))
+    a, b = res.windows
+    beats, cycles = b["x_beats"] - a["x_beats"], b["cycles"] - a["cycles"]
+    w_beats = b["w_beats"] - a["w_beats"]
+    tb.log.info("batch 1: %d tiles in %d cycles (%d w beats)", beats, cycles, w_beats)
+    assert beats == 6 and cycles == 6 * d, (beats, cycles)
+    assert w_beats == 6 * d or beats == 6
+
+
+@cocotb.test()
+async def bench(dut):
+    """Simulation speed: a long full-rate run (x-beats/s of wall time, model excluded)."""
+    tb = await _tb(dut)
+    n_tiles = max(1, int(os.environ.get("MU_BENCH", "4096")) // WIDTH)
+    prog = stimulus.full_rate(WIDTH, FMT, ROWS, tiles=n_tiles)
+    expected = prog.expected()
+    t0 = time.perf_counter()
+    res = await tb.run(prog)
+    wall = time.perf_counter() - t0
+    Checker(expected, tb.log).check(res.y)
+    rate = prog.n_beats / wall
+    tb.log.info("bench: %d x beats, %d cycles in %.2f s: %.0f x-beats/s, %.0f cycles/s",
+                prog.n_beats, res.cycles, wall, rate, res.cycles / wall)
+    out = os.environ.get("MU_BENCH_OUT")
+    if out:
+        with open(out, "w") as fh:
+            json.dump({"x_beats": prog.n_beats, "cycles": res.cycles, "wall_s": wall,
+                       "x_beats_per_s": rate, "cycles_per_s": res.cycles / wall}, fh)
+
+
+@cocotb.test()
+async def replay(dut):
+    """Run a program given as an .npz (tb.mu.replay.run_tiles) and write results back."""
+    src, dst = os.environ.get("MU_REPLAY_IN"), os.environ.get("MU_REPLAY_OUT")
+    assert src and dst, "MU_REPLAY_IN/MU_REPLAY_OUT are set by tb.mu.replay.run_tiles"
+    from .replay import load_program, save_result
+
+    prog, pauses = load_program(src)
+    tb = await _tb(dut)
+    expected = prog.expected()
+    res = await tb.run(prog, **pauses)
+    errs = Checker(expected, tb.log).mismatches(res.y)
+    save_result(dst, res, expected, errs)
+    assert not errs, errs[0]

@@ -1,0 +1,178 @@
+"""Stimulus programs for the matrix unit: tiles + activation beats, packing, and expected results.
+
+A :class:`Program` is what a test sends: the weight tiles in load order and the activation beats with
+their flags. The first beat served by each tile carries ``swap`` (the tile becomes active for it).
+:meth:`Program.expected` runs the bit-true model (:mod:`tb.mu.model`) over it; :func:`pack_rows`
+and :func:`unpack_y` convert between code arrays and the Verilog port integers of
+``docs/mu_interface.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hw.formats import get_format
+
+from .model import MatrixUnitModel, YRow
+
+__all__ = ["Tile", "Program", "pack_rows", "unpack_y", "row_bits"]
+
+
+def row_bits(rows: int) -> int:
+    """Bits of the row index: ``ceil(log2 R)``, 0 for R = 1."""
+    return (rows - 1).bit_length()
+
+
+def pack_rows(codes: np.ndarray, bits: int) -> list[int]:
+    """Pack each row of element codes into one integer, element ``k`` at ``[k*bits +: bits]``."""
+    c = np.ascontiguousarray(np.asarray(codes, dtype=np.uint8))
+    if bits == 4:
+        c = np.ascontiguousarray(c[:, 0::2] | (c[:, 1::2] << 4)) if c.shape[1] > 1 else c
+    elif bits != 8:
+        raise ValueError(f"element bits must be 4 or 8, not {bits}")
+    return [int.from_bytes(r.tobytes(), "little") for r in c]
+
+
+def unpack_y(payload: int, width: int, rows: int) -> tuple[int, np.ndarray]:
+    """Split a ``y__payload`` integer into (row index, FP32 bits as uint32 array of D)."""
+    data = payload & ((1 << (32 * width)) - 1)
+    bits = np.frombuffer(data.to_bytes(4 * width, "little"), dtype="<u4").astype(np.uint32)
+    return payload >> (32 * width), bits
+
+
+@dataclass
+class Tile:
+    """One weight tile and the activation beats it serves.
+
+    Parameters
+    ----------
+    w : ndarray (D, D)
+        Weight codes ``W[k, j]`` (row k is the k-th ``w`` beat).
+    x : ndarray (n, D)
+        Activation codes, one beat per row (n >= 1; the first beat carries ``swap``).
+    first, last : bool or array of bool (n,)
+        Flags per beat; a scalar applies to every beat.
+    row : int or array of int (n,), optional
+        Accumulator row per beat (default 0).
+    """
+
+    w: np.ndarray
+    x: np.ndarray
+    first: object = True
+    last: object = True
+    row: object = 0
+
+
+@dataclass
+class Program:
+    """Everything a run sends.
+
+    Attributes
+    ----------
+    width, fmt, rows : the unit's parameters
+    tiles : list of ndarray (D, D)
+        Weight tiles in load order.
+    x : ndarray (N, D)
+        Activation codes.
+    swap, first, last : ndarray of bool (N,)
+    row : ndarray of int64 (N,)
+    """
+
+    width: int
+    fmt: str
+    rows: int
+    tiles: list = field(default_factory=list)
+    x: np.ndarray | None = None
+    swap: np.ndarray | None = None
+    first: np.ndarray | None = None
+    last: np.ndarray | None = None
+    row: np.ndarray | None = None
+
+    @classmethod
+    def from_tiles(cls, width: int, fmt: str, rows: int, tiles) -> Program:
+        """Build a program from :class:`Tile` objects (each swaps in at its first beat).
+
+        Raises
+        ------
+        ValueError
+            On shapes that do not match ``width`` or row indices outside ``[0, rows)``.
+        """
+        d = width
+        ws, xs, sw, fi, la, ro = [], [], [], [], [], []
+        for t, tile in enumerate(tiles):
+            w = np.asarray(tile.w)
+            x = np.atleast_2d(np.asarray(tile.x))
+            if w.shape != (d, d) or x.ndim != 2 or x.shape[1] != d or x.shape[0] < 1:
+                raise ValueError(f"tile {t}: w must be ({d}, {d}) and x (n>=1, {d}); "
+                                 f"got {w.shape} and {x.shape}")
+            n = x.shape[0]
+            ws.append(w.astype(np.int64))
+            xs.append(x.astype(np.int64))
+            s = np.zeros(n, dtype=bool)
+            s[0] = True
+            sw.append(s)
+            fi.append(np.broadcast_to(np.asarray(tile.first, dtype=bool), (n,)))
+            la.append(np.broadcast_to(np.asarray(tile.last, dtype=bool), (n,)))
+            ro.append(np.broadcast_to(np.asarray(tile.row, dtype=np.int64), (n,)))
+        prog = cls(width, fmt, rows, ws, np.concatenate(xs), np.concatenate(sw),
+                   np.concatenate(fi), np.concatenate(la), np.concatenate(ro))
+        prog.validate()
+        return prog
+
+    @classmethod
+    def concat(cls, programs) -> Program:
+        """One program running several after each other (same unit parameters)."""
+        programs = list(programs)
+        p0 = programs[0]
+        return cls(p0.width, p0.fmt, p0.rows, [t for p in programs for t in p.tiles],
+                   *(np.concatenate([getattr(p, a) for p in programs])
+                     for a in ("x", "swap", "first", "last", "row")))
+
+    def validate(self) -> None:
+        n = len(self.x)
+        if self.swap.sum() != len(self.tiles):
+            raise ValueError(f"{self.swap.sum()} swap beats for {len(self.tiles)} tiles")
+        if n and not self.swap[0]:
+            raise ValueError("the first beat must carry swap (no tile is active after reset)")
+        if n and (self.row.min() < 0 or self.row.max() >= self.rows):
+            raise ValueError(f"row indices must lie in [0, {self.rows - 1}]")
+        if self.x.shape[1:] != (self.width,):
+            raise ValueError(f"x must have {self.width} columns, not {self.x.shape}")
+
+    @property
+    def n_beats(self) -> int:
+        return len(self.x)
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.last.sum())
+
+    # -- packing ----------------------------------------------------------------------------------
+    def w_beats(self) -> list[int]:
+        """``w__payload`` integers, tile after tile."""
+        b = get_format(self.fmt).bits
+        if not self.tiles:
+            return []
+        return pack_rows(np.concatenate(self.tiles), b)
+
+    def x_beats(self) -> list[int]:
+        """``x__payload`` integers (codes, then swap, first, last, row)."""
+        b = get_format(self.fmt).bits
+        base = self.width * b
+        flags = ((self.swap.astype(np.int64)) | (self.first.astype(np.int64) << 1)
+                 | (self.last.astype(np.int64) << 2) | (self.row.astype(np.int64) << 3)).tolist()
+        return [p | (f << base) for p, f in zip(pack_rows(self.x, b), flags, strict=True)]
+
+    # -- the model --------------------------------------------------------------------------------
+    def expected(self) -> list[YRow]:
+        """Result rows the contract prescribes, in output order."""
+        model = MatrixUnitModel(self.width, self.fmt, self.rows)
+        out: list[YRow] = []
+        starts = list(np.nonzero(self.swap)[0]) + [self.n_beats]
+        for t in range(len(starts) - 1):
+            a, b = starts[t], starts[t + 1]
+            out += model.run(self.tiles[t], self.x[a:b], self.first[a:b], self.last[a:b],
+                             self.row[a:b])
+        return out

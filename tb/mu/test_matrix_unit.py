@@ -1,0 +1,85 @@
+"""Thin pytest runners for the matrix unit's cocotb tests (tb/mu/mu_cocotb.py).
+
+One Verilator build per (width, fmt, rows) runs several cocotb tests, so that the ``quick`` set fits
+the CI budget; ``full`` adds wider builds and every product at D = 64. Bad-parameter and lint checks
+need no simulation.
+"""
+
+import shutil
+import subprocess
+
+import pytest
+
+from hw.designs import OptionError, get_design
+from tb import sim
+
+from .harness import emit_unit, run_unit
+
+CORE = ["random_dots", "adversarial", "stalls", "throughput"]
+quick, full = pytest.mark.quick, pytest.mark.full
+
+BUILDS = [
+    pytest.param(8, "fp8_e4m3", 1, ["every_product"] + CORE, marks=quick, id="w8-e4m3"),
+    pytest.param(8, "fp8_e5m2", 3, ["every_product"] + CORE, marks=quick, id="w8-e5m2-r3"),
+    pytest.param(16, "fp4_e2m1", 2, ["every_product"] + CORE, marks=quick, id="w16-e2m1-r2"),
+    pytest.param(32, "fp8_e5m2", 2, CORE, marks=quick, id="w32-e5m2-r2"),
+    pytest.param(64, "fp8_e4m3", 4, CORE, marks=quick, id="w64-e4m3-r4"),
+    pytest.param(128, "fp8_e4m3", 1, ["random_dots", "throughput"], marks=quick, id="w128-e4m3"),
+    pytest.param(16, "fp8_e4m3", 2, CORE, marks=full, id="w16-e4m3-r2"),
+    pytest.param(32, "fp4_e2m1", 1, CORE, marks=full, id="w32-e2m1"),
+    pytest.param(64, "fp8_e5m2", 1, ["every_product"] + CORE, marks=full, id="w64-e5m2"),
+    pytest.param(64, "fp4_e2m1", 2, CORE, marks=full, id="w64-e2m1-r2"),
+    pytest.param(128, "fp8_e5m2", 2, CORE, marks=full, id="w128-e5m2-r2"),
+]
+
+
+@pytest.mark.parametrize("width,fmt,rows,tests", BUILDS)
+def test_matrix_unit(width, fmt, rows, tests):
+    run_unit(width, fmt, rows, tests)
+
+
+@quick
+@pytest.mark.parametrize("given,match", [
+    ({"width": 48}, "power of two"),
+    ({"width": 4}, "power of two"),
+    ({"width": 256}, "power of two"),
+    ({"fmt": "fp16"}, "fmt"),
+    ({"rows": 0}, "rows|minimum"),
+])
+def test_bad_parameters_registry(given, match):
+    """The CLI/registry path names the option and what is allowed."""
+    with pytest.raises(OptionError, match=match):
+        get_design("mu").build(given)
+
+
+@quick
+@pytest.mark.parametrize("kw,exc,match", [
+    ({"width": 48}, ValueError, "width"),
+    ({"width": 256}, ValueError, "width"),
+    ({"width": 8.0}, TypeError, "width"),
+    ({"fmt": "bf16"}, ValueError, "fmt"),
+    ({"rows": 0}, ValueError, "rows"),
+    ({"stages": -1}, ValueError, "stages"),
+])
+def test_bad_parameters_generator(kw, exc, match):
+    """The generator itself raises a clear error too."""
+    from hw.mu.matrix_unit import MatrixUnit
+
+    args = {"width": 8, "fmt": "fp8_e4m3", "rows": 1} | kw
+    with pytest.raises(exc, match=match):
+        MatrixUnit(**args)
+
+
+@quick
+@pytest.mark.parametrize("width", [8, 16, 32, 64, 128])
+def test_verilator_lint(width, tmp_path):
+    """``verilator --lint-only -Wall`` reports nothing at every width (fp8_e4m3, R = 2)."""
+    sim.verilator_env()
+    verilog, *_ = emit_unit(width, "fp8_e4m3", 2)
+    src = tmp_path / "mu.v"
+    src.write_text(verilog)
+    exe = shutil.which("verilator")
+    proc = subprocess.run([exe, "--lint-only", "-Wall", "--top-module", "mu", str(src)],
+                          capture_output=True, text=True)
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("%")]
+    assert proc.returncode == 0 and not warnings, "\n".join(warnings[:20])
