@@ -52,6 +52,18 @@ def verilator_env() -> dict:
 
 
 @contextlib.contextmanager
+def _folder_lock(bdir: Path):
+    """One user of a build folder at a time (pytest-xdist workers, or two suites sharing a build):
+    the Verilog, the simulator and ``results.xml`` live there."""
+    with open(bdir / ".lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
 def _build_lock():
     path = os.environ.get("HW_BUILD_LOCK")
     if not path:
@@ -114,34 +126,35 @@ def run(name: str, verilog: str, toplevel: str, test_module: str, *, env: dict |
     waves = os.environ.get("WAVES", "0") not in ("", "0")
     bdir = BUILD / name
     bdir.mkdir(parents=True, exist_ok=True)
-    src = bdir / f"{toplevel}.v"
-    if not src.exists() or src.read_text() != verilog:
-        src.write_text(verilog)
-    extra_env = {k: str(v) for k, v in (env or {}).items()}
-    extra_env.setdefault("PYTHONPATH", os.pathsep.join([str(REPO)] + sys.path))
+    with _folder_lock(bdir):
+        src = bdir / f"{toplevel}.v"
+        if not src.exists() or src.read_text() != verilog:
+            src.write_text(verilog)
+        extra_env = {k: str(v) for k, v in (env or {}).items()}
+        extra_env.setdefault("PYTHONPATH", os.pathsep.join([str(REPO)] + sys.path))
 
-    def attempt(trace: bool) -> Path:
-        runner = get_runner("verilator")
-        sub = bdir / ("waves" if trace else "sim")
-        # cocotb runs make on Verilator's makefile itself, so -MAKEFLAGS above does not reach it;
-        # a variable assignment in the MAKEFLAGS environment variable does.
-        flags = os.environ.get("MAKEFLAGS", "")
-        if "CFG_CXXFLAGS_PCH_I" not in flags:
-            os.environ["MAKEFLAGS"] = f"{flags} CFG_CXXFLAGS_PCH_I=-include".strip()
-        with _build_lock():
-            runner.build(sources=[src], hdl_toplevel=toplevel, build_dir=sub, waves=trace,
-                         build_args=_build_args(trace, build_args), timescale=timescale)
-        return runner.test(hdl_toplevel=toplevel, test_module=test_module, build_dir=sub,
-                           test_dir=sub, extra_env=extra_env, testcase=testcase, waves=trace,
-                           results_xml=str(sub / "results.xml"))
+        def attempt(trace: bool) -> Path:
+            runner = get_runner("verilator")
+            sub = bdir / ("waves" if trace else "sim")
+            # cocotb runs make on Verilator's makefile itself, so -MAKEFLAGS above does not reach it;
+            # a variable assignment in the MAKEFLAGS environment variable does.
+            flags = os.environ.get("MAKEFLAGS", "")
+            if "CFG_CXXFLAGS_PCH_I" not in flags:
+                os.environ["MAKEFLAGS"] = f"{flags} CFG_CXXFLAGS_PCH_I=-include".strip()
+            with _build_lock():
+                runner.build(sources=[src], hdl_toplevel=toplevel, build_dir=sub, waves=trace,
+                             build_args=_build_args(trace, build_args), timescale=timescale)
+            return runner.test(hdl_toplevel=toplevel, test_module=test_module, build_dir=sub,
+                               test_dir=sub, extra_env=extra_env, testcase=testcase, waves=trace,
+                               results_xml=str(sub / "results.xml"))
 
-    xml = attempt(waves)
-    _, failed = get_results(xml)
-    if failed and not waves:
-        xml = attempt(True)
-    _, failed = get_results(xml)
-    if failed:
-        fst = sorted((bdir / "waves").glob("*.fst"))
-        raise AssertionError(f"{failed} cocotb test(s) failed in {name}; results {xml}; "
-                             f"waveform {fst[0] if fst else '(none written)'}")
+        xml = attempt(waves)
+        _, failed = get_results(xml)
+        if failed and not waves:
+            xml = attempt(True)
+        _, failed = get_results(xml)
+        if failed:
+            fst = sorted((bdir / "waves").glob("*.fst"))
+            raise AssertionError(f"{failed} cocotb test(s) failed in {name}; results {xml}; "
+                                 f"waveform {fst[0] if fst else '(none written)'}")
     return Path(xml)
