@@ -25,7 +25,8 @@ from hw.formats import get_format
 from . import exact
 from .corpus import Tile
 
-__all__ = ["beats", "contract_cycles", "RunResult", "replay_model", "finish", "rtl_available"]
+__all__ = ["beats", "schedule_cycles", "contract_cycles", "RunResult", "replay_model", "finish",
+           "rtl_available"]
 
 
 def beats(tile: Tile) -> list:
@@ -39,13 +40,21 @@ def beats(tile: Tile) -> list:
     return out
 
 
-def contract_cycles(k_tiles: int, rows: int, width: int, latency: int = 0) -> int:
+def schedule_cycles(tile_beats, width: int, latency: int = 0) -> int:
     """Cycles from the first weight beat to the last result, by the throughput contract.
 
-    Tile 0 loads in ``D`` cycles; the ``M`` beats of tile ``t`` are issued while tile ``t + 1`` loads,
-    so each tile costs ``max(D, M)`` cycles; the last tile's beats and the pipeline latency follow.
+    ``tile_beats[t]`` activation beats are served by tile ``t``. Tile 0 loads in ``D`` cycles; tile
+    ``t + 1`` loads while tile ``t`` serves its beats (the loading buffer frees when ``t`` swaps in),
+    so tile ``t`` holds the unit for ``max(D, beats_t)`` cycles; the last tile's beats and the
+    pipeline latency follow: ``D + sum_{t < T-1} max(D, beats_t) + beats_{T-1} + latency``.
     """
-    return width + (k_tiles - 1) * max(width, rows) + rows + latency
+    tile_beats = list(tile_beats)
+    return width + sum(max(width, b) for b in tile_beats[:-1]) + tile_beats[-1] + latency
+
+
+def contract_cycles(k_tiles: int, rows: int, width: int, latency: int = 0) -> int:
+    """:func:`schedule_cycles` of one pass: ``k_tiles`` tiles serving ``rows`` beats each."""
+    return schedule_cycles([rows] * k_tiles, width, latency)
 
 
 @dataclass
@@ -78,11 +87,19 @@ class RunResult:
 
     @property
     def issued_macs(self) -> int:
+        """MACs the unit issues, padding included (its ``cnt_macs`` after an RTL run)."""
+        if "macs" in self.counters:
+            return int(self.counters["macs"])
         return self.k_tiles * self.rows * self.width * self.width
 
     @property
     def bytes_fed(self) -> float:
-        """Weight plus activation bytes the unit takes in (padding included)."""
+        """Weight plus activation bytes the unit takes in, padding (and weight re-feeds) included.
+
+        From the beat counters after an RTL run; else one pass of ``k_tiles`` tiles (``R >= M``).
+        """
+        if "w_beats" in self.counters:
+            return (self.counters["w_beats"] + self.counters["x_beats"]) * self.width * self.b / 8
         return self.k_tiles * (self.width + self.rows) * self.width * self.b / 8
 
     @property

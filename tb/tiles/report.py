@@ -102,17 +102,19 @@ def regression_md(recs: dict, rtl_note: str) -> str:
         cells = [_e(sum(v) / len(v)) if (v := by_op.get((op, f))) else "-" for f in fmts]
         out.append(f"| {op} | " + " | ".join(cells) + " |")
     out += ["", "## Runs\n",
-            "Cycles: *contract* = D + (k_tiles - 1) max(D, M) + M (first weight beat to last x beat, "
-            "docs/mu_interface.md throughput contract, latency excluded); *RTL* = `cnt_cycles` from the "
-            "first beat to the last result. MACs and bytes count the padding the unit issues / is fed "
-            "(weights + activations at b bits).\n",
+            "Cycles: *contract* = D + (k_tiles - 1) max(D, M) + M + latency (docs/mu_interface.md "
+            "throughput contract: tile 0 loads in D cycles, each later tile costs max(D, M), the last "
+            "tile's M beats and the pipeline latency follow; model-only runs leave the latency out); "
+            "*RTL* = cycles from the start of the run to the last result transfer (counted by the "
+            "testbench; `cnt_cycles` agrees and adds the drain). MACs and bytes count the padding the "
+            "unit issues / is fed (weights + activations at b bits).\n",
             "| tile | source | M x K x n (padded Kp x D) | k tiles | cycles contract / RTL | "
             "useful / issued MACs | bytes useful / fed | vs f64 max rel | vs f32 max / mean rel | RTL |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         c = r["counters"]
         kp = r["k_tiles"] * r["width"]
-        rtl_cyc = c.get("cycles", "-")
+        rtl_cyc = c.get("cycles_run", "-")
         mark = {None: "not run", True: "bit-exact", False: "MISMATCH"}[r["rtl_match"]]
         out.append(f"| {r['id']} | {_src(r)} | {r['rows']}x{r['k']}x{r['n']} ({kp}x{r['width']}) | "
                    f"{r['k_tiles']} | {r['cycles_contract']} / {rtl_cyc} | {r['useful_macs']} / "
@@ -193,7 +195,7 @@ def padding_md(recs: dict | None = None) -> str:
             wb = r["k_tiles"] * r["width"]
             bits = 4 if r["fmt"] == "fp4_e2m1" else 8
             out.append(f"| {r['id']} | {r['width']} | {r['rows']} | {r['k_tiles']} | "
-                       f"{r['cycles_contract']} / {c.get('cycles', '-')} | {r['issued_macs']} / "
+                       f"{r['cycles_contract']} / {c.get('cycles_run', '-')} | {r['issued_macs']} / "
                        f"{c.get('macs', '-')} | {wb} / "
                        f"{c.get('w_beats', '-')} | {wb * r['width'] * bits // 8} |")
         out.append("")

@@ -1,0 +1,82 @@
+"""Adapter from a real-tile run to the matrix unit's replay harness (``tb.mu.replay.run_tiles``).
+
+Verilator builds are the expensive part of the regression (minutes each on the CI machine), so a run
+uses the build the matrix-unit tests already make for its (width, format) where there is one
+(:data:`UNITS`: same parameters, same folder ``build/sim/<variant>``; ``tb/sim.py`` locks a folder
+per user) and its own ``<variant>-tiles`` build otherwise, with 16 accumulator rows.
+
+A unit with ``R`` accumulator rows serves the ``M`` rows of a run in ``ceil(M / R)`` groups; each
+group is a full pass over the ``k_tiles`` weight tiles (the weights are fed again), exactly as a
+sequencer would schedule it. Besides bit equality with the model, each run checks the unit's counters
+against that schedule and the throughput contract: weight, activation and result beats, MACs, and the
+cycle of the last result (:func:`tb.tiles.replay.schedule_cycles`).
+"""
+
+import numpy as np
+
+from .corpus import Tile
+from .replay import RunResult, beats, finish, schedule_cycles
+
+__all__ = ["UNITS", "unit_for", "run_rtl"]
+
+#: (width, fmt) -> (accumulator rows R, build-folder suffix). Suffix "" shares the matrix-unit
+#: tests' build of the same parameters (tb/mu/test_matrix_unit.py BUILDS); "-tiles" is our own.
+UNITS = {
+    (32, "fp8_e4m3"): (16, "-tiles"),
+    (32, "fp8_e5m2"): (2, ""),        # tb/mu quick w32-e5m2-r2
+    (32, "fp4_e2m1"): (16, "-tiles"),
+    (64, "fp8_e4m3"): (4, ""),        # tb/mu quick w64-e4m3-r4
+    (64, "fp8_e5m2"): (1, ""),        # tb/mu full w64-e5m2
+    (64, "fp4_e2m1"): (2, ""),        # tb/mu full w64-e2m1-r2
+    (128, "fp8_e4m3"): (1, ""),       # tb/mu quick w128-e4m3
+    (128, "fp8_e5m2"): (2, ""),       # tb/mu full w128-e5m2-r2
+    (128, "fp4_e2m1"): (16, "-tiles"),
+}
+
+
+def unit_for(width: int, fmt: str) -> tuple:
+    """(rows, suffix) of the unit a run of this width and format uses."""
+    return UNITS.get((width, fmt), (16, "-tiles"))
+
+
+def run_rtl(tile: Tile, res: RunResult, pauses: dict | None = None) -> RunResult:
+    """Send ``tile`` through the RTL unit; attach its results and counters to ``res`` (the model run).
+
+    Raises
+    ------
+    AssertionError
+        If the unit's results differ from the model in any bit, or its counters from the contract.
+    """
+    from tb.mu.harness import emit_unit
+    from tb.mu.program import Tile as UnitTile
+    from tb.mu.replay import run_tiles
+
+    d, m, fmt = tile.width, tile.x.shape[0], tile.fmt
+    r_unit, suffix = unit_for(d, fmt)
+    unit_tiles, tile_beats = [], []
+    for g0 in range(0, m, r_unit):
+        rows = np.arange(g0, min(m, g0 + r_unit))
+        for w, x, first, last in beats(tile):
+            unit_tiles.append(UnitTile(w, x[rows], first=first, last=last, row=rows - g0))
+            tile_beats.append(len(rows))
+    rr = run_tiles(d, fmt, unit_tiles, rows=r_unit, pauses=pauses, check=False, name_suffix=suffix)
+    assert not rr.mismatches, f"{tile.id}: RTL vs model: {rr.mismatches[:3]}"
+    groups = -(-m // r_unit)
+    assert rr.y_bits.shape == (m, d), f"{tile.id}: {rr.y_bits.shape[0]} result rows, expected {m}"
+    assert np.array_equal(rr.expected, res.bits), f"{tile.id}: replay's model differs from tb/tiles'"
+    latency = emit_unit(d, fmt, r_unit)[1]
+    c = dict(rr.counters)
+    kt = tile.k_tiles
+    c.update(latency=latency, unit_rows=r_unit, row_groups=groups, last_y_cycle=int(rr.y_cycles[-1]),
+             wall_s=rr.wall_s, sim_s=rr.sim_s)
+    want = {"w_beats": groups * kt * d, "x_beats": kt * m, "y_beats": m, "macs": kt * m * d * d}
+    got = {k: c[k] for k in want}
+    res = finish(res, rr.y_bits, c)
+    assert got == want, f"{tile.id}: counters {got}, schedule {want}"
+    if not pauses:
+        res.cycles_contract = schedule_cycles(tile_beats, d, latency)
+        c["cycles_run"] = res.counters["cycles_run"] = int(rr.y_cycles[-1]) + 1
+        assert c["cycles_run"] == res.cycles_contract, (
+            f"{tile.id}: last result after {c['cycles_run']} cycles, the throughput contract says "
+            f"{res.cycles_contract} ({len(tile_beats)} tiles, R {r_unit}, D {d}, latency {latency})")
+    return res
