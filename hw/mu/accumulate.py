@@ -108,7 +108,8 @@ class Accumulator(wiring.Component):
                   self.s_inf_neg if f.has_inf else Const(0, 1)]
         if not self._norm_reg:
             return fields
-        regs = [Signal.like(v, name=f"n_{n}") if isinstance(v, Signal) else Signal(1, name=f"n_{n}")
+        regs = [Signal.like(v, name=f"n_{n}", reset_less=True) if isinstance(v, Signal)
+                else Signal(1, name=f"n_{n}", reset_less=True)
                 for v, n in zip(fields, ("sign", "sig", "exp", "zero", "nan", "inf", "inf_neg"),
                                 strict=True)]
         with m.If(self.en):

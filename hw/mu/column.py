@@ -68,8 +68,8 @@ class WeightBuffer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         D, b = self._width, self._bits
-        wl = [Signal(b, name=f"wl{k}") for k in range(D)]
-        wa = [Signal(b, name=f"wa{k}") for k in range(D)]
+        wl = [Signal(b, name=f"wl{k}", reset_less=True) for k in range(D)]  # no reset: data only
+        wa = [Signal(b, name=f"wa{k}", reset_less=True) for k in range(D)]
         for k in range(D):
             with m.If(self.we[k]):
                 m.d.sync += wl[k].eq(self.wdata)

@@ -156,7 +156,7 @@ class MatrixUnit(wiring.Component):
 
         # -- weights --------------------------------------------------------------------------
         k = Signal(kb)  # row of the next accepted weight beat
-        wr_valid, wr_k, wr_data = Signal(), Signal(kb), Signal(D * b)
+        wr_valid, wr_k, wr_data = Signal(), Signal(kb), Signal(D * b, reset_less=True)
         pend = Signal()  # a complete tile waits in the loading buffers
         act_valid = Signal()  # an active tile exists
         full = Signal()  # complete, or its last row is being written now
@@ -182,7 +182,7 @@ class MatrixUnit(wiring.Component):
         m.d.comb += we.eq(Mux(wr_valid, 1 << wr_k, 0))
 
         # -- activation register and control pipeline -----------------------------------------
-        xr = Signal(D * b)
+        xr = Signal(D * b, reset_less=True)  # data registers carry no reset
         with m.If(x_fire):
             m.d.sync += xr.eq(x.data)
         ctrl_layout = data.StructLayout({"valid": 1, "first": 1, "last": 1, "row": range(R)})
@@ -214,7 +214,7 @@ class MatrixUnit(wiring.Component):
 
         # -- output: result registers + skid register ----------------------------------------
         res_row, skid_row = Signal(range(R)), Signal(range(R))
-        skid = Signal(D * 32)
+        skid = Signal(D * 32, reset_less=True)
         with m.If(skid_valid):
             with m.If(self.y.ready):
                 m.d.sync += skid_valid.eq(0)

@@ -145,7 +145,7 @@ class Tree(wiring.Component):
             flags += [pinf, ninf]
 
         def register(bits, name):
-            r = Signal(len(bits), name=name)
+            r = Signal(len(bits), name=name, reset_less=True)
             with m.If(self.en):
                 m.d.sync += r.eq(Cat(*bits))
             return [r[i] for i in range(len(bits))]
@@ -158,8 +158,8 @@ class Tree(wiring.Component):
         rows = [Cat(*[(c[r] if r < len(c) else Const(0, 1)) for c in cols]) for r in (0, 1)]
         total = prefix_add(m, rows[0], rows[1], name="cpa")
 
-        sum_d = Signal(signed(W), name="sum")
-        flag_d = [Signal(name=f"flag{i}") for i in range(len(flags))]
+        sum_d = Signal(signed(W), name="sum", reset_less=True)
+        flag_d = [Signal(name=f"flag{i}", reset_less=True) for i in range(len(flags))]
         dom = m.d.sync if self._out_reg else m.d.comb
         if self._out_reg:
             with m.If(self.en):
