@@ -164,10 +164,15 @@ def verdict_section(grid, slopes, shares, knee_file=None, suspects=()) -> list[s
     for a, b, claim, want in claims:
         won, n, gm = _compare(table, a, b)
         bad = sorted(f"D={d} {f}" for (d, f) in suspects if d in (a, b))
-        if n and bad:
-            rows.append((claim, f"D={a} ahead in {won} of {n} cases, geometric mean {a}/{b} = {gm:.3g}",
-                         "can't tell", f"fmax of {', '.join(bad)} comes from a flagged critical path (see "
-                         "the timing note), so MACs/s/mm^2 is not trustworthy yet"))
+        if bad:
+            both = any((a, f) in grid and (b, f) in grid for f in FORMATS)
+            if n:
+                meas = f"D={a} ahead in {won} of {n} cases, geometric mean {a}/{b} = {gm:.3g}"
+            else:
+                meas = "no comparable pair (an fmax rounds to 0 MHz)" if both else \
+                    f"{NOT_MEASURED} (no format has both D={a} and D={b})"
+            rows.append((claim, meas, "can't tell", f"fmax of {', '.join(bad)} comes from a flagged "
+                         "critical path (see the timing note), so MACs/s/mm^2 is not trustworthy yet"))
             continue
         if n == 0:
             rows.append((claim, NOT_MEASURED, "can't tell",
