@@ -43,7 +43,8 @@ REPO = Path(__file__).resolve().parent.parent
 SWEEP_DIR = REPO / "build" / "sweep"
 # Bump when the meaning of a cached record changes.
 CACHE_VERSION = 1
-# Inputs of a synthesis job: the generators and the flow (not the sweep/report code itself).
+# Inputs of a synthesis job: the generators and the flow (not the sweep/report code itself);
+# :func:`synth_inputs` narrows "hw" to the design's own package plus the shared hw/*.py modules.
 SYNTH_INPUTS = ("hw", "flows")
 SYNTH_INPUTS_EXCLUDE = ("flows/sweep.py", "flows/executors.py", "flows/report_qor.py", "flows/qor.py",
                         "flows/report_qor_plots.py", "flows/report_qor_verdict.py", "flows/qor_shapes.py")
@@ -348,6 +349,17 @@ def synth_job(design: str, params: dict, liberty: str | None = None, clock_ps: f
     return {"metrics": metrics, "variant": outdir.name, "outdir": _rel(outdir, REPO), "_files": files}
 
 
+def synth_inputs(design, root: Path = REPO) -> tuple:
+    """Cache inputs of a synthesis of ``design`` (a :class:`hw.designs.Design`): the package holding
+    its generator (``hw/mu`` for ``hw.mu.matrix_unit:MatrixUnit``), the shared ``hw/*.py`` modules
+    and ``flows/``; other generators' edits then leave its cached results valid."""
+    pkg = design.factory.split(":")[0].rsplit(".", 1)[0].replace(".", "/")
+    if pkg == "hw" or not (root / pkg).is_dir():
+        return SYNTH_INPUTS
+    shared = tuple(sorted(str(f.relative_to(root)) for f in (root / "hw").glob("*.py")))
+    return (pkg,) + shared + ("flows",)
+
+
 def synth_jobs(design: str, grid: dict, liberty: str | None = None,
                clock_ps: float | None = None) -> list[Job]:
     """One synthesis :class:`Job` per point of the cross product ``grid`` (option -> values)."""
@@ -365,7 +377,7 @@ def synth_jobs(design: str, grid: dict, liberty: str | None = None,
         jobs.append(Job(name, "flows.sweep:synth_job",
                         {"design": design, "params": {k: parsed[k] for k in keys},
                          "liberty": liberty, "clock_ps": clock_ps},
-                        inputs=SYNTH_INPUTS, exclude=SYNTH_INPUTS_EXCLUDE))
+                        inputs=synth_inputs(d), exclude=SYNTH_INPUTS_EXCLUDE))
     return jobs
 
 

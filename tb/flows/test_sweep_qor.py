@@ -16,6 +16,8 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     assert mu == [f"mu-w{d}-{f}" for d in (32, 64, 128) for f in ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1")]
     j = jobs[3]
     assert j.func == "flows.sweep:synth_job"
+    assert j.inputs[0] == "hw/mu" and "hw/hier.py" in j.inputs and j.inputs[-1] == "flows"
+    assert "hw/fp" not in j.inputs and jobs[0].inputs[0] == "hw/fp"
     assert j.kwargs == {"design": "mu", "params": {"width": 32, "fmt": "fp8_e4m3"}, "liberty": None,
                         "clock_ps": None}
     assert jobs[2].kwargs["booth"] is True
