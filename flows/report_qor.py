@@ -149,6 +149,54 @@ def sig(v, n=3):
     return f"{v:.{max(0, n - 1 - math.floor(math.log10(abs(v))))}f}"
 
 
+_BLOCK_RE = re.compile(r"^---- block (\S+) .*\nworst path: (\S+) .*\n\s+delay ([0-9.]+) \S+\s+levels (\d+)",
+                       re.MULTILINE)
+# Block module name prefix -> column of the block timing table.
+BLOCK_TIMING = (("mu_lane", "lane"), ("mu_tree", "tree"), ("mu_acc", "accumulate"),
+                ("mu_wbuf", "weight buffer"), ("mu_col", "column"))
+
+
+def block_paths(p: Point) -> dict:
+    """Worst internal path of each block, ``{column: (ps, levels, kind)}``, read from the flow's
+    ``timing.txt`` (each block timed standalone, so top-level nets are not in these paths)."""
+    f = p.path.parent / "timing.txt"
+    if not f.exists():
+        return {}
+    out = {}
+    for name, kind, ps, lv in _BLOCK_RE.findall(f.read_text(errors="replace")):
+        for prefix, col in BLOCK_TIMING:
+            if name.startswith(prefix):
+                out[col] = (float(ps), int(lv), kind)
+    return out
+
+
+def block_timing_section(grid) -> list[str]:
+    """Table of block-internal worst paths per width and format, with levels per doubling."""
+    cols = [c for _, c in BLOCK_TIMING]
+    L = ["## Block-internal worst paths", "",
+         "Each marked block is timed on its own by the flow (`timing.txt`, children as timing models), so "
+         "these paths leave out the nets of the top level. Cells: delay in ps / logic levels. Pipelined "
+         "blocks (the tree and accumulator at the default stages) show their worst stage, not their "
+         "whole depth.", "",
+         "| D | format | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
+    paths = {k: block_paths(p) for k, p in grid.items()}
+    for fmt in FORMATS:
+        for d in WIDTHS:
+            b = paths.get((d, fmt), {})
+            L.append(f"| {d} | {fmt} | " + " | ".join(
+                f"{b[c][0]:,.0f} / {b[c][1]}" if c in b else NOT_MEASURED for c in cols) + " |")
+    L += ["", "| format | " + " | ".join(f"{c} levels per doubling" for c in cols) + " |",
+          "|---|" + "---|" * len(cols)]
+    for fmt in FORMATS:
+        ds = [d for d in WIDTHS if paths.get((d, fmt))]
+        cells = []
+        for c in cols:
+            pts = [(math.log2(d), paths[(d, fmt)][c][1]) for d in ds if c in paths[(d, fmt)]]
+            cells.append(_fmt(fit_slope([x for x, _ in pts], [y for _, y in pts]), 2))
+        L.append(f"| {fmt} | " + " | ".join(cells) + " |")
+    return L + [""]
+
+
 def timing_suspects(grid) -> dict:
     """Points whose critical path takes more than 2 ns per logic level (a sign of an unbuffered
     high-fanout net in a flow without buffering, or of a timing bug): ``{(D, fmt): note}``."""
@@ -290,6 +338,12 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
         L.append(f"| {fmt} | {', '.join(str(2 ** int(x)) for x in xs) or 'none'} | {_fmt(s[CP_LV], 2)} | "
                  f"{_fmt(s[DEPTH], 2)} | {_fmt(s[CP_PS], 0)} |")
     L.append("")
+    L += block_timing_section(grid)
+    col_slopes = {}
+    for fmt in FORMATS:
+        pts = [(math.log2(d), block_paths(grid[(d, fmt)]).get("column")) for d in WIDTHS if (d, fmt) in grid]
+        pts = [(x, c[1]) for x, c in pts if c]
+        col_slopes[fmt] = fit_slope([x for x, _ in pts], [y for _, y in pts])
 
     # Per-block breakdown.
     L += ["## Per-block area and control share", "",
@@ -338,7 +392,8 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
     L.append("")
 
     # Verdicts.
-    L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.json", sus)
+    L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.json", sus,
+                            col_slopes)
     text = "\n".join(L) + "\n"
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text(text)

@@ -96,7 +96,7 @@ def _knee(f):
     return out or None
 
 
-def verdict_section(grid, slopes, shares, knee_file=None, suspects=()) -> list[str]:
+def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slopes=None) -> list[str]:
     """The verdict table; ``suspects``: (D, fmt) points whose timing is flagged (their fmax and levels
     are not used for a verdict)."""
     suspects = set(suspects)
@@ -128,6 +128,10 @@ def verdict_section(grid, slopes, shares, knee_file=None, suspects=()) -> list[s
     if depth:
         txt += ("; " if txt else "") + "generic depth (deepest block): " + "; ".join(
             f"{f} {v:.2f}/doubling" for f, v in depth.items())
+    cols = {f: v for f, v in (col_slopes or {}).items() if v is not None}
+    if cols:
+        txt += "; worst path inside a column: " + "; ".join(
+            f"{f} {v:.2f} levels/doubling" for f, v in cols.items())
     if clean:
         ok = all(3.0 <= v <= 5.0 for v in clean.values())
         rows.append((lv_claim, txt, "agree" if ok else "disagree",
@@ -137,7 +141,9 @@ def verdict_section(grid, slopes, shares, knee_file=None, suspects=()) -> list[s
     elif meas:
         rows.append((lv_claim, txt, "can't tell",
                      "the critical paths involved are flagged (see the timing note): their levels do not "
-                     "show the arithmetic depth; the generic depth is a technology-independent hint only"))
+                     "show the arithmetic depth; inside a column (top-level nets left out, pipelined at the "
+                     "default stages) the worst path grows as shown, which says nothing yet about the "
+                     "broadcast nets that grow with D"))
     else:
         rows.append((lv_claim, txt or NOT_MEASURED, "can't tell",
                      "needs the critical path of at least two widths of one format"))

@@ -184,3 +184,32 @@ def test_knee_verdict_reads_the_slice_measurement(tmp_path, monkeypatch):
     (tmp_path / "knee.json").write_text(json.dumps({"32": 40.0}))
     v = row(gen(tmp_path, tmp_path / "qor", monkeypatch), "| A unit of width D starves")
     assert v[2] == "disagree" and "more than 5% away" in v[3]
+
+
+TIMING = """# header
+worst path: reg->reg  a -> b
+  delay {top} ps  levels 6  (endpoints timed: 9)
+
+---- block mu_tree_w{d}_fp8_e4m3_s2 (standalone, children as models)
+worst path: in->reg  input t[1] -> x/D
+  delay {tree} ps  levels {tl}  (endpoints timed: 84)
+
+---- block mu_col_w{d}_fp8_e4m3_r1_s2 (standalone, children as models)
+worst path: in->reg  input first -> acc in2reg first
+  delay 900.5 ps  levels {cl}  (endpoints timed: 2)
+"""
+
+
+def test_block_internal_paths_from_timing_txt(tmp_path, monkeypatch):
+    q = tmp_path / "qor"
+    for d, tl, cl in ((32, 40, 100), (64, 43, 104), (128, 46, 108)):
+        v = f"mu-w{d}-fp8_e4m3-osu018"
+        write(q, v, **mu_metrics(d, 1e6 * d, 6, 9e9, 0.1))
+        (q / v / "timing.txt").write_text(TIMING.format(top=9e9, d=d, tree=1000 + d, tl=tl, cl=cl))
+    text = gen(tmp_path, q, monkeypatch)
+    c = row(text, "| 64 | fp8_e4m3 | ", "Block-internal")
+    assert c[2:] == [NOT_MEASURED, "1,064 / 43", NOT_MEASURED, NOT_MEASURED, "900 / 104"]
+    assert row(text, "| fp8_e4m3 | ", "Block-internal")[1:] == [NOT_MEASURED, "3.00", NOT_MEASURED,
+                                                                 NOT_MEASURED, "4.00"]
+    v = row(text, "| Each doubling of D")
+    assert v[2] == "can't tell" and "worst path inside a column: fp8_e4m3 4.00 levels/doubling" in v[1]
