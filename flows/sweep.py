@@ -40,7 +40,8 @@ __all__ = ["Job", "Outcome", "run", "synth_job", "synth_jobs", "job_key", "main"
            "SweepError"]
 
 REPO = Path(__file__).resolve().parent.parent
-SWEEP_DIR = REPO / "build" / "sweep"
+#: Logs, records and the cache (``SWEEP_DIR`` in the environment overrides it).
+SWEEP_DIR = Path(os.environ.get("SWEEP_DIR") or REPO / "build" / "sweep")
 # Bump when the meaning of a cached record changes.
 CACHE_VERSION = 1
 # Inputs of a synthesis job: the generators and the flow (not the sweep/report code itself);
