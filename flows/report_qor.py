@@ -282,7 +282,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
              knee_file: Path | None = None) -> str:
     """Write the report (and plots); return its text.
 
-    ``knee_file``: the slice's measured knees (default ``reports/knee.json`` next to ``qor_dir``).
+    ``knee_file``: the slice's feed sweep (default ``reports/knee.csv`` next to ``qor_dir``).
     """
     from . import report_qor_plots as rp
     from . import report_qor_verdict as rv
@@ -392,7 +392,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
     L.append("")
 
     # Verdicts.
-    L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.json", sus,
+    L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.csv", sus,
                             col_slopes)
     text = "\n".join(L) + "\n"
     out_md.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,8 @@
 """Equal-silicon performance and the verdict on each claim of the seed study (for report_qor)."""
 
-import json
+import csv
 import math
+from pathlib import Path
 
 from . import qor_shapes
 from .report_qor import AREA, BATCHES, CP_LV, DEPTH, FMAX, FORMATS, NOT_MEASURED, WIDTHS, _fmt, sig
@@ -70,29 +71,34 @@ def _compare(table, a, b):
     return sum(x > 1 for x in ratios), len(ratios), gm
 
 
-def _knee(f):
-    """Measured knee per width from the slice's feed sweep, if it wrote ``reports/knee.json``.
+def knee_from_csv(f):
+    """Knee per width from the slice's feed sweep (``reports/knee.csv`` of ``tb/slice/knee.py``).
 
-    Accepted layout: ``{"<D>": knee}`` where ``knee`` is the feed (bytes/cycle) below which the unit
-    starves, or a dict holding it under ``knee_bytes_per_cycle`` (with ``bits``, the element width,
-    default 8). Returns ``{D: (knee, bits)}`` or None.
+    The CSV has rows ``width, feed_bytes_per_cycle, measured_macs_per_cycle, model_macs_per_cycle,
+    unit``. For each width the knee is where the starved line meets the plateau: ``plateau / slope``
+    with ``plateau`` the largest measured MACs/cycle and ``slope`` the median MACs per byte of the
+    clearly starved points (feed <= 0.75 D). Returns ``{D: dict(knee, plateau, at_d, units, n)}``
+    (``at_d``: measured MACs/cycle at feed = D, as a fraction of the plateau) or None.
     """
-    if f is None or not f.exists():
+    if f is None or not Path(f).exists():
         return None
     try:
-        data = json.loads(f.read_text())
-    except json.JSONDecodeError:
+        with open(f, newline="") as fh:
+            rows = [(int(r["width"]), float(r["feed_bytes_per_cycle"]), float(r["measured_macs_per_cycle"]),
+                     r.get("unit", "")) for r in csv.DictReader(fh)]
+    except (KeyError, ValueError):
         return None
     out = {}
-    for k, v in (data.items() if isinstance(data, dict) else ()):
-        if not str(k).isdigit():
+    for d in sorted({r[0] for r in rows}):
+        pts = sorted((feed, mac, unit) for w, feed, mac, unit in rows if w == d)
+        low = sorted(mac / feed for feed, mac, _ in pts if 0 < feed <= 0.75 * d)
+        if not low or not any(feed >= 1.25 * d for feed, _, _ in pts):
             continue
-        if isinstance(v, dict):
-            knee, bits = v.get("knee_bytes_per_cycle"), v.get("bits", 8)
-        else:
-            knee, bits = v, 8
-        if isinstance(knee, (int, float)):
-            out[int(k)] = (float(knee), int(bits))
+        plateau = max(mac for _, mac, _ in pts)
+        slope = low[len(low) // 2]
+        at_d = [mac for feed, mac, _ in pts if abs(feed - d) < 1e-9]
+        out[d] = {"knee": plateau / slope, "plateau": plateau, "n": len(pts),
+                  "at_d": at_d[0] / plateau if at_d else None, "units": sorted({u for *_, u in pts})}
     return out or None
 
 
@@ -102,19 +108,23 @@ def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slope
     suspects = set(suspects)
     rows = []
     # 1. Knee.
-    knee = _knee(knee_file)
+    knee = knee_from_csv(knee_file)
     knee_claim = "A unit of width D starves at exactly D bytes/cycle of feed."
     if knee:
-        txt = "; ".join(f"D={d}: knee {k:g} bytes/cycle (D*b/8 = {d * b / 8:g})"
-                        for d, (k, b) in sorted(knee.items()))
-        ok = all(abs(k - d * b / 8) <= 0.05 * d * b / 8 for d, (k, b) in knee.items())
+        txt = "; ".join(f"D={d}: knee {k['knee']:.1f} bytes/cycle ({k['knee'] / d:.1%} of D; "
+                        + (f"{k['at_d']:.1%} of the plateau at feed D; " if k["at_d"] is not None else "")
+                        + f"{k['n']} feed rates, {'/'.join(k['units'])})" for d, k in knee.items())
+        ok = all(abs(k["knee"] - d) <= 0.05 * d for d, k in knee.items())
+        stub = any("stub" in u for k in knee.values() for u in k["units"])
         rows.append((knee_claim, txt, "agree" if ok else "disagree",
-                     "the slice's feed-rate sweep (reports/knee.json) puts the knee "
-                     + ("within 5% of" if ok else "more than 5% away from") + " D*b/8 bytes/cycle "
-                     "(b = element bits: D for FP8)"))
+                     "RTL simulation of a slice (tb/slice/knee.py, MiniLM FFN up, M = 1, fp8_e4m3) against "
+                     "its HBM feed rate (reports/knee.csv): the starved line meets the plateau "
+                     + ("within 5% of" if ok else "more than 5% away from") + " D bytes/cycle"
+                     + ("; measured with the timing-only stub unit (same stream and tile timing)" if stub
+                        else "") + "; widths not listed were not run"))
     else:
         rows.append((knee_claim, NOT_MEASURED, "can't tell",
-                     "needs the slice's feed-rate sweep (reports/knee.json); by our unit's throughput "
+                     "needs the slice's feed-rate sweep (reports/knee.csv); by our unit's throughput "
                      "contract the weight-feed bound is D*b/8 bytes/cycle (b = element bits), i.e. D for "
                      "FP8 and D/2 for FP4, which is a design property, not a measurement"))
     # 2. Levels per doubling.

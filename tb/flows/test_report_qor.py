@@ -175,15 +175,25 @@ def test_significant_digits_and_timing_suspects(tmp_path, monkeypatch):
     assert v[2] == "can't tell" and "(timing flagged)" in v[1]
 
 
+def knee_csv(path, d, knee, peak):
+    """A synthetic feed sweep: MACs/cycle = feed (1 MAC per byte) up to ``knee``, then ``peak``."""
+    lines = ["width,feed_bytes_per_cycle,measured_macs_per_cycle,model_macs_per_cycle,unit"]
+    for r in (0.25, 0.5, 0.75, 1.0, 1.25, 2.0):
+        feed = r * d
+        lines.append(f"{d},{feed},{min(feed * peak / knee, peak)},{min(feed, d)},timing_stub")
+    path.write_text("\n".join(lines) + "\n")
+
+
 def test_knee_verdict_reads_the_slice_measurement(tmp_path, monkeypatch):
     (tmp_path / "qor").mkdir()
-    (tmp_path / "knee.json").write_text(json.dumps({"32": 32.0, "64": {"knee_bytes_per_cycle": 64.5},
-                                                    "128": {"knee_bytes_per_cycle": 64.0, "bits": 4}}))
+    knee_csv(tmp_path / "knee.csv", 32, knee=32.5, peak=30.0)
     v = row(gen(tmp_path, tmp_path / "qor", monkeypatch), "| A unit of width D starves")
-    assert v[2] == "agree" and "D=64: knee 64.5 bytes/cycle (D*b/8 = 64)" in v[1]
-    (tmp_path / "knee.json").write_text(json.dumps({"32": 40.0}))
+    # slope = 30 / 32.5 MACs per byte; knee = 30 / slope = 32.5; at feed 32: 30 * 32 / 32.5 / 30 = 98.5%.
+    assert v[2] == "agree" and "D=32: knee 32.5 bytes/cycle (101.6% of D; 98.5% of the plateau" in v[1]
+    assert "timing-only stub" in v[3]
+    knee_csv(tmp_path / "knee.csv", 64, knee=48.0, peak=47.0)
     v = row(gen(tmp_path, tmp_path / "qor", monkeypatch), "| A unit of width D starves")
-    assert v[2] == "disagree" and "more than 5% away" in v[3]
+    assert v[2] == "disagree" and "more than 5% away" in v[3] and "D=64: knee 48.0" in v[1]
 
 
 TIMING = """# header
