@@ -131,7 +131,7 @@ def job_key(job: Job, root: Path = REPO) -> str:
     h.update(json.dumps({"v": CACHE_VERSION, "func": job.func, "kwargs": job.kwargs},
                         sort_keys=True).encode())
     for f in _input_files(job, root):
-        h.update(str(f.relative_to(root)).encode() + b"\0")
+        h.update(str(f.relative_to(root) if f.is_relative_to(root) else f).encode() + b"\0")
         h.update(hashlib.sha256(f.read_bytes()).digest())
     return h.hexdigest()
 
@@ -367,6 +367,9 @@ def synth_jobs(design: str, grid: dict, liberty: str | None = None,
     from hw.designs import get_design
 
     d = get_design(design)
+    # The flow reads $LIBERTY when no liberty is given: make it part of the job (and of its cache key).
+    liberty = liberty or os.environ.get("LIBERTY") or None
+    lib_input = (str(Path(liberty).resolve()),) if liberty and Path(liberty).is_file() else ()
     keys = list(grid)
     jobs = []
     for values in itertools.product(*(grid[k] for k in keys)):
@@ -378,7 +381,7 @@ def synth_jobs(design: str, grid: dict, liberty: str | None = None,
         jobs.append(Job(name, "flows.sweep:synth_job",
                         {"design": design, "params": {k: parsed[k] for k in keys},
                          "liberty": liberty, "clock_ps": clock_ps},
-                        inputs=synth_inputs(d), exclude=SYNTH_INPUTS_EXCLUDE))
+                        inputs=synth_inputs(d) + lib_input, exclude=SYNTH_INPUTS_EXCLUDE))
     return jobs
 
 

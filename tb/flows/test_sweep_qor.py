@@ -63,3 +63,14 @@ def test_synth_job_returns_metrics_and_report_files(monkeypatch):
     assert r["_files"] == {"build/test_sweep_qor/mu-w8-test/metrics.json": '{"a": 1}',
                            "build/test_sweep_qor/mu-w8-test/timing.txt": "path"}
     json.dumps(r)
+
+
+def test_liberty_from_the_environment_enters_the_cache_key(tmp_path, monkeypatch):
+    lib = tmp_path / "my.lib"
+    lib.write_text("library (a) {}")
+    monkeypatch.setenv("LIBERTY", str(lib))
+    j = qor.qor_jobs((32,), ("fp8_e4m3",), bf16=False)[0]
+    assert j.kwargs["liberty"] == str(lib) and j.inputs[-1] == str(lib.resolve())
+    k0 = sweep.job_key(j)
+    lib.write_text("library (b) {}")
+    assert sweep.job_key(j) != k0
