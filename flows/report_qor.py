@@ -385,6 +385,9 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
     # Plots.
     made = rp.make_plots(grid, slopes, plots_dir) if plots else []
     L += ["## Plots", ""]
+    knee_png = plots_dir / "knee.png"  # the slice's feed sweep (tb/slice/knee.py), when it has run
+    if knee_png.exists():
+        made = made + [knee_png]
     if made:
         L += [f"![{Path(f).stem}]({rel(f)})" for f in made]
     else:
