@@ -15,6 +15,7 @@ is ``Design.variant(params)`` plus the library's short name (``bf16_mul-booth4-s
 ``flow="auto"`` synthesizes flat when the design has no marked blocks, else by blocks.
 """
 
+import hashlib
 import json
 import sys
 import time
@@ -111,8 +112,14 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
     params = design.params(given or {})
     lib = lib or resolve_library(liberty, log)
     variant = design.variant(params) + ("-ysbooth" if booth else "") + "-" + lib.short
-    outdir = Path(outdir) if outdir else REPORTS / variant
-    work = BUILD / variant
+    if outdir:
+        outdir = Path(outdir)
+        # a private work directory per report directory, so concurrent runs never share one
+        tag = hashlib.sha256(str(outdir.resolve()).encode()).hexdigest()[:10]
+        work = BUILD / "by-outdir" / f"{variant}-{tag}"
+    else:
+        outdir = REPORTS / variant
+        work = BUILD / variant
     netlist = design.emit(params)
     if flow == "auto":
         flow = "hier" if len(netlist.modules) > 1 else "flat"

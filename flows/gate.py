@@ -12,7 +12,7 @@ with its comparison (``{"value": v, "compare": "<="}``, as ORFS ``rules-base.jso
 
 ``<=`` passes while ``actual <= value * (1 + tolerance)``; ``>=`` while
 ``actual >= value * (1 - tolerance)``; ``==`` needs equality. A per-rule ``"tolerance"`` overrides
-the default (2% on area and delay, 0 on levels). ``python -m flows check`` re-runs each variant into
+the default (2% on area and delay, 5% on levels). ``python -m flows check`` re-runs each variant into
 ``build/qor-check/`` (the Yosys cache makes an unchanged design cheap) and fails on any regression;
 ``--update`` rewrites the golden values from the fresh runs (``make qor-update``).
 """
@@ -31,7 +31,7 @@ GATED = {
     "synth__design__instance__area__stdcell": ("<=", 0.02),
     "synth__design__instance__area__ge": ("<=", 0.02),
     "synth__timing__critical_path__delay_ps": ("<=", 0.02),
-    "synth__timing__critical_path__levels": ("<=", 0.0),
+    "synth__timing__critical_path__levels": ("<=", 0.05),
 }
 
 #: Variants gated by default (CI): the BF16 multiplier.

@@ -1,0 +1,111 @@
+"""Yosys runs on small designs: sensible paths, generic fallback, and clear errors."""
+
+import pytest
+
+from flows import liberty as L
+from flows.flow import resolve_library
+from flows.sta import Sta
+from flows.synth import MemoryLimitError, SynthError, run_yosys
+
+pytestmark = pytest.mark.quick
+
+OSU = L.OSU018_DEFAULT
+needs_osu = pytest.mark.skipif(not OSU.is_file(), reason="OSU 0.18um liberty not installed "
+                               "(apt-get install qflow-tech-osu018); .ci/run installs it")
+
+ADDER = """
+module adder(input [7:0] a, input [7:0] b, output [8:0] s);
+  assign s = a + b;
+endmodule
+"""
+
+PIPE = """
+module pipe(input clk, input [7:0] a, input [7:0] b, output reg [15:0] p);
+  reg [7:0] ra, rb;
+  always @(posedge clk) begin ra <= a; rb <= b; p <= ra * rb; end
+endmodule
+"""
+
+
+@needs_osu
+def test_combinational_design_reports_an_input_to_output_path(tmp_path):
+    lib = L.load(OSU)
+    r = run_yosys(ADDER, "adder", tmp_path, lib, use_cache=False)
+    assert r.area > 0 and r.cell_count > 8
+    res = Sta(lib, r.netlist).run()
+    assert res.kind == "in->out"
+    assert res.start.startswith("input a[") or res.start.startswith("input b[")
+    assert res.end.startswith("output s[")
+    # an 8-bit ripple/prefix adder: several gates, each 50..600 ps in this 0.18um library
+    assert 3 <= res.levels <= 30
+    assert 50 * res.levels < res.delay_ps < 600 * res.levels
+    arrivals = [s.arrival_ps for s in res.steps]
+    assert arrivals == sorted(arrivals)
+    assert r.ltp_levels and r.ltp_levels >= 3
+    assert (tmp_path / "yosys.log").is_file()
+
+
+@needs_osu
+def test_registered_design_reports_a_register_to_register_path(tmp_path):
+    lib = L.load(OSU)
+    r = run_yosys(PIPE, "pipe", tmp_path, lib, use_cache=False)
+    res = Sta(lib, r.netlist).run(inputs=set())
+    assert res.kind == "reg->reg"
+    first = res.steps[0]
+    assert "DFFPOSX1" in first.point and "CLK->Q" in first.point
+    assert first.incr_ps > 50                       # clock-to-Q from the liberty
+    assert res.setup_ps > 0                         # setup of the capturing flop
+    assert res.delay_ps == pytest.approx(res.steps[-1].arrival_ps + res.setup_ps)
+    assert res.levels >= 8                          # an 8x8 multiplier
+    # with inputs launching too, the worst path is at least as long
+    assert Sta(lib, r.netlist).run().delay_ps >= res.delay_ps
+
+
+def test_no_liberty_falls_back_to_generic_library(monkeypatch, tmp_path):
+    monkeypatch.delenv("LIBERTY", raising=False)
+    monkeypatch.delenv("PDK_ROOT", raising=False)
+    monkeypatch.setattr(L, "OSU018_DEFAULT", tmp_path / "absent.lib")
+    said = []
+    lib = resolve_library(None, log=said.append)
+    assert lib.generic
+    assert any("technology-independent" in s and "qflow-tech-osu018" in s and "LIBERTY=" in s for s in said)
+    r = run_yosys(ADDER, "adder", tmp_path / "w", lib, use_cache=False)
+    res = Sta(lib, r.netlist).run()
+    assert res.unit == "levels" and res.levels >= 3
+    assert res.delay_ps == res.levels               # one unit per gate
+    assert all(c["type"] in L.GENERIC_GE for c in r.netlist["cells"].values()
+               if not c["type"].startswith("$scopeinfo"))
+
+
+def test_missing_liberty_is_a_clear_error(tmp_path, capsys):
+    with pytest.raises(L.LibertyError, match="no such file"):
+        L.find_liberty(str(tmp_path / "nope.lib"))
+    from flows.__main__ import main
+
+    assert main(["synth", "--design", "bf16_mul", "--liberty", str(tmp_path / "nope.lib")]) == 2
+    err = capsys.readouterr().err
+    assert "nope.lib" in err and "no such file" in err and "Traceback" not in err
+
+
+def test_yosys_failure_is_a_clear_error(tmp_path):
+    lib = L.generic_library()
+    with pytest.raises(SynthError) as e:
+        run_yosys("module broken(input a, output y); assign y = ; endmodule\n", "broken", tmp_path, lib,
+                  use_cache=False)
+    msg = str(e.value)
+    assert "Yosys failed on broken" in msg and str(tmp_path / "yosys.log") in msg
+    assert (tmp_path / "yosys.log").is_file()
+
+
+def test_memory_limit_stops_the_run_with_a_message(tmp_path):
+    lib = L.generic_library()
+    with pytest.raises(MemoryLimitError, match="4 GiB"):
+        run_yosys(PIPE, "pipe", tmp_path, lib, limit_mb=1, use_cache=False)
+
+
+def test_unknown_option_is_a_clear_error(capsys):
+    from flows.__main__ import main
+
+    assert main(["synth", "--design", "bf16_mul", "--set", "arch=wallace"]) == 2
+    err = capsys.readouterr().err
+    assert "wallace" in err and "booth4" in err
