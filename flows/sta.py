@@ -16,6 +16,14 @@ arrival times and transitions (slews) through them, separately for rising and fa
   ``input_slew``). Clock nets (those reaching a flop clock pin) carry no data.
 * **End points**: flop data pins add their ``setup_rising`` constraint (``rise_constraint`` or
   ``fall_constraint`` at clock slew, data slew); primary outputs end at their arrival.
+* **High-fanout nets**: Yosys does not buffer, so a net can carry far more load than any cell's
+  tables cover (an enable reaching thousands of flops). Such a net (load above the top of its
+  driver's load axis) is timed as a placer's repair would leave it: a tree of the library's most
+  efficient buffer (least delay per e-fold of fanout). The leaf level has ``ceil(load / top)``
+  buffers sharing the load (``top``: the top of the buffer's load axis); upper levels, each buffer
+  driving at most ``top`` of buffer inputs, are added until the driver's load (its buffers' input
+  capacitance) is within its own axis. The tree's area is not added; the count of such nets is
+  reported.
 * **Defaults**: ``input_slew`` is the FO4 output transition of the library's GE NAND2 and
   ``output_load`` four NAND2 input capacitances (see :meth:`Library.default_input_slew`).
 
@@ -107,6 +115,8 @@ class Result:
     setup_ps: float = 0.0
     endpoints: int = 0
     unit: str = "ps"
+    buffered_nets: int = 0
+    buffer: str = ""
 
     def format(self) -> str:
         """The path cell by cell with incremental and cumulative arrival times."""
@@ -119,6 +129,9 @@ class Result:
         for s in self.steps:
             lines.append(f"  {s.incr_ps:9.1f} {s.arrival_ps:9.1f} {s.slew_ps:8.1f} {s.load:8.4f}  "
                          f"{s.edge:^4}  {s.point} -> {s.net}")
+        if self.buffered_nets:
+            lines.insert(2, f"  {self.buffered_nets} high-fanout net(s) beyond their driver's load axis "
+                            f"timed through an estimated {self.buffer} buffer tree (area not included)")
         if self.setup_ps:
             lines.append(f"  {self.setup_ps:9.1f} {self.delay_ps:9.1f} {'':8} {'':8}        "
                          f"setup of {self.end}")
@@ -160,6 +173,8 @@ class Sta:
         self.output_load = lib.default_output_load() if output_load is None else output_load
         self.wire = wire_cap_per_fanout
         self.tps = lib.time_ps
+        self.buffer = _pick_buffer(lib)
+        self.buffered = {}     # net bit -> tree levels, for nets beyond their driver's load axis
         self._build(module)
 
     # ----------------------------------------------------------------- graph construction
@@ -330,12 +345,33 @@ class Sta:
 
     def _launch(self, inst, ctype, arc, ob):
         load = self.load.get(ob, 0.0)
-        for rf, (dn, sn) in enumerate((("cell_rise", "rise_transition"), ("cell_fall", "fall_transition"))):
+        for rf, (dn, sn) in enumerate(_TABLES):
             if dn not in arc.tables:
                 continue
-            d = arc.tables[dn].lookup(load, self.input_slew) * self.tps
-            s = arc.tables[sn].lookup(load, self.input_slew) if sn in arc.tables else self.input_slew
+            d, s = self._drive(arc, dn, sn, ob, load, self.input_slew, rf)
             self._offer(ob, rf, d, s, 0, (f"{inst} ({ctype}) {arc.related}->{arc.pin}", None, None, d), "reg")
+
+    def _drive(self, arc, dn, sn, ob, load, s_in, rf):
+        """(delay ps, output slew) of ``arc`` driving net ``ob``, through a buffer tree if needed."""
+        tab = arc.tables[dn]
+        top = _load_top(tab)
+        st = arc.tables.get(sn)
+        if load <= top or self.buffer is None:
+            return tab.lookup(load, s_in) * self.tps, (st.lookup(load, s_in) if st is not None else s_in)
+        bcell, barc, btop, bcin = self.buffer
+        # leaf buffers share the net's load; upper levels are added until the driver can drive them
+        counts = [math.ceil(load / btop)]
+        while counts[0] * bcin > top and counts[0] > 1:
+            counts.insert(0, math.ceil(counts[0] * bcin / btop))
+        self.buffered[ob] = len(counts)
+        loads = [counts[j + 1] * bcin / counts[j] for j in range(len(counts) - 1)] + [load / counts[-1]]
+        d = tab.lookup(counts[0] * bcin, s_in)
+        s = st.lookup(counts[0] * bcin, s_in) if st is not None else s_in
+        bd, bs = barc.tables[_TABLES[rf][0]], barc.tables.get(_TABLES[rf][1])
+        for lj in loads:
+            d += bd.lookup(lj, s)
+            s = bs.lookup(lj, s) if bs is not None else s
+        return d * self.tps, s
 
     def _propagate(self, deps, arcs_of):
         users = defaultdict(list)
@@ -361,7 +397,6 @@ class Sta:
 
     def _eval(self, ob, arcs):
         load = self.load.get(ob, 0.0)
-        tps = self.tps
         for inst, arc, ib in arcs:
             for irf in (RISE, FALL):
                 src = self.arr.get((ib, irf))
@@ -380,12 +415,9 @@ class Sta:
                     else (RISE, FALL)
                 for orf in orfs:
                     dn, sn = _TABLES[orf]
-                    tab = arc.tables.get(dn)
-                    if tab is None:
+                    if dn not in arc.tables:
                         continue
-                    d = tab.lookup(load, s_in) * tps
-                    st = arc.tables.get(sn)
-                    s = st.lookup(load, s_in) if st is not None else s_in
+                    d, s = self._drive(arc, dn, sn, ob, load, s_in, orf)
                     self._offer(ob, orf, t_in + d, max(s, 0.0), lv_in + 1,
                                 (f"{inst} ({self.cells[inst][0]}) {arc.related}->{arc.pin}", ib, irf, d),
                                 src[4])
@@ -458,7 +490,8 @@ class Sta:
         steps = self._trace(b, rf) if b is not None else []
         start = steps[0].point if steps else end
         return Result(delay, lv, kind, start, end, steps, setup, count,
-                      unit="levels" if self.lib.generic else "ps")
+                      unit="levels" if self.lib.generic else "ps", buffered_nets=len(self.buffered),
+                      buffer=self.buffer[0].name if self.buffer else "")
 
     def _reg_end(self, ps, lv):
         if self.worst_reg_end is None or ps > self.worst_reg_end[0]:
@@ -510,3 +543,29 @@ def extract_model(sta: Sta, name: str) -> tuple:
 def fmax_mhz(delay_ps: float):
     """Maximum clock frequency for a path delay (None when there is no timed path)."""
     return None if delay_ps <= 0 or math.isnan(delay_ps) else 1e6 / delay_ps
+
+
+def _load_top(tab):
+    axis = tab.index_1 if tab.load_first else tab.index_2
+    return axis[-1] if axis else math.inf
+
+
+def _pick_buffer(lib):
+    """(cell, arc, load top, input cap) of the buffer with the least delay per e-fold of fanout."""
+    if lib.generic:
+        return None
+    best = None
+    for c in lib.cells.values():
+        if c.is_seq or len(c.inputs) != 1 or len(c.outputs) != 1:
+            continue
+        arcs = c.arcs_to(c.outputs[0])
+        if len(arcs) != 1 or arcs[0].sense != "positive_unate" or "cell_rise" not in arcs[0].tables:
+            continue
+        tab = arcs[0].tables["cell_rise"]
+        top, cin = _load_top(tab), next(iter(c.inputs.values()))
+        if not (math.isfinite(top) and cin > 0 and top > cin):
+            continue
+        cost = tab.lookup(top, lib.default_input_slew()) / math.log(top / cin)
+        if best is None or cost < best[0]:
+            best = (cost, c, arcs[0], top, cin)
+    return None if best is None else best[1:]
