@@ -12,6 +12,8 @@ DESIGN_VARS := ARCH STAGES SUBNORMALS LANES WIDTH FMT ROWS UNITS FEED_BYTES SPAD
 SETS = $(foreach v,$(DESIGN_VARS),$(if $($(v)),--set $(shell echo $(v) | tr A-Z a-z)=$($(v))))
 export LIBERTY ?=
 export CLOCK_PS ?=
+# flat, hier (each marked block once, composed) or auto (hier when the design has marked blocks)
+export FLOW ?= auto
 export JOBS ?= 2
 PYTEST_WORKERS ?= 2
 
@@ -23,6 +25,8 @@ help:
 	@echo "make test-full                               the whole regression"
 	@echo "make prove DESIGN=bf16_mul                   formal equivalence booth4 == behavioral"
 	@echo "make qor / qor-check / qor-update            cross-width report, regression gate, goldens"
+	@echo "  synth options: LIBERTY=cells.lib CLOCK_PS=period FLOW=auto|flat|hier; BF16 side by side:"
+	@echo "  $(PY) -m flows bf16-compare (reports/qor/bf16_mul_comparison.md)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
