@@ -198,11 +198,17 @@ def summarize(m, worst, outdir) -> str:
     lib = m["flow__liberty"]
     d = m["synth__timing__critical_path__delay_ps"]
     f = m["synth__timing__fmax_mhz"]
+    seq = m["synth__design__instance__area__sequential"]
+    if lib["ge_cell"] is None:   # generic library: areas are gate equivalents already
+        area_row = (f"  area        {m['synth__design__instance__area__ge']:.1f} GE (generic gates, "
+                    f"NAND2 = 1); sequential {seq:.1f} GE")
+    else:
+        area_row = (f"  area        {m['synth__design__instance__area__stdcell']:.1f} um^2 = "
+                    f"{m['synth__design__instance__area__ge']:.1f} GE ({lib['ge_cell']} = "
+                    f"{lib['ge_area_um2']} um^2); sequential {seq:.1f} um^2")
     rows = [
         f"== {m['variant']}  ({m['flow__mode']}, {lib['name']})",
-        f"  area        {m['synth__design__instance__area__stdcell']:.1f} um^2 = "
-        f"{m['synth__design__instance__area__ge']:.1f} GE ({lib['ge_cell']} = {lib['ge_area_um2']} um^2); "
-        f"sequential {m['synth__design__instance__area__sequential']:.1f} um^2",
+        area_row,
         f"  cells       {m['synth__design__instance__count__stdcell']}",
         (f"  critical    {d:.1f} ps, {m['synth__timing__critical_path__levels']} levels "
          f"({worst.kind}: {worst.start} -> {worst.end})" if d is not None else
@@ -219,6 +225,8 @@ def summarize(m, worst, outdir) -> str:
         rows.append("  blocks      " + ", ".join(f"{k} {v:.0f}" for k, v in blocks.items()))
     rows.append(f"  reports     {_rel(outdir)}/{{metrics.json,synth_stat.txt,timing.txt,yosys.log}}")
     rows.append("  (Yosys-only numbers: no placement, routing or wire load)")
+    if lib["ge_cell"] is None:
+        rows.append("  " + NO_LIBERTY_NOTE)
     return "\n".join(rows)
 
 

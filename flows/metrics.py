@@ -85,6 +85,6 @@ def build(*, design, variant, params, lib, area, seq_area, cells, worst, ltp, ru
                          "wire load; commercial synthesis is typically smaller (Yosys-only vs "
                          "commercial on IHP 130nm: +53% area, arXiv 2512.06122).")
     if generic:
-        m["flow__note"] = ("generic gate library: area in gate equivalents, timing in logic levels "
-                           "(technology-independent)")
+        m["flow__note"] = ("generic gate library: every area is in gate equivalents (not um^2) and "
+                           "timing in logic levels (technology-independent)")
     return m
