@@ -109,3 +109,43 @@ def test_unknown_option_is_a_clear_error(capsys):
     assert main(["synth", "--design", "bf16_mul", "--set", "arch=wallace"]) == 2
     err = capsys.readouterr().err
     assert "wallace" in err and "booth4" in err
+
+
+def test_liberty_search_order(tmp_path):
+    pdk = tmp_path / "pdk" / "sky130A" / "libs.ref" / "sky130_fd_sc_hd" / "lib"
+    pdk.mkdir(parents=True)
+    (pdk / "sky130_fd_sc_hd__ff_n40C_1v95.lib").write_text("library(x) {}\n")
+    typ = pdk / "sky130_fd_sc_hd__tt_025C_1v80.lib"
+    typ.write_text("library(x) {}\n")
+    mine = tmp_path / "mine.lib"
+    mine.write_text("library(y) {}\n")
+    assert L.find_liberty(env={"PDK_ROOT": str(tmp_path / "pdk")}) == typ          # typical corner
+    assert L.find_liberty(env={"PDK_ROOT": str(tmp_path / "pdk"), "LIBERTY": str(mine)}) == mine
+    assert L.find_liberty(str(mine), env={"LIBERTY": "/elsewhere.lib"}) == mine
+    with pytest.raises(L.LibertyError, match="LIBERTY=/elsewhere.lib: no such file"):
+        L.find_liberty(env={"LIBERTY": "/elsewhere.lib"})
+
+
+@needs_osu
+def test_flow_writes_the_reports_with_metrics2_1_names(tmp_path):
+    from flows.flow import run
+
+    out = run("bf16_mul", {"arch": "booth4", "stages": "2"}, outdir=tmp_path, log=lambda *_: None)
+    for f in ("metrics.json", "synth_stat.txt", "timing.txt", "yosys.log"):
+        assert (tmp_path / f).stat().st_size > 0, f
+    m = out.metrics
+    for key in ("synth__design__instance__area__stdcell", "synth__design__instance__area__ge",
+                "synth__design__instance__count__stdcell", "synth__design__instance__area__sequential",
+                "synth__timing__critical_path__delay_ps", "synth__timing__critical_path__levels",
+                "synth__timing__logic_depth__generic", "synth__timing__fmax_mhz", "flow__runtime__seconds",
+                "flow__memory__peak_mb", "flow__git_revision", "flow__tools", "flow__liberty",
+                "design__params"):
+        assert m.get(key) is not None, key
+    assert m["variant"] == "bf16_mul-booth4-s2-osu018"
+    assert m["synth__design__instance__area__ge"] == pytest.approx(
+        m["synth__design__instance__area__stdcell"] / 24.0, abs=0.01)      # NAND2X1 = 24 um^2
+    assert m["synth__design__instance__area__sequential"] > 0             # two register stages
+    assert m["synth__timing__critical_path__kind"] == "reg->reg"
+    assert m["synth__timing__fmax_mhz"] == pytest.approx(1e6 / m["synth__timing__critical_path__delay_ps"],
+                                                         rel=1e-3)
+    assert "worst path: reg->reg" in (tmp_path / "timing.txt").read_text()
