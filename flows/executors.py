@@ -16,6 +16,7 @@ import importlib
 import json
 import multiprocessing
 import os
+import signal
 import socket
 import sys
 import time
@@ -133,6 +134,30 @@ def execute(payload: dict) -> dict:
     return rec
 
 
+def _descendants(pid: int) -> list[int]:
+    """Process ids below ``pid`` (children first level first), read from /proc (Linux)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                kids = [int(x) for x in f.read().split()]
+        except (OSError, ValueError):
+            continue
+        out += kids
+        todo += kids
+    return out
+
+
+def _terminate_tree(pid: int) -> None:
+    """SIGTERM a worker and every process it started (a Yosys run, a simulator)."""
+    for p in [pid] + _descendants(pid):
+        try:
+            os.kill(p, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
 class LocalExecutor:
     """A process pool on this machine (``spawn`` workers, one job per worker at a time).
 
@@ -167,7 +192,7 @@ class LocalExecutor:
         """Wait for the workers to exit; with ``abort`` (an error or Ctrl-C), stop running jobs too."""
         if abort:
             for proc in list(getattr(self._pool, "_processes", {}).values()):
-                proc.terminate()
+                _terminate_tree(proc.pid)
         self._pool.shutdown(wait=not abort, cancel_futures=True)
 
 

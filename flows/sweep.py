@@ -243,6 +243,7 @@ def run(jobs: list[Job], executor: str = "local", n_jobs: int | None = None, ret
             todo.append((job, key, log))
 
     if todo:
+        _sigterm_as_interrupt()
         ex = make_executor(executor, n_jobs)
         pending = {}
         counts = {"ok": 0, "failed": 0, "cached": len(outcomes)}
@@ -293,6 +294,19 @@ def run(jobs: list[Job], executor: str = "local", n_jobs: int | None = None, ret
         ex.close()
     bar.close()
     return [outcomes[j.name] for j in jobs]
+
+
+def _sigterm_as_interrupt() -> None:
+    """Let SIGTERM (``timeout``, a CI cancel) stop the sweep like Ctrl-C: running jobs are stopped too."""
+    import signal
+    import threading
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, handler)
 
 
 def _rel(p: Path, root: Path) -> str:

@@ -51,9 +51,9 @@ def writes_file(rel, text, calls_dir):
 
 
 def sleepy(seconds, calls_dir):
-    """Sleep (a long job to interrupt)."""
-    import time
-
+    """Sleep in a child process (a long job to interrupt); its pid goes to ``calls_dir/child.pid``."""
     _mark(calls_dir, "sleepy")
-    time.sleep(seconds)
+    child = subprocess.Popen(["sleep", str(seconds)])
+    (Path(calls_dir) / "child.pid").write_text(str(child.pid))
+    child.wait()
     return seconds

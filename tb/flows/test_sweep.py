@@ -1,6 +1,7 @@
 """Sweep driver on the local process pool: results, logs, retries, cache, bad input."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -162,7 +163,10 @@ def test_interrupt_stops_running_jobs(env, monkeypatch):
     real_wait = executors.LocalExecutor.wait
 
     def interrupted(self, handles):
-        time.sleep(0.5)  # the job is running by now
+        for _ in range(200):  # wait until the job has started its child process
+            if (cd / "child.pid").exists():
+                break
+            time.sleep(0.05)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(executors.LocalExecutor, "wait", interrupted)
@@ -172,3 +176,13 @@ def test_interrupt_stops_running_jobs(env, monkeypatch):
                   root=root, sweep_dir=sd, progress=False)
     assert time.monotonic() - t0 < 15  # the 30 s job was stopped, not waited for
     monkeypatch.setattr(executors.LocalExecutor, "wait", real_wait)
+    # ... and so was the process the job started.
+    child = int((cd / "child.pid").read_text())
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the job's child process {child} still runs")
