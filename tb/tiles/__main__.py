@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     recs = {k: v for k, v in recs.items() if k in wanted}
     note = "harness available" if reason is None else reason
     REPORTS.mkdir(exist_ok=True)
-    (REPORTS / "regression.md").write_text(report.regression_md(recs, note))
+    (REPORTS / "regression.md").write_text(report.regression_md(recs, note, report.forward_check()))
     print(f"wrote {REPORTS / 'regression.md'} ({len(recs)} runs, "
           f"{sum(r['rtl_match'] is not None for r in recs.values())} through the RTL)")
     return 0

@@ -60,8 +60,32 @@ def _src(r: dict) -> str:
             f"cols {s['cols'][0]}:{s['cols'][1]}")
 
 
-def regression_md(recs: dict, rtl_note: str) -> str:
-    """The regression report from run records (``load_all``)."""
+def forward_check() -> dict:
+    """Agreement of the numpy forward pass with the float64 reference (and torch, when importable)."""
+    import numpy as np
+
+    from . import minilm, reference
+
+    model = minilm.load()
+    emb = model.embed(minilm.SENTENCES)
+    ids = [model.tokenize(s) for s in minilm.SENTENCES]
+    ref = reference.embed64(model.weights, model.config, ids)
+    cos = emb @ emb.T
+    out = {"f64_max_abs": float(np.abs(emb - ref).max()), "paraphrase": [float(cos[0, 1]), float(cos[2, 3])],
+           "unrelated_max": float(max(cos[i, j] for i in range(6) for j in range(i + 1, 6)
+                                      if (i, j) not in ((0, 1), (2, 3)))), "torch": None}
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        return out
+    st = SentenceTransformer(str(minilm.model_dir()), device="cpu")
+    theirs = st.encode(list(minilm.SENTENCES), convert_to_numpy=True, normalize_embeddings=True)
+    out["torch"] = float(np.abs(emb - theirs).max())
+    return out
+
+
+def regression_md(recs: dict, rtl_note: str, fwd: dict | None = None) -> str:
+    """The regression report from run records (``load_all``) and :func:`forward_check`."""
     runs = sorted(recs.values(), key=lambda r: (r["width"], r["fmt"], r["source"]["op"], r["rows"]))
     rtl = [r for r in runs if r["rtl_match"] is not None]
     out = [_HEADER.format(cmd="report"), "# Real-tile regression: all-MiniLM-L6-v2 through the matrix unit\n",
@@ -80,6 +104,7 @@ def regression_md(recs: dict, rtl_note: str) -> str:
            "result against the exact float64 dot product of the same codes (the unit's own rounding). "
            "**vs float32**: scales applied, against the unquantized float32 product of the real model "
            "(the cost of the format).\n",
+           *_forward_lines(fwd),
            "## Error per format and width (worst run / mean over runs)\n",
            "| format | D | runs | vs f64 max rel | vs f64 mean rel | vs f32 max rel (worst) | "
            "vs f32 mean rel (avg) |", "|---|---|---|---|---|---|---|"]
@@ -122,6 +147,20 @@ def regression_md(recs: dict, rtl_note: str) -> str:
                    f"{r['bytes_useful']:.0f} / {r['bytes_fed']:.0f} | {_e(r['err_f64']['max_rel'])} | "
                    f"{_e(r['err_f32']['max_rel'])} / {_e(r['err_f32']['mean_rel'])} | {mark} |")
     return "\n".join(out) + "\n"
+
+
+def _forward_lines(fwd: dict | None) -> list:
+    if not fwd:
+        return []
+    torch = ("sentence-transformers (torch) not installed where this report was generated; "
+             "`pytest tb/tiles/test_forward.py` compares with it where it is" if fwd["torch"] is None
+             else f"max |numpy - sentence-transformers| = {fwd['torch']:.2e}")
+    return ["## The forward pass these tiles come from\n",
+            f"- numpy float32 vs the independent float64 einsum reference: max |diff| of the unit-norm "
+            f"sentence embeddings = {fwd['f64_max_abs']:.2e} (test tolerance 1e-5)",
+            f"- semantics: paraphrase cosines {fwd['paraphrase'][0]:.3f} and {fwd['paraphrase'][1]:.3f} "
+            f"vs at most {fwd['unrelated_max']:.3f} for unrelated pairs",
+            f"- {torch}\n"]
 
 
 def _gb(x: float) -> str:

@@ -22,9 +22,12 @@ __all__ = ["UNITS", "unit_for", "run_rtl"]
 #: (width, fmt) -> (accumulator rows R, build-folder suffix). Suffix "" shares the matrix-unit
 #: tests' build of the same parameters (tb/mu/test_matrix_unit.py BUILDS); "-tiles" is our own.
 UNITS = {
+    (8, "fp8_e4m3"): (1, ""),         # tb/mu quick w8-e4m3 (the smoke runs)
+    (8, "fp8_e5m2"): (3, ""),         # tb/mu quick w8-e5m2-r3
+    (16, "fp4_e2m1"): (2, ""),        # tb/mu quick w16-e2m1-r2
     (32, "fp8_e4m3"): (16, "-tiles"),
     (32, "fp8_e5m2"): (2, ""),        # tb/mu quick w32-e5m2-r2
-    (32, "fp4_e2m1"): (16, "-tiles"),
+    (32, "fp4_e2m1"): (2, "-tiles"),
     (64, "fp8_e4m3"): (4, ""),        # tb/mu quick w64-e4m3-r4
     (64, "fp8_e5m2"): (1, ""),        # tb/mu full w64-e5m2
     (64, "fp4_e2m1"): (2, ""),        # tb/mu full w64-e2m1-r2
