@@ -198,6 +198,9 @@ DESIGNS: dict[str, Design] = {
                           tag=lambda v: "" if v == 1 else f"r{v}"),
                    Option("stages", 2, int_at_least(0), help="the units' pipeline stages",
                           tag=lambda v: "" if v == 2 else f"s{v}"),
+                   Option("spad_macro", True, on_off,
+                          help="scratchpad as a black-box SRAM placeholder (on; area modelled) or a "
+                               "behavioral memory (off)", tag=lambda v: "" if v else "mem"),
                )),
     )
 }

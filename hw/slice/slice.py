@@ -18,12 +18,12 @@ Every stream stalls its producer; nothing is dropped. One command runs at a time
 
 from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .. import hier
 from ..formats import MATRIX_FORMATS, get_format
 from .feed import Gearbox, RequestGenerator, request_layout
+from .scratchpad import Scratchpad
 from .sequencer import ActivationIssue, Broadcast, WriteBack, x_layout
 
 __all__ = ["Slice", "cmd_layout", "COUNTERS", "UNIT_COUNTERS"]
@@ -76,6 +76,9 @@ class Slice(wiring.Component):
         Maximum beats per HBM read request.
     hbm_addr_bits : int
         Width of HBM byte addresses.
+    spad_macro : bool
+        Emit the scratchpad as a black-box SRAM placeholder (for synthesis; area from
+        :func:`hw.slice.scratchpad.sram_area_um2`) instead of a behavioral memory.
     unit : callable, optional
         Factory ``(width, fmt, rows, stages) -> component`` for the units (default
         :class:`hw.mu.matrix_unit.MatrixUnit`); it must follow the matrix unit's stream contract.
@@ -105,7 +108,8 @@ class Slice(wiring.Component):
 
     def __init__(self, *, units: int = 2, width: int = 8, fmt: str = "fp8_e4m3",
                  spad_bytes: int = 16384, feed_bytes: int | None = None, rows: int = 1,
-                 stages: int = 2, burst: int = 16, hbm_addr_bits: int = 32, unit=None):
+                 stages: int = 2, burst: int = 16, hbm_addr_bits: int = 32, spad_macro: bool = False,
+                 unit=None):
         if not isinstance(units, int) or not 1 <= units <= 64:
             raise ValueError(f"units must be an integer in [1, 64], not {units!r}")
         if not isinstance(width, int) or width < 8 or width > 128 or width & (width - 1):
@@ -132,6 +136,7 @@ class Slice(wiring.Component):
         self.addr_bits = max(1, (words - 1).bit_length())
         self.hbm_addr_bits = hbm_addr_bits
         self._unit = unit
+        self.spad_macro = bool(spad_macro)
         aw = self.addr_bits
         sig = {
             "cmd": In(stream.Signature(cmd_layout(aw, hbm_addr_bits))),
@@ -179,10 +184,11 @@ class Slice(wiring.Component):
         m.submodules.wb = wb = WriteBack(width=D, rows=R, units=U, addr_bits=aw)
         m.submodules.bc_w = bc_w = Broadcast(U, 8 * S)
         m.submodules.bc_x = bc_x = Broadcast(U, x_layout(D, b, R))
-        m.submodules.spad = spad = Memory(shape=32 * D, depth=self.spad_words, init=[])
-        rd_x = spad.read_port()
-        rd_h = spad.read_port()
-        wr = spad.write_port()
+        spad = Scratchpad(self.spad_words, 32 * D, macro=self.spad_macro)
+        if self.spad_macro:
+            hier.place(m, "spad", spad, module=spad.module_name)
+        else:
+            m.submodules.spad = spad
 
         units = []
         for u in range(U):
@@ -266,23 +272,24 @@ class Slice(wiring.Component):
             ]
 
         # ---- scratchpad ports
-        m.d.comb += [rd_x.addr.eq(issue.rd_addr), rd_x.en.eq(issue.rd_en), issue.rd_data.eq(rd_x.data)]
+        m.d.comb += [spad.r0_addr.eq(issue.rd_addr), spad.r0_en.eq(issue.rd_en),
+                     issue.rd_data.eq(spad.r0_data)]
         h_valid = Signal()
         h_adv = Signal()
         m.d.comb += [
             h_adv.eq(~h_valid | self.spad_rdata.ready),
-            rd_h.addr.eq(self.spad_rreq.payload), rd_h.en.eq(h_adv),
+            spad.r1_addr.eq(self.spad_rreq.payload), spad.r1_en.eq(h_adv),
             self.spad_rreq.ready.eq(h_adv),
-            self.spad_rdata.valid.eq(h_valid), self.spad_rdata.payload.eq(rd_h.data),
+            self.spad_rdata.valid.eq(h_valid), self.spad_rdata.payload.eq(spad.r1_data),
         ]
         with m.If(h_adv):
             m.d.sync += h_valid.eq(self.spad_rreq.valid)
         m.d.comb += self.spad_w.ready.eq(~wb.wr_en)
         with m.If(wb.wr_en):
-            m.d.comb += [wr.addr.eq(wb.wr_addr), wr.data.eq(wb.wr_data), wr.en.eq(1)]
+            m.d.comb += [spad.w_addr.eq(wb.wr_addr), spad.w_data.eq(wb.wr_data), spad.w_en.eq(1)]
         with m.Else():
-            m.d.comb += [wr.addr.eq(self.spad_w.payload.addr), wr.data.eq(self.spad_w.payload.data),
-                         wr.en.eq(self.spad_w.valid)]
+            m.d.comb += [spad.w_addr.eq(self.spad_w.payload.addr),
+                         spad.w_data.eq(self.spad_w.payload.data), spad.w_en.eq(self.spad_w.valid)]
 
         # ---- counters
         def xfer(s):

@@ -13,11 +13,15 @@ __all__ = ["make_slice", "run_cases"]
 
 
 def make_slice(numerics: str = "mu", **params):
-    """A :class:`Slice` with real (``mu``) or stub units, its Verilog and the tb geometry."""
+    """A :class:`Slice` with real (``mu``), stub (``stub``: integer numerics) or timing-only
+    (``timing``: no arithmetic, results not checked) units, and the tb geometry."""
     unit = None
     if numerics == "stub":
         from tb.slice.stub_unit import StubUnit
         unit = StubUnit
+    elif numerics == "timing":
+        from tb.slice.stub_unit import TimingStubUnit
+        unit = TimingStubUnit
     dut = Slice(unit=unit, **params)
     geom = SliceGeometry(units=dut.units, width=dut.width, fmt=dut.fmt, feed_bytes=dut.feed_bytes,
                          rows=dut.rows, addr_bits=dut.addr_bits, hbm_addr_bits=dut.hbm_addr_bits,

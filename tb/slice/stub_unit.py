@@ -16,7 +16,7 @@ from amaranth.lib.wiring import In, Out
 from hw.formats import get_format
 from hw.slice.sequencer import x_layout, y_layout
 
-__all__ = ["StubUnit", "stub_reference"]
+__all__ = ["StubUnit", "TimingStubUnit", "stub_reference"]
 
 
 class StubUnit(wiring.Component):
@@ -27,6 +27,8 @@ class StubUnit(wiring.Component):
     width, fmt, rows, stages :
         As the matrix unit; ``rows`` must be 1 and ``stages`` is ignored (latency 1).
     """
+
+    compute = True
 
     def __init__(self, *, width: int, fmt: str, rows: int = 1, stages: int = 0):
         if rows != 1:
@@ -60,7 +62,7 @@ class StubUnit(wiring.Component):
         with m.If(self.y.ready):
             m.d.sync += self.y.valid.eq(0)
         with m.If(self.w.valid & self.w.ready):
-            for k in range(D):
+            for k in range(D if self.compute else 0):
                 with m.If(lc == k):
                     m.d.sync += load[k].eq(self.w.payload)
             with m.If(lc == D - 1):
@@ -68,9 +70,14 @@ class StubUnit(wiring.Component):
             with m.Else():
                 m.d.sync += lc.eq(lc + 1)
         with m.If(swap_fire):
-            m.d.sync += [a.eq(ld) for a, ld in zip(act, load, strict=True)]
+            if self.compute:
+                m.d.sync += [a.eq(ld) for a, ld in zip(act, load, strict=True)]
             with m.If(~(self.w.valid & self.w.ready & (lc == D - 1))):
                 m.d.sync += pending.eq(0)
+        if not self.compute:
+            with m.If(self.x.valid & self.x.ready & self.x.payload.last):
+                m.d.sync += [self.y.valid.eq(1), self.y.payload.data.eq(0)]
+            return m
         with m.If(self.x.valid & self.x.ready):
             new = []
             for j in range(D):
@@ -83,6 +90,13 @@ class StubUnit(wiring.Component):
             with m.If(self.x.payload.last):
                 m.d.sync += [self.y.valid.eq(1), self.y.payload.data.eq(Cat(*new))]
         return m
+
+
+class TimingStubUnit(StubUnit):
+    """The stub's tile and stream timing without storage or arithmetic (results are 0): for
+    throughput measurements at widths whose real unit is too slow to build on the machine at hand."""
+
+    compute = False
 
 
 def stub_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -1,0 +1,71 @@
+"""The slice's scratchpad: two synchronous read ports and one write port, behavioral or a macro.
+
+Behavioral (simulation): an :class:`amaranth.lib.memory.Memory`. Macro (synthesis): an empty
+placeholder module ``spad_sram_{words}x{bits}_2r1w`` that the slice places with
+:func:`hw.hier.place`, so the hierarchical flow synthesizes the slice with the SRAM as a black box
+(its own area is ~0) and the SRAM's area comes from :func:`sram_area_um2` instead.
+
+SRAM area model (documented in ``docs/slice.md``): ``600 lambda^2`` per bit, the rule of thumb for
+an SRAM bit cell quoted with the CACTI models in D. J. Greaves, *System-on-Chip Design and
+Modelling*, University of Cambridge lecture notes ("45nm SRAM Memory Area and Power Consumption"),
+with lambda taken as the feature size as in that slide: at 0.18 um that is 19.4 um^2 per bit. A
+real 0.18 um 6T cell is ~4-5 um^2, so the figure is read as cell plus periphery; it is an estimate,
+not a macro's datasheet value. Extra ports are charged 1.5x per port beyond the first read/write
+pair (two read ports + one write port: 2x); a rough multi-port factor, stated as such.
+"""
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["Scratchpad", "sram_area_um2", "SRAM_UM2_PER_BIT_180NM"]
+
+#: 600 lambda^2 per bit with lambda = 0.18 um (see the module docstring for the source).
+SRAM_UM2_PER_BIT_180NM = 600 * 0.18 ** 2
+#: Area factor for two read ports and one write port against a single-port array.
+PORT_FACTOR_2R1W = 2.0
+
+
+def sram_area_um2(words: int, bits: int, *, per_bit: float = SRAM_UM2_PER_BIT_180NM,
+                  port_factor: float = PORT_FACTOR_2R1W) -> float:
+    """Modelled area of a ``words x bits`` 2R1W SRAM in um^2 (0.18 um by default)."""
+    return words * bits * per_bit * port_factor
+
+
+class Scratchpad(wiring.Component):
+    """``words`` words of ``bits`` bits; read ports ``r0``, ``r1`` (data one cycle after an enabled
+    address, held while ``en`` is low) and write port ``w``.
+
+    Parameters
+    ----------
+    words, bits : int
+    macro : bool
+        Emit an empty placeholder instead of the memory (for synthesis with a black-box SRAM).
+    """
+
+    def __init__(self, words: int, bits: int, *, macro: bool = False):
+        self.words, self.bits, self.macro = words, bits, macro
+        aw = max(1, (words - 1).bit_length())
+        super().__init__({
+            "r0_addr": In(aw), "r0_en": In(1), "r0_data": Out(bits),
+            "r1_addr": In(aw), "r1_en": In(1), "r1_data": Out(bits),
+            "w_addr": In(aw), "w_en": In(1), "w_data": In(bits),
+        })
+
+    @property
+    def module_name(self) -> str:
+        return f"spad_sram_{self.words}x{self.bits}_2r1w"
+
+    def elaborate(self, platform):
+        m = Module()
+        if self.macro:
+            return m   # black box: outputs undriven (0); the parent keeps every input
+        m.submodules.mem = mem = Memory(shape=self.bits, depth=self.words, init=[])
+        wr = mem.write_port()
+        m.d.comb += [wr.addr.eq(self.w_addr), wr.data.eq(self.w_data), wr.en.eq(self.w_en)]
+        for i in range(2):
+            rd = mem.read_port()
+            m.d.comb += [rd.addr.eq(getattr(self, f"r{i}_addr")), rd.en.eq(getattr(self, f"r{i}_en")),
+                         getattr(self, f"r{i}_data").eq(rd.data)]
+        return m

@@ -1,0 +1,121 @@
+"""The starvation knee: MACs per cycle of a slice against its HBM feed rate, measured in RTL simulation.
+
+For each width D, one slice of one matrix unit (fp8_e4m3, beats of ``2*D`` bytes so the port can carry
+twice what the unit consumes) runs the real MiniLM layer-0 FFN up projection (384 x 1536, M = 1)
+with the testbench's HBM model limited to ``rate`` bytes per cycle, for rates from 0.25x to 2x of
+the unit's consumption ``D * b / 8``. Every run is also checked bit-exact against the numerics model.
+
+Analytical feed-bound model (batch 1: every weight is used once): the units need ``units * D * b/8``
+bytes per cycle and do ``units * D`` MACs per cycle, so
+
+    model_macs_per_cycle = min(rate * 8 / b, units * D) * useful_fraction
+
+(``useful_fraction`` = useful weight elements / elements streamed; 1 for this shape at every D).
+The measured value is useful MACs (M*K*N) over the command's cycles (acceptance to last write),
+so it includes the fill and drain time the model leaves out.
+
+Usage: ``python -m tb.slice.knee [--widths 32 64 128] [--rates 0.25 0.5 ...]``; writes
+``reports/knee.csv`` and ``reports/plots/knee.png`` (rows of widths not run are kept from the
+existing CSV, so widths can be run separately).
+"""
+
+import argparse
+import csv
+import time
+from pathlib import Path
+
+from tb.slice.harness import run_cases
+
+REPO = Path(__file__).resolve().parents[2]
+CSV = REPO / "reports" / "knee.csv"
+PLOT = REPO / "reports" / "plots" / "knee.png"
+RATES = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)
+COLUMNS = ("width", "feed_bytes_per_cycle", "measured_macs_per_cycle", "model_macs_per_cycle", "unit")
+
+
+def model_macs(rate: float, width: int, units: int = 1, bits: int = 8, useful: float = 1.0) -> float:
+    """Feed-bound MACs per cycle at batch 1 (see the module docstring)."""
+    return min(rate * 8 / bits, units * width) * useful
+
+
+def measure(width: int, rates, latency: int = 20, numerics: str = "mu") -> list:
+    """Run the sweep for one width; return CSV rows (dicts).
+
+    ``numerics="timing"`` uses the timing-only stub unit (same stream and tile timing, no arithmetic)
+    instead of the real matrix unit; the ``unit`` column says which one measured a row.
+    """
+    consume = width  # bytes per cycle one fp8 unit takes
+    cases = [{"minilm": "ffn_up", "layer": 0, "token": 1, "rate": r * consume, "latency": latency,
+              "seed": 11, "garbage": False} for r in rates]
+    t0 = time.time()
+    res, dut = run_cases(f"slice-knee-{numerics}-u1w{width}", cases, numerics=numerics, units=1,
+                         width=width,
+                         feed_bytes=2 * width, spad_bytes=max(16384, 4 * width * 64))
+    print(f"D={width}: {len(rates)} rates in {time.time() - t0:.0f} s")
+    rows = []
+    for r, case in zip(res, cases, strict=True):
+        c = r["counters"]
+        useful = c["w_useful_elems"] / (c["w_useful_elems"] + c["w_pad_elems"])
+        measured = r["macs"][0] / r["cmd_cycles"][0]
+        rows.append({"width": width, "feed_bytes_per_cycle": case["rate"],
+                     "measured_macs_per_cycle": round(measured, 4),
+                     "model_macs_per_cycle": round(model_macs(case["rate"], width, useful=useful), 4),
+                     "unit": "matrix_unit" if numerics == "mu" else "timing_stub"})
+    return rows
+
+
+def plot(rows, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for w in sorted({int(r["width"]) for r in rows}):
+        pts = sorted((float(r["feed_bytes_per_cycle"]), float(r["measured_macs_per_cycle"]),
+                      float(r["model_macs_per_cycle"])) for r in rows if int(r["width"]) == w)
+        x = [p[0] / w for p in pts]
+        kind = {r["unit"] for r in rows if int(r["width"]) == w}
+        line, = ax.plot(x, [p[1] / w for p in pts], "o",
+                        label=f"D={w} measured (RTL, {'/'.join(sorted(kind))})")
+        ax.plot(x, [p[2] / w for p in pts], "-", color=line.get_color(), alpha=0.5,
+                label=f"D={w} feed-bound model")
+    ax.set_xlabel("feed rate / unit consumption (bytes per cycle / D)")
+    ax.set_ylabel("MACs per cycle / D (fraction of peak)")
+    ax.set_title("Slice starvation knee: MiniLM FFN up (384x1536), M=1, fp8_e4m3, 1 unit")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--widths", type=int, nargs="+", default=[32, 64, 128])
+    p.add_argument("--rates", type=float, nargs="+", default=list(RATES),
+                   help="feed rates as multiples of the unit's consumption")
+    p.add_argument("--numerics", choices=("mu", "timing"), default="mu",
+                   help="real matrix unit (mu) or the timing-only stub (timing)")
+    args = p.parse_args(argv)
+    old = []
+    if CSV.exists():
+        with open(CSV) as fh:
+            old = [r for r in csv.DictReader(fh) if int(r["width"]) not in args.widths]
+    rows = list(old)
+    for w in args.widths:
+        rows += measure(w, args.rates, numerics=args.numerics)
+    rows.sort(key=lambda r: (int(r["width"]), float(r["feed_bytes_per_cycle"])))
+    CSV.parent.mkdir(parents=True, exist_ok=True)
+    with open(CSV, "w", newline="") as fh:
+        wr = csv.DictWriter(fh, fieldnames=COLUMNS)
+        wr.writeheader()
+        wr.writerows(rows)
+    plot(rows, PLOT)
+    worst = max(abs(float(r["measured_macs_per_cycle"]) / float(r["model_macs_per_cycle"]) - 1)
+                for r in rows)
+    print(f"wrote {CSV} ({len(rows)} rows) and {PLOT}; worst deviation from the model {worst:.2%}")
+    return 0 if worst <= 0.02 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
