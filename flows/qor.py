@@ -65,6 +65,10 @@ def main(argv=None) -> int:
         except (sweep.SweepError, ValueError, RuntimeError) as e:
             print(f"python -m flows qor: error: {e}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:
+            print("python -m flows qor: interrupted; finished jobs are cached (rerun to continue, "
+                  "or --report-only for a report of what exists)", file=sys.stderr)
+            return 130
         print(sweep.summary(outs))
         print(f"qor: sweep wall time {time.monotonic() - t0:.1f} s")
         rc = 0 if all(o.ok for o in outs) else 1

@@ -462,6 +462,9 @@ def main(argv=None) -> int:
     except (SweepError, ValueError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("sweep interrupted; finished jobs are cached (rerun to continue)", file=sys.stderr)
+        return 130
     print(summary(outs))
     print(f"sweep: wall time {time.monotonic() - t0:.1f} s; logs under {_rel(SWEEP_DIR, REPO)}/<job>/log")
     return 0 if all(o.ok for o in outs) else 1
