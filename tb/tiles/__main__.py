@@ -18,7 +18,7 @@ REPORTS = Path(__file__).resolve().parents[2] / "reports"
 
 
 def _runs(args):
-    return corpus.plan(full=not args.quick)
+    return corpus.plan(full=not args.quick) + corpus.smoke()
 
 
 def main(argv=None) -> int:
@@ -55,7 +55,9 @@ def main(argv=None) -> int:
         recs[tile.id] = report.record(res)
     wanted = {corpus._run_id(s) for s in _runs(args)}
     recs = {k: v for k, v in recs.items() if k in wanted}
-    note = "harness available" if reason is None else reason
+    n_rtl = sum(r["rtl_match"] is not None for r in recs.values())
+    note = (f"harness available; {n_rtl} runs have an RTL record (they come from `make test` / "
+            "`make test-full` or `python -m tb.tiles report --rtl`)") if reason is None else reason
     REPORTS.mkdir(exist_ok=True)
     (REPORTS / "regression.md").write_text(report.regression_md(recs, note, report.forward_check()))
     print(f"wrote {REPORTS / 'regression.md'} ({len(recs)} runs, "

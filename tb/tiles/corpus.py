@@ -28,7 +28,7 @@ from . import minilm
 from .quant import FORMATS, quantize
 
 __all__ = ["CORPUS_VERSION", "MODES", "WIDTHS", "TILE_KEYS", "TileError", "RunSpec", "Tile", "plan",
-           "cache_dir", "build", "load_manifest", "load_tile", "tile_hash"]
+           "smoke", "cache_dir", "build", "load_manifest", "load_tile", "tile_hash"]
 
 #: Bump when the cutting rules change (it names the cache folder).
 CORPUS_VERSION = 1
@@ -116,6 +116,14 @@ def plan(full: bool = True) -> list:
             runs.append(RunSpec(op, modes[(i + j) % 2], fmt, width, len(runs)))
     runs.append(RunSpec("ffn_up", "prefill", "fp8_e4m3", 128, len(runs)))
     return runs
+
+
+def smoke() -> list:
+    """Extra real-tile runs on the small units the matrix-unit tests build anyway (D = 8, 16): cheap
+    RTL coverage of every format in CI. Not part of the 32/64/128 regression counts."""
+    return [RunSpec("q", "prefill", "fp8_e4m3", 8, 1000), RunSpec("ffn_down", "decode", "fp8_e4m3", 8, 1001),
+            RunSpec("scores", "prefill", "fp8_e5m2", 8, 1002), RunSpec("pv", "decode", "fp8_e5m2", 8, 1003),
+            RunSpec("ffn_up", "prefill", "fp4_e2m1", 16, 1004), RunSpec("o", "decode", "fp4_e2m1", 16, 1005)]
 
 
 def cache_dir() -> Path:

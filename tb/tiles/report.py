@@ -87,17 +87,22 @@ def forward_check() -> dict:
 def regression_md(recs: dict, rtl_note: str, fwd: dict | None = None) -> str:
     """The regression report from run records (``load_all``) and :func:`forward_check`."""
     runs = sorted(recs.values(), key=lambda r: (r["width"], r["fmt"], r["source"]["op"], r["rows"]))
-    rtl = [r for r in runs if r["rtl_match"] is not None]
+    main = [r for r in runs if r["width"] >= 32]
+    small = [r for r in runs if r["width"] < 32]
+    rtl = [r for r in main if r["rtl_match"] is not None]
+    rtl_small = [r for r in small if r["rtl_match"] is not None]
     out = [_HEADER.format(cmd="report"), "# Real-tile regression: all-MiniLM-L6-v2 through the matrix unit\n",
            "Tiles are slices of the real matmuls of all-MiniLM-L6-v2 on real sentences (tb/tiles/), "
            "quantized per tensor with amax scaling; K runs over the whole reduction (several D x D "
            "tiles accumulated in FP32). Every run is bit-exact between `tb/mu/model.py` (the numerics "
            "contract) and the independent `tb/tiles/exact.py`, and within the contract's rounding bound "
            "of float64; RTL runs are bit-exact against the model.\n",
-           f"- runs: **{len(runs)}** (widths {sorted({r['width'] for r in runs})}, formats "
-           f"{sorted({r['fmt'] for r in runs})}, ops {len({r['source']['op'] for r in runs})}, modes "
-           f"{sorted({r['source']['mode'] for r in runs})})",
+           f"- runs: **{len(main)}** (widths {sorted({r['width'] for r in main})}, formats "
+           f"{sorted({r['fmt'] for r in main})}, ops {len({r['source']['op'] for r in main})}, modes "
+           f"{sorted({r['source']['mode'] for r in main})})",
            f"- through the RTL: **{len(rtl)}**, bit-exact: **{sum(bool(r['rtl_match']) for r in rtl)}**",
+           f"- smoke runs on the small units (D = 8, 16; not counted above): {len(small)}, through the "
+           f"RTL {len(rtl_small)}, bit-exact {sum(bool(r['rtl_match']) for r in rtl_small)}",
            f"- RTL status: {rtl_note}\n",
            "Error definitions (norm-wise, per run): max rel = max|y - ref| / max|ref|, mean rel = "
            "mean|y - ref| / mean|ref| over the run's M x n results. **vs float64**: the unit's FP32 "

@@ -19,6 +19,7 @@ QUICK = {corpus._run_id(s) for s in corpus.plan(full=False)}
 RUNS = [pytest.param(s, id=corpus._run_id(s),
                      marks=pytest.mark.quick if corpus._run_id(s) in QUICK else pytest.mark.full)
         for s in corpus.plan(full=True)]
+RUNS += [pytest.param(s, id=f"smoke-{corpus._run_id(s)}", marks=pytest.mark.quick) for s in corpus.smoke()]
 
 
 @pytest.mark.parametrize("spec", RUNS)
