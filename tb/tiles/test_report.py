@@ -24,3 +24,39 @@ def test_padding_md_has_the_80_wide_case_and_every_model():
     for model in ("MiniLM-L6", "Llama-3.1-8B", "Phi-2", "gpt-oss-120b", "DeepSeek-R1"):
         assert f"| {model} | 128 |" in md
     assert "No RTL run recorded yet" in md
+
+
+def test_schedule_cycles_by_hand():
+    # D = 32: tile 0 loads in 32 cycles, two more tiles of one beat each hold 32 cycles apiece, the
+    # last one's beat, then a latency of 4
+    assert replay.schedule_cycles([1, 1, 1], 32, 4) == 32 + 32 + 32 + 1 + 4
+    # tiles serving more beats than D hold the unit for their beats
+    assert replay.schedule_cycles([40, 40], 32, 0) == 32 + 40 + 40
+    assert replay.contract_cycles(12, 16, 32, 3) == 32 * 12 + 16 + 3
+
+
+def test_row_groups_give_the_single_pass_results(monkeypatch, tmp_path):
+    """A unit with R < M rows serves a prefill run in row groups; the adapter must reassemble the
+    model's single-pass results (checked here through tb/mu's model, no simulator)."""
+    import numpy as np
+
+    from tb.mu import replay as mu_replay
+    from tb.tiles import rtl
+
+    def fake_run_tiles(width, fmt, tiles, *, rows, pauses, check, name_suffix):
+        tiles = list(tiles)
+        y = np.array([r.bits for r in mu_replay.model_tiles(width, fmt, tiles, rows=rows)], np.uint32)
+        beats = [len(t.x) for t in tiles]
+        last = replay.schedule_cycles(beats, width, 3) - 1
+        counters = {"w_beats": len(tiles) * width, "x_beats": sum(beats), "y_beats": len(y),
+                    "macs": sum(beats) * width * width}
+        return mu_replay.ReplayResult(y, np.zeros(len(y), int), y.copy(), y * 0.0, y * 0.0, [],
+                                      last + 12, counters, np.arange(1), np.array([last]))
+
+    monkeypatch.setattr(mu_replay, "run_tiles", fake_run_tiles)
+    monkeypatch.setattr("tb.mu.harness.emit_unit", lambda w, f, r: (None, 3, "v", 0.0))
+    monkeypatch.setitem(rtl.UNITS, (8, "fp8_e4m3"), (3, ""))  # 16 rows in groups of 3
+    (_, tile), = corpus.load_runs([corpus.RunSpec("o", "prefill", "fp8_e4m3", 8, 0)], tmp_path)
+    res = rtl.run_rtl(tile, replay.replay_model(tile))
+    assert res.rtl_match and res.counters["row_groups"] == 6
+    assert res.counters["w_beats"] == 6 * tile.k_tiles * 8  # weights fed once per group
