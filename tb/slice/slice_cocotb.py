@@ -18,7 +18,7 @@ from collections import deque
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 from tb.mu.stream import StreamDriver, StreamMonitor, make_pause, read_int
 from tb.slice.layout import (
@@ -190,6 +190,9 @@ async def run_case(dut, g: SliceGeometry, case: dict) -> dict:
     limit = int(case.get("max_cycles", 2_000_000))
     while True:
         await RisingEdge(dut.clk)
+        # Writes made in the rising edge's own callback can reach the flops of that same edge with
+        # Verilator; a step later they cannot (the beats below are meant for the next edge).
+        await Timer(1, "ns")
         if phase == "load":
             load.drive()
             if load.done:
