@@ -11,16 +11,18 @@ The script (liberty mode)::
 
     read_liberty -lib <lib>             # cell pin directions for write_json / blackbox children
     read_verilog <design.v>             # (children of a hierarchical block: read_verilog -lib)
-    synth -top <top> [-flatten] [-booth]
-    tee -o ltp.txt ltp -noff            # generic logic depth, before technology mapping
+    synth -top <top> -noabc [-flatten] [-booth]
+    tee -o ltp.txt ltp -noff            # generic logic depth: Yosys's own gates, before ABC
     dfflibmap -liberty <lib>
     abc -liberty <lib> [-D <CLOCK_PS>]
     opt_clean
     tee -o stat.txt stat -liberty <lib>
     write_json mapped.json
 
-With the generic library the mapping steps become ``dffunmap; abc -g AND,NAND,OR,NOR,XOR,XNOR,
-ANDNOT,ORNOT,MUX`` and ``stat`` without a liberty.
+ABC runs once, on Yosys's techmapped gates (a second generic ABC pass inside ``synth`` would
+restructure the logic differently for a block and for the same logic inside a flat design, and
+doubles the runtime of large blocks). With the generic library the mapping steps become
+``dffunmap; abc -g AND,NAND,OR,NOR,XOR,XNOR,ANDNOT,ORNOT,MUX`` and ``stat`` without a liberty.
 """
 
 import hashlib
@@ -41,7 +43,7 @@ CACHE_ROOT = Path(os.environ.get("QOR_CACHE_DIR") or
                   Path(__file__).resolve().parent.parent / "build" / "qor-cache")
 #: yowasp runs Yosys as 32-bit WebAssembly: its heap cannot exceed 4 GiB. Stop before that.
 MEMORY_LIMIT_MB = float(os.environ.get("QOR_MEMORY_LIMIT_MB", 3700))
-_SCRIPT_VERSION = "5"
+_SCRIPT_VERSION = "6"
 
 
 class SynthError(RuntimeError):
@@ -100,10 +102,7 @@ def script(top, liberty, *, flatten=True, booth=False, clock_ps=None, children=(
     lines += ["read_verilog design.v",
               f"hierarchy -check -top {top}",
               f"synth -top {top} -noabc" + (" -flatten" if flatten else "") + (" -booth" if booth else ""),
-              "design -save generic",
-              "abc",
-              "tee -q -o ltp.txt ltp -noff",
-              "design -load generic"]
+              "tee -q -o ltp.txt ltp -noff"]
     if liberty:
         lines += [f"dfflibmap -liberty {liberty}",
                   f"abc -liberty {liberty}" + (f" -D {float(clock_ps):g}" if clock_ps else ""),
