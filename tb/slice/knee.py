@@ -21,9 +21,11 @@ existing CSV, so widths can be run separately).
 
 import argparse
 import csv
+import json
 import time
 from pathlib import Path
 
+from tb import sim
 from tb.slice.harness import run_cases
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,9 +40,10 @@ def model_macs(rate: float, width: int, units: int = 1, bits: int = 8, useful: f
     return min(rate * 8 / bits, units * width) * useful
 
 
-def measure(width: int, rates, latency: int = 20, numerics: str = "mu") -> list:
+def measure(width: int, rates, latency: int = 20, numerics: str = "mu", reuse: bool = False) -> list:
     """Run the sweep for one width; return CSV rows (dicts).
 
+    ``reuse`` reads the measurements of an earlier run of the same width from its build folder.
     ``numerics="timing"`` uses the timing-only stub unit (same stream and tile timing, no arithmetic)
     instead of the real matrix unit; the ``unit`` column says which one measured a row.
     """
@@ -48,10 +51,14 @@ def measure(width: int, rates, latency: int = 20, numerics: str = "mu") -> list:
     cases = [{"minilm": "ffn_up", "layer": 0, "token": 1, "rate": r * consume, "latency": latency,
               "seed": 11, "garbage": False} for r in rates]
     t0 = time.time()
-    res, dut = run_cases(f"slice-knee-{numerics}-u1w{width}", cases, numerics=numerics, units=1,
-                         width=width,
-                         feed_bytes=2 * width, spad_bytes=max(16384, 4 * width * 64))
-    print(f"D={width}: {len(rates)} rates in {time.time() - t0:.0f} s")
+    name = f"slice-knee-{numerics}-u1w{width}"
+    if reuse and (sim.BUILD / name / "results.json").exists():
+        res = json.loads((sim.BUILD / name / "results.json").read_text())
+        cases = [r["case"] for r in res]
+    else:
+        res, _ = run_cases(name, cases, numerics=numerics, units=1, width=width,
+                           feed_bytes=2 * width, spad_bytes=max(16384, 4 * width * 64))
+    print(f"D={width}: {len(cases)} rates in {time.time() - t0:.0f} s")
     rows = []
     for r, case in zip(res, cases, strict=True):
         c = r["counters"]
@@ -96,6 +103,8 @@ def main(argv=None):
                    help="feed rates as multiples of the unit's consumption")
     p.add_argument("--numerics", choices=("mu", "timing"), default="mu",
                    help="real matrix unit (mu) or the timing-only stub (timing)")
+    p.add_argument("--reuse", action="store_true",
+                   help="take the measurements of earlier runs from build/sim instead of simulating")
     args = p.parse_args(argv)
     old = []
     if CSV.exists():
@@ -103,7 +112,7 @@ def main(argv=None):
             old = [r for r in csv.DictReader(fh) if int(r["width"]) not in args.widths]
     rows = list(old)
     for w in args.widths:
-        rows += measure(w, args.rates, numerics=args.numerics)
+        rows += measure(w, args.rates, numerics=args.numerics, reuse=args.reuse)
     rows.sort(key=lambda r: (int(r["width"]), float(r["feed_bytes_per_cycle"])))
     CSV.parent.mkdir(parents=True, exist_ok=True)
     with open(CSV, "w", newline="") as fh:
