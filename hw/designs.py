@@ -180,6 +180,9 @@ DESIGNS: dict[str, Design] = {
                    tag=lambda v: "" if v == 1 else f"r{v}"),
             Option("stages", 2, int_at_least(0), help="extra pipeline stages in the column",
                    tag=lambda v: "" if v == 2 else f"s{v}"),
+            Option("tree", "dadda", choices=("dadda", "words"),
+                   help="column sum: bit-level Dadda tree (synthesis) or word adders (fast Verilator)",
+                   tag=lambda v: "" if v == "dadda" else f"t{v}"),
         )),
         Design("slice", "hw.slice.slice:Slice",
                "matrix units + scratchpad + HBM feed port, run by matmul commands", (

@@ -21,7 +21,7 @@ Specials: NaN if S is NaN, the accumulator is NaN, or Inf + -Inf; else Inf (sign
 operand) if either is infinite.
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -122,12 +122,17 @@ class Accumulator(wiring.Component):
         s_sign, s_sig, s_exp, s_zero, s_nan, s_inf, s_inf_neg = self._normalize(m)
 
         # accumulator rows (reset to +0) and the operand read for this beat
+        acc_rd = Signal(32, name="acc_rd" if self._rows > 1 else "acc0")
         if self._rows > 1:
-            accs = Array(Signal(32, name=f"acc{r}") for r in range(self._rows))
-            acc_rd = accs[self.row]
+            accs = [Signal(32, name=f"acc{r}") for r in range(self._rows)]
+            with m.Switch(self.row):  # rows >= R (R not a power of two) read the last row
+                for r in range(self._rows - 1):
+                    with m.Case(r):
+                        m.d.comb += acc_rd.eq(accs[r])
+                with m.Default():
+                    m.d.comb += acc_rd.eq(accs[-1])
         else:
             accs = None
-            acc_rd = Signal(32, name="acc0")
         a = Signal(32, name="a")
         m.d.comb += a.eq(Mux(self.first, 0, acc_rd))
         a_man, a_ef, a_sign = a[:23], a[23:31], a[31]
@@ -186,7 +191,10 @@ class Accumulator(wiring.Component):
         if accs is not None:
             res = Signal(32, name="res")
             with m.If(self.we):
-                m.d.sync += [accs[self.row].eq(rp.code), res.eq(rp.code)]
+                m.d.sync += res.eq(rp.code)
+            for r in range(self._rows):
+                with m.If(self.we & (self.row == r)):
+                    m.d.sync += accs[r].eq(rp.code)
             m.d.comb += self.y.eq(res)
         else:
             with m.If(self.we):

@@ -112,8 +112,9 @@ class Column(wiring.Component):
         The last accumulated FP32 value (register).
     """
 
-    def __init__(self, fmt, width: int, rows: int, stages: int):
+    def __init__(self, fmt, width: int, rows: int, stages: int, tree: str = "dadda"):
         self._dw = dot_widths(fmt, width)
+        self._tree = tree
         self._rows, self._stages = rows, stages
         b = self._dw.fmt.bits
         members = {
@@ -127,7 +128,8 @@ class Column(wiring.Component):
 
     @property
     def module_name(self) -> str:
-        return f"mu_col_w{self._dw.width}_{self._dw.fmt.name}_r{self._rows}_s{self._stages}"
+        tag = "" if self._tree == "dadda" else f"_t{self._tree}"
+        return f"mu_col_w{self._dw.width}_{self._dw.fmt.name}_r{self._rows}_s{self._stages}{tag}"
 
     def elaborate(self, platform):
         m = Module()
@@ -139,8 +141,9 @@ class Column(wiring.Component):
         hier.place(m, "wbuf", wbuf, module=f"mu_wbuf_w{D}_b{b}")
         m.d.comb += [wbuf.wdata.eq(self.wdata), wbuf.we.eq(self.we), wbuf.swap.eq(self.swap)]
 
-        tree = Tree(f, D, cuts=plan["cuts"], out_reg=plan["out_reg"])
-        hier.place(m, "tree", tree, module=f"mu_tree_w{D}_{f.name}_s{S}")
+        tree = Tree(f, D, cuts=plan["cuts"], out_reg=plan["out_reg"], arch=self._tree)
+        tag = "" if self._tree == "dadda" else f"_t{self._tree}"
+        hier.place(m, "tree", tree, module=f"mu_tree_w{D}_{f.name}_s{S}{tag}")
         m.d.comb += tree.en.eq(self.en)
         for k in range(D):
             lane = Lane(f)

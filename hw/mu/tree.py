@@ -21,7 +21,12 @@ from amaranth.lib.wiring import In, Out
 from ..fp.booth import dadda_heights, prefix_add
 from .numerics import dot_widths
 
-__all__ = ["Tree", "tree_levels", "full_adder_stage"]
+__all__ = ["Tree", "tree_levels", "full_adder_stage", "TREE_ARCHS"]
+
+#: ``dadda``: bit-level carry-save tree + prefix adder (synthesis). ``words``: a balanced tree of
+#: word-level adders with the same exact result and the same register count (fast to Verilate: one
+#: wide add per node instead of one named signal per full adder).
+TREE_ARCHS = ("dadda", "words")
 
 
 def tree_levels(width: int) -> int:
@@ -98,7 +103,10 @@ class Tree(wiring.Component):
         ``len(cuts) + out_reg`` cycles.
     """
 
-    def __init__(self, fmt, width: int, *, cuts=(), out_reg: bool = False):
+    def __init__(self, fmt, width: int, *, cuts=(), out_reg: bool = False, arch: str = "dadda"):
+        if arch not in TREE_ARCHS:
+            raise ValueError(f"tree arch must be one of {', '.join(TREE_ARCHS)}, not {arch!r}")
+        self._arch = arch
         self._dw = dot_widths(fmt, width)
         f = self._dw.fmt
         n = tree_levels(width)
@@ -126,14 +134,6 @@ class Tree(wiring.Component):
         dw, f = self._dw, self._dw.fmt
         D, P, W = dw.width, dw.prod_bits, dw.sum_bits
 
-        cols = [[] for _ in range(W)]
-        for i in range(D):
-            for k in range(P):
-                cols[k].append(self.t[i * P + k])
-            cols[0].append(self.neg[i])  # ones' -> two's complement
-            cols[P].append(~self.neg[i])  # sign bit, sign extension folded into the constant
-        cols[W - 1].append(Const(1, 1))  # -D * 2^P mod 2^W
-
         flags = []
         if f.has_nan or f.has_inf:
             nan = Signal(name="nan_any")
@@ -143,6 +143,17 @@ class Tree(wiring.Component):
             pinf, ninf = Signal(name="pinf_any"), Signal(name="ninf_any")
             m.d.comb += [pinf.eq((self.inf & ~self.neg).any()), ninf.eq((self.inf & self.neg).any())]
             flags += [pinf, ninf]
+        if self._arch == "words":
+            total, flags = self._words(m, flags)
+            return self._finish(m, total, flags)
+
+        cols = [[] for _ in range(W)]
+        for i in range(D):
+            for k in range(P):
+                cols[k].append(self.t[i * P + k])
+            cols[0].append(self.neg[i])  # ones' -> two's complement
+            cols[P].append(~self.neg[i])  # sign bit, sign extension folded into the constant
+        cols[W - 1].append(Const(1, 1))  # -D * 2^P mod 2^W
 
         def register(bits, name):
             r = Signal(len(bits), name=name, reset_less=True)
@@ -157,6 +168,47 @@ class Tree(wiring.Component):
                 flags = register(flags, f"cut{stage}_flags") if flags else flags
         rows = [Cat(*[(c[r] if r < len(c) else Const(0, 1)) for c in cols]) for r in (0, 1)]
         total = prefix_add(m, rows[0], rows[1], name="cpa")
+        return self._finish(m, total, flags)
+
+    def _register(self, m, values, name):
+        regs = [Signal.like(v, name=f"{name}_{i}", reset_less=True) for i, v in enumerate(values)]
+        with m.If(self.en):
+            m.d.sync += [r.eq(v) for r, v in zip(regs, values, strict=True)]
+        return regs
+
+    def _words(self, m, flags):
+        """Balanced tree of word adders; cut c (of L Dadda stages) after adder level ~c*levels/L."""
+        D, P, W = self._dw.width, self._dw.prod_bits, self._dw.sum_bits
+        ops = []
+        for i in range(D):
+            v = Signal(signed(P + 2), name=f"op{i}")
+            # (P+1)-bit two's complement t - neg*2^P, plus neg: the lane's exact signed product
+            m.d.comb += v.eq(Cat(self.t[i * P:(i + 1) * P], self.neg[i]).as_signed() + self.neg[i])
+            ops.append(v)
+        levels = D.bit_length() - 1
+        n = tree_levels(D)
+        at = {}
+        for c in self._cuts:
+            lv = max(1, min(levels, (c * levels + n - 1) // n))
+            at[lv] = at.get(lv, 0) + 1
+        level = 0
+        while len(ops) > 1:
+            level += 1
+            nxt = []
+            for j in range(0, len(ops), 2):
+                s = Signal(signed(len(ops[j]) + 1), name=f"add{level}_{j // 2}")
+                m.d.comb += s.eq(ops[j] + ops[j + 1])
+                nxt.append(s)
+            ops = nxt
+            for r in range(at.get(level, 0)):
+                ops = self._register(m, ops, f"cut{level}_{r}")
+                flags = self._register(m, flags, f"cutf{level}_{r}") if flags else flags
+        total = Signal(W, name="words_sum")
+        m.d.comb += total.eq(ops[0])
+        return total, flags
+
+    def _finish(self, m, total, flags):
+        f, W = self._dw.fmt, self._dw.sum_bits
 
         sum_d = Signal(signed(W), name="sum", reset_less=True)
         flag_d = [Signal(name=f"flag{i}", reset_less=True) for i in range(len(flags))]

@@ -100,20 +100,21 @@ def pack(vals, bits):
     return sum(v << (i * bits) for i, v in enumerate(vals))
 
 
-@pytest.mark.parametrize("fmt,stages,rows", [
-    pytest.param("fp8_e4m3", 2, 1, marks=pytest.mark.quick),
-    pytest.param("fp4_e2m1", 2, 1, marks=pytest.mark.quick),
+@pytest.mark.parametrize("fmt,stages,rows,tree", [
+    pytest.param("fp8_e4m3", 2, 1, "dadda", marks=pytest.mark.quick),
+    pytest.param("fp8_e4m3", 5, 2, "words", marks=pytest.mark.quick),  # word-level tree, 3 cuts
+    pytest.param("fp4_e2m1", 2, 1, "dadda", marks=pytest.mark.quick),
     # slower in the Python simulator (wide E5M2 shifters): in make test-full
-    pytest.param("fp8_e5m2", 2, 1, marks=pytest.mark.full),
-    pytest.param("fp8_e5m2", 0, 3, marks=pytest.mark.full),  # no pipeline registers, 3 rows
+    pytest.param("fp8_e5m2", 2, 1, "dadda", marks=pytest.mark.full),
+    pytest.param("fp8_e5m2", 0, 3, "dadda", marks=pytest.mark.full),  # no pipeline registers, 3 rows
     # a register after every Dadda stage
-    pytest.param("fp8_e4m3", MatrixUnit.max_stages(8), 2, marks=pytest.mark.full),
+    pytest.param("fp8_e4m3", MatrixUnit.max_stages(8), 2, "dadda", marks=pytest.mark.full),
 ])
-def test_unit_smoke(fmt, stages, rows):
+def test_unit_smoke(fmt, stages, rows, tree):
     D = 8
-    dut = MatrixUnit(width=D, fmt=fmt, rows=rows, stages=stages)
+    dut = MatrixUnit(width=D, fmt=fmt, rows=rows, stages=stages, tree=tree)
     b = get_format(fmt).bits
-    rng = random.Random(f"{fmt}{stages}{rows}")
+    rng = random.Random(f"{fmt}{stages}{rows}{tree}")
     specials = 0.02 if fmt != "fp4_e2m1" else 0.0
     tiles = [[random_codes(rng, fmt, D, specials) for _ in range(D)] for _ in range(3)]
     beats = []  # (tile index, x codes, swap, first, last, row)
