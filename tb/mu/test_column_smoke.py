@@ -231,3 +231,20 @@ def test_throughput_contract():
     # tiles serving D beats: one x beat per cycle, swaps included
     acc = _throughput(D, 4, D)
     assert [b - a for a, b in zip(acc, acc[1:], strict=False)] == [1] * (4 * D - 1), acc
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("kwargs,exc,words", [
+    ({"width": 12}, ValueError, ("width", "12", "8, 16, 32, 64, 128")),
+    ({"width": 256}, ValueError, ("width", "256")),
+    ({"width": "8"}, TypeError, ("width", "'8'")),
+    ({"fmt": "bf16"}, ValueError, ("fmt", "bf16", "fp8_e4m3, fp8_e5m2, fp4_e2m1")),
+    ({"rows": 0}, ValueError, ("rows", "0")),
+    ({"stages": 99}, ValueError, ("stages", "99", "0..13")),
+    ({"tree": "wallace"}, ValueError, ("tree", "wallace", "dadda, words")),
+])
+def test_bad_parameters(kwargs, exc, words):
+    with pytest.raises(exc) as info:
+        MatrixUnit(**kwargs)
+    for w in words:
+        assert w in str(info.value), str(info.value)
