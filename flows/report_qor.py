@@ -297,8 +297,8 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
     revs = {p.metrics.get("flow__git_revision") for p in grid.values()}
     if len(revs) > 1:
         L += [f"**Mixed runs**: the matrix-unit points below come from {len(revs)} revisions of the "
-              "generator and flow; comparisons across them (slopes, ratios) mix versions until `make qor` reruns them "
-              "all:", ""]
+              "generator and flow; comparisons across them (slopes, ratios) mix versions until `make qor` "
+              "reruns them all:", ""]
         L += [f"- {p.variant}: revision {p.metrics.get('flow__git_revision')}, {p.metrics.get('flow__date')}"
               for _, p in sorted(grid.items())] + [""]
 
