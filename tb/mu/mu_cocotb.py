@@ -35,9 +35,13 @@ async def _tb(dut) -> MuTestbench:
     return tb
 
 
-async def _run_checked(tb: MuTestbench, prog: Program, name: str, latency_check=True, **pauses):
+FAST = os.environ.get("MU_FAST", "0") == "1"
+
+
+async def _run_checked(tb: MuTestbench, prog: Program, name: str, latency_check=True, fast=None,
+                       **pauses):
     expected = prog.expected()
-    res = await tb.run(prog, **pauses)
+    res = await tb.run(prog, fast=FAST if fast is None else fast, **pauses)
     Checker(expected, tb.log).check(res.y)
     if latency_check and pauses.get("y_pause") is None:
         tb.check_latency(prog, res)
@@ -52,7 +56,7 @@ async def every_product(dut):
     against the model and against a float64 product oracle independent of the model."""
     tb = await _tb(dut)
     prog = stimulus.every_product(WIDTH, FMT, ROWS)
-    res, expected = await _run_checked(tb, prog, "every_product")
+    res, expected = await _run_checked(tb, prog, "every_product", fast=True)
     starts = np.nonzero(prog.swap)[0]
     n = 1 << (4 if FMT == "fp4_e2m1" else 8)
     pairs = 0
@@ -147,7 +151,7 @@ async def bench(dut):
     prog = stimulus.full_rate(WIDTH, FMT, ROWS, tiles=n_tiles)
     expected = prog.expected()
     t0 = time.perf_counter()
-    res = await tb.run(prog)
+    res = await tb.run(prog, fast=os.environ.get("MU_BENCH_EXACT", "0") != "1")
     wall = time.perf_counter() - t0
     Checker(expected, tb.log).check(res.y)
     rate = prog.n_beats / wall
@@ -170,7 +174,7 @@ async def replay(dut):
     prog, pauses = load_program(src)
     tb = await _tb(dut)
     expected = prog.expected()
-    res = await tb.run(prog, **pauses)
+    res = await tb.run(prog, fast=True, **pauses)
     errs = Checker(expected, tb.log).mismatches(res.y)
     save_result(dst, res, expected, errs)
     assert not errs, errs[0]

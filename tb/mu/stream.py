@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import random
 from collections.abc import Iterator
 
+from cocotb.handle import Immediate
+
 __all__ = ["no_pause", "cycle_pause", "random_pause", "bursty_pause", "make_pause",
-           "StreamDriver", "StreamMonitor", "read_int"]
+           "StreamDriver", "StreamMonitor", "read_int", "fast_reader", "fast_writer"]
 
 
 def no_pause() -> Iterator[bool]:
@@ -87,6 +90,42 @@ def read_int(handle) -> int:
     return int(handle.value)
 
 
+#: Direct simulator-object reads and immediate writes (``MU_FAST_IO=1``); off by default until
+#: measured on an idle machine (the default path uses cocotb's public ``.value``).
+FAST_IO = os.environ.get("MU_FAST_IO", "0") == "1"
+
+
+def fast_reader(handle):
+    """A zero-argument callable reading ``handle`` as an unsigned int, bypassing ``LogicArray``.
+
+    cocotb's ``handle.value`` builds a ``LogicArray`` per read (several microseconds); the matrix
+    unit's testbench reads a few signals every cycle, so it reads the simulator object directly
+    (X/Z bits raise ``ValueError`` through ``int(..., 2)``). Falls back to :func:`read_int`.
+    """
+    raw = getattr(handle, "_handle", None)
+    if not FAST_IO or raw is None or not hasattr(raw, "get_signal_val_binstr"):
+        return lambda: read_int(handle)
+    if len(handle) <= 32 and hasattr(raw, "get_signal_val_long"):
+        return raw.get_signal_val_long
+    get = raw.get_signal_val_binstr
+    return lambda: int(get(), 2)
+
+
+def fast_writer(handle):
+    """A one-argument callable writing an int to ``handle`` at once (``Immediate``).
+
+    Immediate writes skip cocotb's per-time-step ReadWrite callback; the testbench only writes
+    inputs at clock edges it has already passed, so the ordering is the same.
+    """
+    def write(value, _h=handle):
+        _h.set(Immediate(value))
+
+    def deposit(value, _h=handle):
+        _h.value = value
+
+    return write if FAST_IO else deposit
+
+
 class StreamDriver:
     """Drives a stream sink port of the design (the design receives): ``<name>__payload``,
     ``<name>__valid``; reads ``<name>__ready``.
@@ -111,16 +150,15 @@ class StreamDriver:
 
     def __init__(self, dut, name: str, beats: list, pause: Iterator[bool] | None = None):
         self.log = logging.getLogger(f"cocotb.tb.{name}.driver")
-        self.payload = getattr(dut, f"{name}__payload")
-        self.valid_h = getattr(dut, f"{name}__valid")
-        self.ready_h = getattr(dut, f"{name}__ready")
+        self.payload = fast_writer(getattr(dut, f"{name}__payload"))
+        self.valid_h = fast_writer(getattr(dut, f"{name}__valid"))
+        self.ready_h = fast_reader(getattr(dut, f"{name}__ready"))
         self.beats = beats
         self.pause = pause or no_pause()
         self.sent = 0
         self.valid = False
         self.fired = False
-        self._written_valid = None
-        self.valid_h.value = 0
+        self.valid_h(0)
         self._written_valid = False
 
     @property
@@ -140,15 +178,15 @@ class StreamDriver:
             self.fired = False
         paused = next(self.pause)
         if not self.valid and not paused and self.sent < len(self.beats):
-            self.payload.value = self.beats[self.sent]
+            self.payload(self.beats[self.sent])
             self.valid = True
         if self.valid != self._written_valid:
-            self.valid_h.value = int(self.valid)
+            self.valid_h(int(self.valid))
             self._written_valid = self.valid
 
     def sample(self) -> bool:
         """At the falling edge: will the next rising edge transfer the presented beat?"""
-        self.fired = self.valid and bool(self.ready_h.value)
+        self.fired = self.valid and bool(self.ready_h())
         return self.fired
 
 
@@ -166,34 +204,41 @@ class StreamMonitor:
 
     def __init__(self, dut, name: str, pause: Iterator[bool] | None = None, callback=None):
         self.log = logging.getLogger(f"cocotb.tb.{name}.monitor")
-        self.payload = getattr(dut, f"{name}__payload")
-        self.valid_h = getattr(dut, f"{name}__valid")
-        self.ready_h = getattr(dut, f"{name}__ready")
+        self.payload = fast_reader(getattr(dut, f"{name}__payload"))
+        self.valid_h = fast_reader(getattr(dut, f"{name}__valid"))
+        self.ready_h = fast_writer(getattr(dut, f"{name}__ready"))
         self.pause = pause or no_pause()
         self.callback = callback
         self.received: list[int] = []
         self.ready = False
         self.valid = False
         self.backpressured = 0
-        self.ready_h.value = 0
+        self.ready_h(0)
         self._written = False
 
     def drive(self) -> None:
         """After a rising edge: set ``ready`` for this cycle."""
         self.ready = not next(self.pause)
         if self.ready != self._written:
-            self.ready_h.value = int(self.ready)
+            self.ready_h(int(self.ready))
             self._written = self.ready
+
+    def step(self) -> bool:
+        """One-trigger-per-cycle mode, at the falling edge: choose ``ready`` for the coming rising
+        edge and capture the beat that edge transfers (``valid`` and ``payload`` are registered
+        outputs, already stable for that edge)."""
+        self.drive()
+        return self.sample()
 
     def sample(self, count: bool = True) -> bool:
         """At the falling edge: capture a beat if ``valid`` and ``ready``; return whether one was."""
-        self.valid = bool(self.valid_h.value)
+        self.valid = bool(self.valid_h())
         if not self.valid:
             return False
         if not self.ready:
             self.backpressured += count
             return False
-        beat = int(self.payload.value)
+        beat = self.payload()
         self.received.append(beat)
         if self.callback is not None:
             self.callback(beat)

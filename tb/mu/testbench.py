@@ -17,7 +17,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
 
 from .program import Program, row_bits, unpack_y
-from .stream import StreamDriver, StreamMonitor, no_pause
+from .stream import StreamDriver, StreamMonitor, fast_reader, no_pause
 
 __all__ = ["COUNTERS", "MuTestbench", "RunResult", "Checker"]
 
@@ -95,6 +95,80 @@ class Checker:
         assert not errs, f"{len(errs)} mismatch(es), first: {errs[0] if errs else ''}"
 
 
+class _RunState:
+    """Bookkeeping of one :meth:`MuTestbench.run` shared by its two loop flavours."""
+
+    def __init__(self, tb, prog, w_pause, x_pause, y_pause, snap_beats, drain, timeout):
+        d = tb.width
+        self.tb, self.d = tb, d
+        self.wdrv = StreamDriver(tb.dut, "w", prog.w_beats(), w_pause)
+        self.xdrv = StreamDriver(tb.dut, "x", prog.x_beats(), x_pause)
+        self.ymon = StreamMonitor(tb.dut, "y", y_pause or no_pause())
+        self.swaps = prog.swap
+        self.n_out, self.n_x, self.n_w = prog.n_outputs, prog.n_beats, len(self.wdrv.beats)
+        self.start = tb.counters()
+        self.drain = tb.latency + 8 if drain is None else drain
+        self.timeout = timeout or (64 + 4 * d + tb.latency) * 8
+        self.snap = set(snap_beats)
+        self.windows = []
+        self.obs = dict.fromkeys(COUNTERS, 0)
+        self.x_cycles, self.y_cycles = [], []
+        self.w_done = 0          # w transfers so far
+        self.swapped = 0         # swap beats transferred so far
+        self.idle = 0
+        self.tail = None
+        self.want_snap = None
+        self.cycle = 0
+
+    def before_sample(self) -> bool:
+        """Take a pending counter snapshot; return True when the run is over."""
+        if self.want_snap is not None:
+            self.windows.append({"beat": self.want_snap, "cycle": self.cycle,
+                                 **{k: v - self.start[k] for k, v in self.tb.counters().items()}})
+            self.want_snap = None
+        return self.tail is not None and self.tail <= 0
+
+    def account_tile_stall(self) -> None:
+        """Count a cycle in which x is valid but its tile is not there (or x is not valid)."""
+        xdrv = self.xdrv
+        if xdrv.valid:
+            swap = self.swaps[xdrv.sent]
+            pending = (self.w_done // self.d) > self.swapped
+            if (swap and not pending) or (not swap and self.swapped == 0):
+                self.obs["stall_tile"] += 1
+        else:
+            self.obs["stall_x"] += 1
+
+    def after_sample(self, wf: bool, xf: bool, yf: bool) -> None:
+        """Book the transfers of one rising edge (cycle ``self.cycle``)."""
+        self.obs["cycles"] += 1
+        if wf:
+            self.w_done += 1
+        if xf:
+            self.x_cycles.append(self.cycle)
+            i = self.xdrv.sent
+            self.swapped += int(self.swaps[i])
+            if i in self.snap:
+                self.want_snap = i
+        if yf:
+            self.y_cycles.append(self.cycle)
+        self.idle = 0 if (wf or xf or yf) else self.idle + 1
+        if self.idle > self.timeout:
+            dut = self.tb.dut
+            raise AssertionError(
+                f"no transfer for {self.idle} cycles: sent {self.w_done}/{self.n_w} w, "
+                f"{len(self.x_cycles)}/{self.n_x} x beats, received {len(self.ymon.received)}/"
+                f"{self.n_out} y rows (x ready={int(dut.x__ready.value)}, "
+                f"w ready={int(dut.w__ready.value)})")
+        self.cycle += 1
+        if self.tail is None:
+            if (len(self.ymon.received) >= self.n_out and len(self.x_cycles) >= self.n_x
+                    and self.w_done >= self.n_w):
+                self.tail = self.drain
+        else:
+            self.tail -= 1
+
+
 class MuTestbench:
     """Testbench of one built matrix unit.
 
@@ -137,7 +211,8 @@ class MuTestbench:
         return {k: int(h.value) for k, h in self.cnt.items()}
 
     async def run(self, prog: Program, *, w_pause=None, x_pause=None, y_pause=None,
-                  snap_beats=(), drain: int | None = None, timeout: int | None = None) -> RunResult:
+                  snap_beats=(), drain: int | None = None, timeout: int | None = None,
+                  fast: bool = False) -> RunResult:
         """Send a program, collect every ``y`` row, check the counters against observation.
 
         Must be called right after :meth:`start` or another ``run`` (at a falling edge).
@@ -152,94 +227,86 @@ class MuTestbench:
         drain : int, optional
             Idle cycles after the last expected row, watching for extra rows (default latency + 8).
         timeout : int, optional
-            Cycles without any transfer before giving up (default 64 + 4 D + latency + pauses).
+            Cycles without any transfer before giving up.
+        fast : bool
+            One trigger per cycle instead of two: the ``w``/``x`` transfers of a rising edge are
+            learnt from ``cnt_w_beats``/``cnt_x_beats`` at the next falling edge instead of from
+            ``ready``. Counter errors then show up as lost or repeated beats in the checked rows
+            rather than as a counter mismatch; the default (exact) mode observes ``ready`` itself.
 
         Raises
         ------
         AssertionError
             On a timeout or on counters that disagree with what the testbench observed.
         """
-        dut, d = self.dut, self.width
         t0 = time.perf_counter()
-        n_out = prog.n_outputs
-        wdrv = StreamDriver(dut, "w", prog.w_beats(), w_pause)
-        xdrv = StreamDriver(dut, "x", prog.x_beats(), x_pause)
-        ymon = StreamMonitor(dut, "y", y_pause or no_pause())
-        swaps = prog.swap
-        start = self.counters()
-        drain = self.latency + 8 if drain is None else drain
-        timeout = timeout or (64 + 4 * d + self.latency) * 8
-        snap = set(snap_beats)
-        windows = []
-        obs = dict.fromkeys(COUNTERS, 0)
-        x_cycles, y_cycles = [], []
-        w_done = 0          # w transfers so far
-        swapped = 0         # swap beats transferred so far
-        idle = 0
-        tail = None
-        want_snap = None
-        cycle = 0
+        st = _RunState(self, prog, w_pause, x_pause, y_pause, snap_beats, drain, timeout)
+        await (self._loop_fast(st) if fast else self._loop_exact(st))
+        end = self.counters()
+        got = {k: end[k] - st.start[k] for k in COUNTERS}
+        obs = st.obs
+        obs["w_beats"] = st.wdrv.sent
+        obs["x_beats"] = st.xdrv.sent
+        obs["y_beats"] = len(st.ymon.received)
+        obs["stall_y"] = st.ymon.backpressured
+        obs["macs"] = self.width * self.width * st.xdrv.sent
+        res = RunResult([unpack_y(p, self.width, self.rows) for p in st.ymon.received], got, obs,
+                        np.array(st.x_cycles), np.array(st.y_cycles), st.windows, st.cycle,
+                        time.perf_counter() - t0)
+        diff = {k: (got[k], obs[k]) for k in COUNTERS if got[k] != obs[k]}
+        assert not diff, f"counters (unit, testbench) disagree: {diff}"
+        return res
+
+    async def _loop_exact(self, st: _RunState) -> None:
+        """Two triggers per cycle: drive after the rising edge, sample at the falling edge."""
+        dut = self.dut
+        wdrv, xdrv, ymon = st.wdrv, st.xdrv, st.ymon
         rising, falling = RisingEdge(dut.clk), FallingEdge(dut.clk)
-        n_x, n_w = len(xdrv.beats), len(wdrv.beats)
         # We are at a falling edge: each iteration samples the transfers of the coming rising edge
         # (with the values driven after the previous one), then drives the next cycle.
         while True:
-            if want_snap is not None:
-                windows.append({"beat": want_snap, "cycle": cycle,
-                                **{k: v - start[k] for k, v in self.counters().items()}})
-                want_snap = None
-            if tail is not None and tail <= 0:
+            if st.before_sample():
                 break
+            st.account_tile_stall()
             wf = wdrv.sample()
-            if xdrv.valid:
-                swap = swaps[xdrv.sent]
-                pending = (w_done // d) > swapped
-                if (swap and not pending) or (not swap and swapped == 0):
-                    obs["stall_tile"] += 1
-            else:
-                obs["stall_x"] += 1
             xf = xdrv.sample()
             yf = ymon.sample()
-            obs["cycles"] += 1
-            if wf:
-                w_done += 1
-            if xf:
-                x_cycles.append(cycle)
-                swapped += int(swaps[xdrv.sent])
-                if xdrv.sent in snap:
-                    want_snap = xdrv.sent
-            if yf:
-                y_cycles.append(cycle)
-            idle = 0 if (wf or xf or yf) else idle + 1
-            if idle > timeout:
-                raise AssertionError(
-                    f"no transfer for {idle} cycles: sent {w_done}/{n_w} w, {len(x_cycles)}/{n_x} "
-                    f"x beats, received {len(ymon.received)}/{n_out} y rows "
-                    f"(x ready={int(dut.x__ready.value)}, w ready={int(dut.w__ready.value)})")
-            cycle += 1
-            if tail is None:
-                if len(ymon.received) >= n_out and len(x_cycles) >= n_x and w_done >= n_w:
-                    tail = drain
-            else:
-                tail -= 1
+            st.after_sample(wf, xf, yf)
             await rising
             wdrv.drive()
             xdrv.drive()
             ymon.drive()
             await falling
-        end = self.counters()
-        got = {k: end[k] - start[k] for k in COUNTERS}
-        obs["w_beats"] = wdrv.sent
-        obs["x_beats"] = xdrv.sent
-        obs["y_beats"] = len(ymon.received)
-        obs["stall_y"] = ymon.backpressured
-        obs["macs"] = d * d * xdrv.sent
-        res = RunResult([unpack_y(p, d, self.rows) for p in ymon.received], got, obs,
-                        np.array(x_cycles), np.array(y_cycles), windows, cycle,
-                        time.perf_counter() - t0)
-        diff = {k: (got[k], obs[k]) for k in COUNTERS if got[k] != obs[k]}
-        assert not diff, f"counters (unit, testbench) disagree: {diff}"
-        return res
+
+    async def _loop_fast(self, st: _RunState) -> None:
+        """One trigger per cycle: at each falling edge learn the previous edge's w/x transfers from
+        the counters, sample y (registered), drive everything for the next edge."""
+        dut = self.dut
+        wdrv, xdrv, ymon = st.wdrv, st.xdrv, st.ymon
+        cw, cx = fast_reader(self.cnt["w_beats"]), fast_reader(self.cnt["x_beats"])
+        falling = FallingEdge(dut.clk)
+        last_w, last_x = st.start["w_beats"], st.start["x_beats"]
+        yf = started = False
+        wdrv.fired = xdrv.fired = False
+        while True:
+            # transfers of the previous rising edge, from the counters
+            now_w, now_x = cw(), cx()
+            wf, xf = now_w - last_w, now_x - last_x
+            last_w, last_x = now_w, now_x
+            if wf > int(wdrv.valid) or xf > int(xdrv.valid):
+                raise AssertionError(f"cycle {st.cycle}: counters stepped by w {wf}, x {xf} "
+                                     f"with valid w={wdrv.valid}, x={xdrv.valid}")
+            if started:          # the first iteration has no previous edge of this run
+                wdrv.fired, xdrv.fired = bool(wf), bool(xf)
+                st.after_sample(bool(wf), bool(xf), yf)
+            started = True
+            if st.before_sample():
+                break
+            wdrv.drive()
+            xdrv.drive()
+            st.account_tile_stall()
+            yf = ymon.step()
+            await falling
 
     def check_latency(self, prog: Program, res: RunResult) -> None:
         """With ``y`` never backpressured, each row leaves exactly ``latency`` cycles after its beat."""
