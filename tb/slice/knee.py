@@ -88,7 +88,7 @@ def plot(rows, path: Path) -> None:
                 label=f"D={w} feed-bound model")
     ax.set_xlabel("feed rate / unit consumption (bytes per cycle / D)")
     ax.set_ylabel("MACs per cycle / D (fraction of peak)")
-    ax.set_title("Slice starvation knee: MiniLM FFN up (384x1536), M=1, fp8_e4m3, 1 unit")
+    ax.set_title("Slice starvation knee: MiniLM FFN up 384x1536, M=1, fp8_e4m3, 1 unit", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     path.parent.mkdir(parents=True, exist_ok=True)
