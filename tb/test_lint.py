@@ -33,6 +33,15 @@ LINT_CASES = (
      for a in ("behavioral", "booth4") for s in (0, 1, 2, 3, 4) for sub in (True, False)]
     + [("bf16_bank", {"arch": a, "stages": s, "subnormals": True, "lanes": 2})
        for a in ("behavioral", "booth4") for s in (0, 2)]
+    # matrix unit: every format at D = 8..32, plus rows / stage extremes and the word-level tree.
+    # D = 64 and 128 are left out: Verilator flattens the unit, and -Wall lint of D = 128 took
+    # > 7 GB and minutes per variant (see docs/mu_interface.md, Known limits). Every block is the
+    # same generator code at every width.
+    + [("mu", {"width": w, "fmt": f}) for w in (8, 16, 32)
+       for f in ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1")]
+    + [("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "stages": 0}),
+       ("mu", {"width": 16, "fmt": "fp4_e2m1", "rows": 4, "stages": 10}),
+       ("mu", {"width": 16, "fmt": "fp8_e5m2", "rows": 2, "stages": 5, "tree": "words"})]
 )
 
 
