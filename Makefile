@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 # Generator options (empty: the design's default). Make variable = upper-case option name.
-DESIGN_VARS := ARCH STAGES SUBNORMALS LANES WIDTH FMT ROWS UNITS FEED_BYTES SPAD_BYTES
+DESIGN_VARS := ARCH STAGES SUBNORMALS LANES WIDTH FMT ROWS TREE UNITS FEED_BYTES SPAD_BYTES
 SETS = $(foreach v,$(DESIGN_VARS),$(if $($(v)),--set $(shell echo $(v) | tr A-Z a-z)=$($(v))))
 export LIBERTY ?=
 export CLOCK_PS ?=
