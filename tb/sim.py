@@ -6,13 +6,21 @@ raises ``AssertionError`` naming the failed tests. Waveforms (FST) are dumped wh
 set, and on a failure the test is re-run once with tracing so the FST of the failing run is kept
 (its path is in the error message).
 
+Repeated blocks (``hier_blocks``): Verilator gives every *instance* of a module its own C++ functions,
+so a D-column matrix unit compiles its column D times (D=16: 464 s; D=32: 15+ min). Naming the
+column's module in ``hier_blocks`` makes it a Verilator hierarchical block (``--hierarchical``): it
+is Verilated and compiled once, as a library every instance calls (D=16: 31 s). The design is the
+same Verilog; only the build changes.
+
 Environment knobs: ``WAVES=1`` (always trace), ``HW_BUILD_LOCK=/path`` (serialize builds across
-processes with an exclusive file lock; useful on a shared 2-core machine).
+processes with an exclusive file lock; useful on a shared 2-core machine), ``HW_SIM_FLAT=1`` (ignore
+``hier_blocks``: one flat Verilator model, for comparison or debugging).
 """
 
 import contextlib
 import fcntl
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -20,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build" / "sim"
 
-__all__ = ["run", "verilator_env", "BUILD", "REPO"]
+__all__ = ["run", "build", "verilator_env", "BUILD", "REPO"]
 
 
 def verilator_env() -> dict:
@@ -77,7 +85,7 @@ def _build_lock():
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _build_args(waves: bool, extra) -> list:
+def _build_args(waves: bool, extra, hierarchical: bool = False) -> list:
     args = [
         # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks designs split
         # over several C++ files ("__pch.h.fast: linker input file not found").
@@ -88,11 +96,66 @@ def _build_args(waves: bool, extra) -> list:
     ]
     if waves:
         args += ["--trace-fst", "--trace-structs"]
+    if hierarchical:
+        # The hierarchical blocks are built by Verilator's own make (V<top>_hier.mk); cocotb's
+        # following "make -f Vtop.mk" then finds everything up to date.
+        args += ["--hierarchical", "--build", "-j", str(os.cpu_count() or 1)]
     return args + list(extra or ())
 
 
+def _hier_config(bdir: Path, patterns) -> Path:
+    """Write the Verilator control file marking ``patterns`` (module-name globs) as hier blocks."""
+    for pat in patterns:
+        if not re.fullmatch(r"[A-Za-z0-9_*?]+", pat):
+            raise ValueError(f"hier_blocks entries are module-name globs ([A-Za-z0-9_*?]), "
+                             f"not {pat!r}")
+    path = bdir / "hier_blocks.vlt"
+    text = "`verilator_config\n" + "".join(f'hier_block -module "{p}"\n' for p in patterns)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def _build(sources, toplevel, sub, trace, build_args, timescale, hierarchical, lock=True):
+    from cocotb_tools.runner import get_runner
+    # cocotb runs make on Verilator's makefile itself, so -MAKEFLAGS above does not reach it;
+    # a variable assignment in the MAKEFLAGS environment variable does.
+    flags = os.environ.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in flags:
+        os.environ["MAKEFLAGS"] = f"{flags} CFG_CXXFLAGS_PCH_I=-include".strip()
+    runner = get_runner("verilator")
+    with _build_lock() if lock else contextlib.nullcontext():
+        runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=sub, waves=trace,
+                     timescale=timescale, build_args=_build_args(trace, build_args, hierarchical))
+    return runner
+
+
+def build(name: str, verilog: str, toplevel: str, *, hier_blocks=(), fresh: bool = False) -> float:
+    """Build (not run) ``verilog`` in ``build/sim/<name>/sim``; return the build seconds.
+
+    The time is taken after the ``HW_BUILD_LOCK`` lock (if any) is held; benchmarks use it.
+    """
+    import time
+
+    verilator_env()
+    bdir = BUILD / name
+    if fresh and bdir.exists():
+        shutil.rmtree(bdir)
+    bdir.mkdir(parents=True, exist_ok=True)
+    with _folder_lock(bdir):
+        src = bdir / f"{toplevel}.v"
+        src.write_text(verilog)
+        hierarchical = bool(hier_blocks) and os.environ.get("HW_SIM_FLAT", "0") in ("", "0")
+        sources = ([_hier_config(bdir, hier_blocks)] if hierarchical else []) + [src]  # top last
+        with _build_lock():
+            t0 = time.perf_counter()
+            _build(sources, toplevel, bdir / "sim", False, (), ("1ns", "1ps"), hierarchical,
+                   lock=False)
+            return time.perf_counter() - t0
+
+
 def run(name: str, verilog: str, toplevel: str, test_module: str, *, env: dict | None = None,
-        testcase=None, build_args=(), timescale=("1ns", "1ps")) -> Path:
+        testcase=None, build_args=(), timescale=("1ns", "1ps"), hier_blocks=()) -> Path:
     """Build ``verilog`` and run cocotb ``test_module`` against ``toplevel``.
 
     Parameters
@@ -109,6 +172,9 @@ def run(name: str, verilog: str, toplevel: str, test_module: str, *, env: dict |
         Extra environment for the test (knobs the cocotb module reads); values become strings.
     testcase : str or list, optional
         Run only these cocotb tests.
+    hier_blocks : sequence of str
+        Module-name globs (``"mu_col_*"``) built as Verilator hierarchical blocks: compiled once
+        however many instances there are. Ignored when ``HW_SIM_FLAT=1``.
 
     Returns
     -------
@@ -120,7 +186,7 @@ def run(name: str, verilog: str, toplevel: str, test_module: str, *, env: dict |
     AssertionError
         If any cocotb test failed; the message names them and the waveform file.
     """
-    from cocotb_tools.runner import get_results, get_runner
+    from cocotb_tools.runner import get_results
 
     verilator_env()
     waves = os.environ.get("WAVES", "0") not in ("", "0")
@@ -130,23 +196,18 @@ def run(name: str, verilog: str, toplevel: str, test_module: str, *, env: dict |
         src = bdir / f"{toplevel}.v"
         if not src.exists() or src.read_text() != verilog:
             src.write_text(verilog)
+        hierarchical = bool(hier_blocks) and os.environ.get("HW_SIM_FLAT", "0") in ("", "0")
+        sources = ([_hier_config(bdir, hier_blocks)] if hierarchical else []) + [src]  # top last
         extra_env = {k: str(v) for k, v in (env or {}).items()}
         extra_env.setdefault("PYTHONPATH", os.pathsep.join([str(REPO)] + sys.path))
 
         def attempt(trace: bool) -> Path:
-            runner = get_runner("verilator")
             sub = bdir / ("waves" if trace else "sim")
-            # cocotb runs make on Verilator's makefile itself, so -MAKEFLAGS above does not reach it;
-            # a variable assignment in the MAKEFLAGS environment variable does.
-            flags = os.environ.get("MAKEFLAGS", "")
-            if "CFG_CXXFLAGS_PCH_I" not in flags:
-                os.environ["MAKEFLAGS"] = f"{flags} CFG_CXXFLAGS_PCH_I=-include".strip()
-            with _build_lock():
-                runner.build(sources=[src], hdl_toplevel=toplevel, build_dir=sub, waves=trace,
-                             build_args=_build_args(trace, build_args), timescale=timescale)
-            return runner.test(hdl_toplevel=toplevel, test_module=test_module, build_dir=sub,
-                               test_dir=sub, extra_env=extra_env, testcase=testcase, waves=trace,
-                               results_xml=str(sub / "results.xml"))
+            runner = _build(sources, toplevel, sub, trace, build_args, timescale, hierarchical)
+            return runner.test(
+                hdl_toplevel=toplevel, test_module=test_module, build_dir=sub, test_dir=sub,
+                extra_env=extra_env, testcase=testcase, waves=trace,
+                results_xml=str(sub / "results.xml"))
 
         xml = attempt(waves)
         _, failed = get_results(xml)

@@ -11,34 +11,20 @@ Budgets (issue 4): Verilator build of D = 128 <= 10 min; cocotb >= 20k x-beats/s
 
 import argparse
 import json
-import shutil
 import tempfile
 import time
 from pathlib import Path
 
 from tb import sim
 
-from .harness import emit_unit
+from .harness import SIM_HIER_BLOCKS, emit_unit
 
 
 def build_seconds(width: int, fmt: str, rows: int, fresh: bool = True) -> tuple[float, str]:
     """Time one Verilator build of the unit; return (seconds, build folder name)."""
-    from cocotb_tools.runner import get_runner
-
     verilog, _, variant, _ = emit_unit(width, fmt, rows)
     name = f"{variant}-bench"
-    bdir = sim.BUILD / name
-    if fresh and bdir.exists():
-        shutil.rmtree(bdir)
-    bdir.mkdir(parents=True, exist_ok=True)
-    src = bdir / "mu.v"
-    src.write_text(verilog)
-    sim.verilator_env()
-    with sim._build_lock():
-        t0 = time.perf_counter()
-        get_runner("verilator").build(sources=[src], hdl_toplevel="mu", build_dir=bdir / "sim",
-                                      build_args=sim._build_args(False, ()), timescale=("1ns", "1ps"))
-        return time.perf_counter() - t0, name
+    return sim.build(name, verilog, "mu", hier_blocks=SIM_HIER_BLOCKS, fresh=fresh), name
 
 
 def sim_rate(width: int, fmt: str, rows: int, beats: int, exact: bool) -> dict:
@@ -48,7 +34,8 @@ def sim_rate(width: int, fmt: str, rows: int, beats: int, exact: bool) -> dict:
         out = Path(tmp) / "bench.json"
         sim.run(f"{variant}-bench", verilog, "mu", "tb.mu.mu_cocotb", testcase="bench",
                 env={"MU_WIDTH": width, "MU_FMT": fmt, "MU_ROWS": rows, "MU_LATENCY": latency,
-                     "MU_BENCH": beats, "MU_BENCH_OUT": out, "MU_BENCH_EXACT": int(exact)})
+                     "MU_BENCH": beats, "MU_BENCH_OUT": out, "MU_BENCH_EXACT": int(exact)},
+                hier_blocks=SIM_HIER_BLOCKS)
         return json.loads(out.read_text())
 
 

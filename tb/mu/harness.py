@@ -14,7 +14,11 @@ from hw import hier
 from hw.designs import get_design
 from tb import sim
 
-__all__ = ["emit_unit", "run_unit", "unit_params"]
+__all__ = ["emit_unit", "run_unit", "unit_params", "SIM_HIER_BLOCKS"]
+
+#: Verilog modules Verilator builds once as hierarchical blocks (tb/sim.py): the column
+#: (``hw.mu.column.Column``, placed D times). Without it a D=32 build takes 15+ minutes.
+SIM_HIER_BLOCKS = ("mu_col_*",)
 
 
 def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None) -> dict:
@@ -69,6 +73,6 @@ def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int
     knobs.update(env or {})
     t0 = time.perf_counter()
     xml = sim.run(variant + suffix, verilog, get_design("mu").top_name, "tb.mu.mu_cocotb",
-                  env=knobs, testcase=testcases)
+                  env=knobs, testcase=testcases, hier_blocks=SIM_HIER_BLOCKS)
     return {"variant": variant, "latency": latency, "emit_s": emit_s,
             "wall_s": time.perf_counter() - t0, "results": xml}
