@@ -120,7 +120,12 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
     else:
         outdir = REPORTS / variant
         work = BUILD / variant
-    netlist = design.emit(params)
+    from hw import hier
+
+    component = design.build(params)
+    netlist = hier.emit(component, design.top_name)
+    # black boxes (e.g. the slice's SRAM) carry a modelled area instead of a synthesized one
+    macros = component.macros() if hasattr(component, "macros") else []
     if flow == "auto":
         flow = "hier" if len(netlist.modules) > 1 else "flat"
     if flow not in ("flat", "hier"):
@@ -139,7 +144,7 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
         timing_extra = ""
     else:
         h = synth_hier(netlist, lib, work / "hier", booth=booth, clock_ps=clock_ps, limit_mb=limit_mb,
-                       log=log)
+                       log=log, macros={mac["module"] for mac in macros})
         area, seq, cells, worst = h.area, h.seq_area, h.cells, h.worst
         for b in h.blocks.values():
             if b.name != h.top:
@@ -165,6 +170,16 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
                 block_areas=block_areas, clock_ps=clock_ps, booth=booth, cached=cached,
                 sta_defaults=sta_def)
     m["synth__runtime__yosys_seconds"] = round(ysec, 2)
+    if macros:
+        for mac in macros:
+            if mac["module"] not in netlist.modules:
+                raise ValueError(f"macro {mac['module']} is not a module of the netlist")
+            own = block_areas.get(mac["module"], 0.0)
+            mac["synthesized_area_um2"] = round(own, 3)   # the placeholder: 0 (an empty module)
+        macro_area = sum(mac["area_um2"] * mac["instances"] for mac in macros)
+        m["synth__design__instance__area__macros"] = round(macro_area, 1)
+        m["synth__design__instance__area__stdcell_plus_macros"] = round(area + macro_area, 1)
+        m["synth__design__macros"] = macros
     if notes:
         m["flow__notes"] = notes
     outdir.mkdir(parents=True, exist_ok=True)
@@ -223,6 +238,12 @@ def summarize(m, worst, outdir) -> str:
               if k.startswith("synth__design__instance__area__stdcell__")}
     if blocks:
         rows.append("  blocks      " + ", ".join(f"{k} {v:.0f}" for k, v in blocks.items()))
+    for mac in m.get("synth__design__macros", []):
+        rows.append(f"  macro       {mac['module']} x{mac['instances']}: {mac['area_um2']:.0f} um^2 "
+                    f"NOT in the area above ({mac['model']})")
+    if "synth__design__instance__area__macros" in m:
+        rows.append(f"  with macros {m['synth__design__instance__area__stdcell_plus_macros']:.1f} um^2 "
+                    "(standard cells + modelled macros)")
     rows.append(f"  reports     {_rel(outdir)}/{{metrics.json,synth_stat.txt,timing.txt,yosys.log}}")
     rows.append("  (Yosys-only numbers: no placement, routing or wire load)")
     if lib["ge_cell"] is None:

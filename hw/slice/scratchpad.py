@@ -19,7 +19,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Scratchpad", "sram_area_um2", "SRAM_UM2_PER_BIT_180NM", "SRAM_MODEL_NOTE"]
+__all__ = ["Scratchpad", "sram_area_um2", "SRAM_UM2_PER_BIT_180NM", "SRAM_MODEL_NOTE", "sram_module_name"]
 
 #: 600 lambda^2 per bit with lambda = 0.18 um (see the module docstring for the source).
 SRAM_UM2_PER_BIT_180NM = 600 * 0.18 ** 2
@@ -31,6 +31,11 @@ SRAM_MODEL_NOTE = ("modelled, not synthesized: 600 lambda^2 per bit (SRAM bit-ce
                    "of Cambridge lecture notes, slide '45nm SRAM Memory Area and Power Consumption', "
                    "lambda = feature size) at 0.18 um = 19.44 um^2/bit, x 2.0 for 2 read + 1 write "
                    "ports (our rough factor); an estimate, not a macro datasheet; no SRAM timing")
+
+
+def sram_module_name(words: int, bits: int) -> str:
+    """Verilog name of the black-box placeholder of a ``words x bits`` 2R1W scratchpad."""
+    return f"spad_sram_{words}x{bits}_2r1w"
 
 
 def sram_area_um2(words: int, bits: int, *, per_bit: float = SRAM_UM2_PER_BIT_180NM,
@@ -61,7 +66,7 @@ class Scratchpad(wiring.Component):
 
     @property
     def module_name(self) -> str:
-        return f"spad_sram_{self.words}x{self.bits}_2r1w"
+        return sram_module_name(self.words, self.bits)
 
     def elaborate(self, platform):
         m = Module()

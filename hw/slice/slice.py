@@ -168,9 +168,9 @@ class Slice(wiring.Component):
         """
         if not self.spad_macro:
             return []
-        from .scratchpad import SRAM_MODEL_NOTE, sram_area_um2
-        spad = Scratchpad(self.spad_words, 32 * self.width, macro=True)
-        return [{"module": spad.module_name, "instances": 1, "words": self.spad_words,
+        from .scratchpad import SRAM_MODEL_NOTE, sram_area_um2, sram_module_name
+        return [{"module": sram_module_name(self.spad_words, 32 * self.width), "instances": 1,
+                 "words": self.spad_words,
                  "bits": 32 * self.width,
                  "area_um2": round(sram_area_um2(self.spad_words, 32 * self.width), 1),
                  "model": SRAM_MODEL_NOTE}]
