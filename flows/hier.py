@@ -79,6 +79,7 @@ class HierReport:
     worst: object        # flows.sta.Result at the top (blocks as macros)
     runtime_s: float
     peak_mb: float
+    top_own: object = None  # the top's own logic: worst path with the blocks' internal reg->reg left out
 
 
 def _ideal_register_pins(model: BlockTiming, sta: Sta) -> BlockTiming:
@@ -125,6 +126,9 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
         if name == netlist.top:
             model = BlockTiming(name)
             worst = sta.run()
+            own_models = {c: BlockTiming.from_json(dict(models[c].to_json(), reg2reg=[0.0, 0]))
+                          for c in bm.children}
+            top_own = Sta(lib, r.netlist, models=own_models, **sta_opts).run()
         else:
             model, worst = extract_model(sta, name)
             if name in macros:
@@ -138,7 +142,7 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
     cells = sum(b.cells * b.instances for b in blocks.values())
     return HierReport(netlist.top, blocks, total, seq, cells, blocks[netlist.top].worst,
                       sum(b.runtime_s for b in blocks.values()),
-                      max(b.peak_mb for b in blocks.values()))
+                      max(b.peak_mb for b in blocks.values()), top_own)
 
 
 def models_json(report: HierReport) -> str:

@@ -1,10 +1,14 @@
 """cocotb test of the slice: HBM model, scratchpad host port, command and done streams, checks.
 
 Knobs (environment, JSON): ``SLICE_CFG`` = :class:`tb.slice.layout.SliceGeometry` fields;
-``SLICE_CASES`` = a list of {``shapes``: [[M, K, N], ...] or ``minilm``: op name (``ffn_up``), ``numerics``:
-``mu`` | ``stub``, ``rate``: HBM bytes per cycle (float), ``latency``: cycles, ``hbm_pause``,
-``req_pause``, ``read_pause``, ``done_pause``, ``load_pause``: pause specs (``tb.mu.stream.make_pause``),
-``seed``, ``garbage``: fill padding with random codes}, run in turn with a reset between;
+``SLICE_CASES`` = a list of {``shapes``: [[M, K, N] or [M, K, N, acc], ...] or ``minilm``: op name
+(``ffn_up``), ``numerics``: ``mu`` | ``stub``, ``rate``: HBM bytes per cycle (float), ``latency``:
+cycles, ``hbm_pause``, ``req_pause``, ``read_pause``, ``done_pause``, ``load_pause``: pause specs
+(``tb.mu.stream.make_pause``), ``seed``, ``garbage``: fill padding with random codes,
+``spy_reads``: host reads of x words issued while the commands run}, run in turn with a reset
+between. ``acc`` = 0 overwrites y, 1 accumulates onto old y values the host writes first (random
+FP32 with specials, :func:`tb.slice.layout.random_fp32`), 2 accumulates onto the previous command's
+y (same M and N: a K split over two commands);
 ``SLICE_OUT``: a JSON file to write the measurements to (cycles per command, counters).
 
 One clocked loop drives every port: after each rising edge the drivers present beats, at the falling
