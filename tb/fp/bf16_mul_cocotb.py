@@ -15,6 +15,10 @@ with :class:`cocotb.handle.Immediate` at the falling edge (half a period away fr
 that samples them, so no ReadWrite phase is needed), and the operand words are Python ints built
 from numpy bytes a chunk at a time.
 
+Each test prints its checking rate (``BF16 CHECK RATE``: products checked per wall-clock second,
+from the first driven cycle to the end of the check, and per CPU second of this process, which
+depends less on other jobs sharing the machine); neither is asserted.
+
 Knobs (environment, set by ``test_bf16_mul.py``):
 
 ``BF16_GROUPS``  JSON list of ``[arch, stages, subnormals]`` (the sim top's groups, in order)

@@ -6,8 +6,10 @@ is Verilated and compiled once however many lanes there are. The cocotb module
 ``tb.fp.bf16_mul_cocotb`` runs the boundary sweep, random and special pairs at full throughput and a
 random-stall test; it prints the measured checking rate (never asserted).
 
-Measured on the shared 2-core machine (load 4-6): build 442 s -> about 3 min, checking rate
-188k -> 750k products/s (1.3M products per CPU second), test wall time 648 s -> about 4 min.
+Measured on the shared 2-core machine with other jobs running (load 3-6), before -> after the
+hierarchical build: Verilator build 442 s -> 130-160 s; ``full_rate`` checking rate 188k ->
+0.46M-1.05M products/s depending on the load (0.9M-1.25M products per CPU second); test wall
+time 648 s -> 190-240 s.
 """
 
 import json
@@ -24,10 +26,11 @@ LANES = 64
 #: Verilator options of this build (after the runner's own):
 #:
 #: * ``--no-public-flat-rw --public-depth 1``: cocotb's runner makes every signal public (VPI
-#:   read/write), which keeps Verilator from optimizing the multipliers' internals and gives the top
-#:   a symbol per instance port; the testbench only touches the top's ports.
-#: * ``OPT_FAST=-O2`` for the C++ compiler (Verilator's default is ``-Os``): the multiplier models
-#:   run about twice as fast, and with hierarchical blocks they are small to compile.
+#:   read/write), so Verilator must keep each one as it is and the top gets a VPI symbol per instance
+#:   port (with 256 lanes its C++ took 5.5 min to compile); the testbench only uses the top's ports.
+#: * ``-MAKEFLAGS OPT_FAST=-O2``: Verilator's own ``--build`` compiles the hierarchical blocks (the
+#:   multipliers) at -O2 instead of -Os, about twice as fast to simulate and small to compile; the
+#:   top (glue for 8 x ``LANES`` instances) is compiled by cocotb's make at the default -Os.
 BUILD_ARGS = ["--no-public-flat-rw", "--public-depth", "1", "-MAKEFLAGS", "OPT_FAST=-O2"]
 
 
