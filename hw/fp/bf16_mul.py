@@ -31,7 +31,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..formats import get_format
 from .booth import Booth4Multiplier
-from .round import RoundPack
+from .round import RoundPack, leading_zeros
+from .round_product import ProductRoundPack, product_exponent, product_layout, shift_width
 from .unpack import Unpack, raw_layout, unpack_exp_width
 
 __all__ = ["Bf16Multiplier", "RawMultiply", "ARCHS", "cut_points"]
@@ -67,6 +68,12 @@ class RawMultiply(wiring.Component):
     -------
     a, b : In(fmt.bits)
     raw : Out(raw_layout(2 * (fmt.man_bits + 1), unpack_exp_width(fmt) + 1))
+        For ``booth4``: a :func:`hw.fp.round_product.product_layout` record for
+        :class:`hw.fp.round_product.ProductRoundPack` instead, with the same ``sig`` and the
+        exponent values computed here from the operands, beside the multiplier: the biased field
+        ``exp`` and the normalize/denormalize ``shift`` (from the subnormal operand's leading-zero
+        count). A product of two subnormals (below 2^(2 emin), a zero in every mode after
+        rounding) is flagged ``is_zero``, so at most one operand has leading zeros.
     """
 
     def __init__(self, *, arch: str, subnormals: bool, fmt=BF16):
@@ -74,11 +81,13 @@ class RawMultiply(wiring.Component):
             raise ValueError(f"arch must be one of {', '.join(ARCHS)}, not {arch!r}")
         self._arch, self._subnormals, self._fmt = arch, bool(subnormals), fmt
         sw = 2 * (fmt.man_bits + 1)
-        super().__init__({
-            "a": In(fmt.bits),
-            "b": In(fmt.bits),
-            "raw": Out(raw_layout(sw, unpack_exp_width(fmt) + 1)),  # +1: sum of two exponents
-        })
+        ew = unpack_exp_width(fmt) + 1  # +1: sum of two exponents
+        if arch == "booth4":
+            # biased exponent field of the product, in [2 emin + 1 - man_bits, 2 emax + 1] + bias
+            layout = product_layout(sw, ew - 1, shift_width(fmt, self._subnormals))
+        else:
+            layout = raw_layout(sw, ew)
+        super().__init__({"a": In(fmt.bits), "b": In(fmt.bits), "raw": Out(layout)})
 
     def elaborate(self, platform):
         m = Module()
@@ -89,16 +98,33 @@ class RawMultiply(wiring.Component):
         x, y = ua.raw, ub.raw
         nan = x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
         inf = (x.is_inf | y.is_inf) & ~nan
+        zero = x.is_zero | y.is_zero
         m.d.comb += [
             self.raw.is_nan.eq(nan),
             self.raw.is_inf.eq(inf),
-            self.raw.is_zero.eq((x.is_zero | y.is_zero) & ~nan & ~inf),
             self.raw.sign.eq(x.sign ^ y.sign),
-            self.raw.exp.eq(x.exp + y.exp + 1),
         ]
         if self._arch == "behavioral":
-            m.d.comb += self.raw.sig.eq(x.sig * y.sig)
+            m.d.comb += [
+                self.raw.is_zero.eq(zero & ~nan & ~inf),
+                self.raw.exp.eq(x.exp + y.exp + 1),
+                self.raw.sig.eq(x.sig * y.sig),
+            ]
         else:
+            lz = None
+            if self._subnormals:
+                # two zero hidden bits: both subnormal, the product rounds to zero in every mode
+                zero = zero | ~(x.sig[-1] | y.sig[-1])
+                lzx = leading_zeros(m, x.sig, name="lzx")
+                lzy = leading_zeros(m, y.sig, name="lzy")
+                lz = Signal(range(f.man_bits + 1), name="lz")
+                # at most one operand has leading zeros (1..man_bits, or it is a zero): OR = sum
+                m.d.comb += lz.eq(lzx[:len(lz)] | lzy[:len(lz)])
+            e_hi, shift = product_exponent(m, x.exp + y.exp + 1, lz, f, self._subnormals,
+                                           exp_width=len(self.raw.exp))
+            m.d.comb += [self.raw.is_zero.eq(zero & ~nan & ~inf), self.raw.exp.eq(e_hi)]
+            if shift is not None:
+                m.d.comb += self.raw.shift.eq(shift)
             n = f.man_bits + 1
             m.submodules.sigmul = mul = Booth4Multiplier(n, n)
             m.d.comb += [mul.a.eq(x.sig), mul.b.eq(y.sig), self.raw.sig.eq(mul.p)]
@@ -173,8 +199,13 @@ class Bf16Multiplier(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.mul = mul = RawMultiply(arch=self._arch, subnormals=self._subnormals)
-        m.submodules.rnd = rnd = RoundPack(BF16, sig_width=len(mul.raw.sig),
-                                           exp_width=len(mul.raw.exp), subnormals=self._subnormals)
+        if self._arch == "booth4":
+            rnd = ProductRoundPack(BF16, sig_width=len(mul.raw.sig), exp_width=len(mul.raw.exp),
+                                   subnormals=self._subnormals)
+        else:
+            rnd = RoundPack(BF16, sig_width=len(mul.raw.sig), exp_width=len(mul.raw.exp),
+                            subnormals=self._subnormals)
+        m.submodules.rnd = rnd
         if self._stages == 0:
             m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.b), rnd.raw.eq(mul.raw),
                          self.p.eq(rnd.code)]

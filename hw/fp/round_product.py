@@ -1,0 +1,219 @@
+"""Round and pack an exact product whose leading-zero count is known up to one (the fast path).
+
+:class:`ProductRoundPack` gives the same result as :class:`hw.fp.round.RoundPack` (same semantics,
+see that module) on a narrower class of inputs: the exact *product of two unpacked operands* in a
+:func:`product_layout` record whose exponent values were computed from the operands alone, in
+parallel with the multiplier, by :func:`product_exponent`. The significand ``sig`` has ``lz`` or
+``lz + 1`` leading zeros, where ``lz`` is the subnormal operand's leading-zero count (the other
+operand is in [1, 2); a product of two subnormals is a zero in every mode and is flagged as one).
+That knowledge replaces RoundPack's leading-zero counter, its normalize shift and its exponent
+subtraction; after the product only these steps remain:
+
+1. one right shift of the product by the precomputed ``shift`` = ``lz_max - lz + d`` (``d`` =
+   ``max(0, 1 - exp)`` clamped to ``man_bits + 2`` is the denormalize distance when the result
+   underflows), which is the normalize left shift by ``lz`` and the denormalize right shift by
+   ``d`` in one (none at all when ``subnormals=False``: ``lz`` and ``d`` are 0);
+2. the choice of the rounding window: the top one, or, when the top bit ``h`` is 0 and the result
+   is normal, the one a bit lower (the product is in [1, 4));
+3. the round-up decision ``guard & (sticky | lsb)``, a parallel-prefix incrementer on the kept
+   bits, and the exponent field picked from four candidates ``exp - 2 + k`` computed early
+   (``k`` = window offset + hidden bit + mantissa carry), together with their overflow flags.
+
+``subnormals=False`` flushes before rounding, like RoundPack: the result is zero when the exact
+magnitude is below ``2**emin``, that is when ``exp <= 0`` or (``exp == 1`` and ``h == 0``).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..formats import FloatFormat
+
+__all__ = ["ProductRoundPack", "product_layout", "product_exponent", "shift_width"]
+
+
+def shift_width(fmt: FloatFormat, subnormals: bool) -> int:
+    """Width of the ``shift`` field: ``lz_max + man_bits + 2`` needs it (0 without subnormals)."""
+    return (2 * fmt.man_bits + 2).bit_length() if subnormals else 0
+
+
+def product_layout(sig_width: int, exp_width: int, shift_width: int) -> data.StructLayout:
+    """Product record (fields least-significant first).
+
+    ``sig`` : unsigned(sig_width)
+        The exact significand product, ``lz`` or ``lz + 1`` leading zeros (see the module).
+    ``exp`` : signed(exp_width)
+        Biased exponent field of the result if ``sig << lz`` has its top bit set.
+    ``shift`` : unsigned(shift_width)
+        Right shift ``lz_max - lz + d`` of ``{sig, lz_max + man_bits + 2 zeros}`` (see the module).
+    ``sign``, ``is_zero``, ``is_inf``, ``is_nan`` : 1
+        As in :func:`hw.fp.unpack.raw_layout`; only the flags are valid when one is set.
+    """
+    return data.StructLayout({
+        "sig": sig_width,
+        "exp": signed(exp_width),
+        "shift": shift_width,
+        "sign": 1,
+        "is_zero": 1,
+        "is_inf": 1,
+        "is_nan": 1,
+    })
+
+
+def product_exponent(m: Module, exp, lz, fmt: FloatFormat, subnormals: bool, *, exp_width: int):
+    """The record's ``exp`` and ``shift`` from the raw product exponent and the operands' ``lz``.
+
+    Parameters
+    ----------
+    exp : Value
+        Unbiased exponent of the weight of the product significand's top bit (signed).
+    lz : Value or None
+        Leading zeros of the subnormal operand's significand (0..man_bits); None without
+        subnormals.
+
+    Returns
+    -------
+    (Signal, Signal or None)
+        ``exp`` (signed ``exp_width``) and ``shift`` (None without subnormals).
+    """
+    f_hi = Signal(signed(exp_width), name="f_hi")
+    if not subnormals:
+        m.d.comb += f_hi.eq(exp + fmt.bias)
+        return f_hi, None
+    m.d.comb += f_hi.eq(exp - lz + fmt.bias)
+    dmax = fmt.man_bits + 2  # shifting further only moves bits inside the sticky
+    d = Signal(range(dmax + 1), name="dshift")
+    m.d.comb += d.eq(Mux(f_hi >= 1, 0, Mux(f_hi <= 1 - dmax, dmax, 1 - f_hi)))
+    shift = Signal(shift_width(fmt, True), name="shift")
+    m.d.comb += shift.eq(fmt.man_bits - lz + d)
+    return f_hi, shift
+
+
+def increment(m: Module, value, inc, *, name: str = "inc") -> Signal:
+    """``value + inc`` (``inc`` one bit), one bit wider, with a Sklansky prefix AND of ``value``."""
+    width = len(value)
+    pre = [value[k] for k in range(width)]  # pre[k]: AND of value[j..k] for a growing span
+    span = 1
+    while span < width:
+        nxt = list(pre)
+        for k in range(width):
+            if (k // span) % 2 == 1:
+                j = (k // span) * span - 1
+                s = Signal(name=f"{name}_a{span}_{k}")
+                m.d.comb += s.eq(pre[k] & pre[j])
+                nxt[k] = s
+        pre = nxt
+        span *= 2
+    out = Signal(width + 1, name=name)
+    carry = [inc] + [inc & pre[k] for k in range(width)]  # carry into bit k
+    m.d.comb += out.eq(Cat(*[value[k] ^ carry[k] for k in range(width)], carry[width]))
+    return out
+
+
+class ProductRoundPack(wiring.Component):
+    """Round a :func:`product_layout` record to nearest even and pack it into ``fmt``.
+
+    Parameters
+    ----------
+    fmt : FloatFormat
+        Target format (signed, with infinities and a NaN code: BF16, FP32, E5M2).
+    sig_width, exp_width : int
+        Widths of the record's ``sig`` (>= ``man_bits + 2``) and ``exp``.
+    subnormals : bool
+        Gradual underflow (True) or flush to zero before rounding (False).
+
+    Members
+    -------
+    raw : In(product_layout(sig_width, exp_width, shift_width(fmt, subnormals)))
+    code : Out(fmt.bits)
+
+    Raises
+    ------
+    TypeError
+        If ``fmt`` is not a signed format with infinities and a NaN code, or ``sig_width`` is
+        too small.
+    """
+
+    def __init__(self, fmt: FloatFormat, *, sig_width: int, exp_width: int,
+                 subnormals: bool = True):
+        if not isinstance(fmt, FloatFormat) or not fmt.signed or not fmt.has_inf \
+                or fmt.nan_code is None:
+            raise TypeError(f"fmt must be a signed FloatFormat with infinities and a NaN code "
+                            f"(bf16, fp32, fp8_e5m2), not {fmt!r}")
+        if not isinstance(sig_width, int) or sig_width < fmt.man_bits + 2:
+            raise TypeError(f"sig_width must be an integer >= man_bits + 2 = {fmt.man_bits + 2}, "
+                            f"not {sig_width!r}")
+        self._fmt = fmt
+        self._subnormals = bool(subnormals)
+        super().__init__({
+            "raw": In(product_layout(sig_width, exp_width, shift_width(fmt, subnormals))),
+            "code": Out(fmt.bits),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        f = self._fmt
+        mb = f.man_bits
+        raw = self.raw
+        f_hi = raw.exp
+        dmax = mb + 2
+
+        # 1. normalize (left by lz) and denormalize (right by d) in one right shift
+        if self._subnormals:
+            ext = Signal(len(raw.sig) + dmax)
+            m.d.comb += ext.eq(Cat(Const(0, mb + dmax), raw.sig) >> raw.shift)
+        else:
+            ext = Cat(Const(0, dmax), raw.sig)
+        h = ext[-1]  # top bit of sig << lz when the result is normal (d == 0)
+
+        # 2. rounding window: the lower one when h == 0 and the result is normal
+        ge1, ge2 = Signal(), Signal()
+        m.d.comb += [ge1.eq(f_hi >= 1), ge2.eq(f_hi >= 2)]
+        sel_lo = Signal()
+        m.d.comb += sel_lo.eq(~h & ge2)
+        kept = Signal(mb + 1)  # hidden bit + mantissa
+        guard, sticky = Signal(), Signal()
+        m.d.comb += [
+            kept.eq(Mux(sel_lo, ext[-(mb + 2):-1], ext[-(mb + 1):])),
+            guard.eq(Mux(sel_lo, ext[-(mb + 3)], ext[-(mb + 2)])),
+            sticky.eq(Mux(sel_lo, ext[:-(mb + 3)].any(), ext[:-(mb + 2)].any())),
+        ]
+
+        # 3. round to nearest even; exponent field from early candidates
+        up = Signal()
+        m.d.comb += up.eq(guard & (sticky | kept[0]))
+        inc = increment(m, kept, up, name="rinc")  # bits mb, mb+1: hidden + carry (0..2)
+        k = Signal(2)  # field = f_hi - 2 + k for a normal-range exponent
+        m.d.comb += k.eq(inc[mb:] + ~sel_lo)
+        cands = []
+        for j in range(4):
+            c = Signal(signed(len(f_hi) + 1), name=f"field_c{j}")
+            m.d.comb += c.eq(f_hi - 2 + j)
+            cands.append(c)
+        field = Signal(f.exp_bits)
+        over = Signal()
+        with m.Switch(k):
+            for j in range(4):
+                with m.Case(j):
+                    m.d.comb += [field.eq(cands[j]), over.eq(cands[j] >= f.exp_max_field)]
+        # below the normal range (f_hi <= 0) the field is the hidden bit plus the carry (0 or 1)
+        mag = Cat(inc[:mb], Mux(ge1, field, inc[mb:]))
+        big = ge1 & over
+
+        sign = raw.sign << (f.bits - 1)
+        inf_code = Const(f.inf_code, f.bits) | sign
+        flush = 0
+        if not self._subnormals:
+            flush = Signal()
+            m.d.comb += flush.eq(~ge1 | (~ge2 & ~h))
+        with m.If(raw.is_nan):
+            m.d.comb += self.code.eq(f.nan_code)
+        with m.Elif(raw.is_inf):
+            m.d.comb += self.code.eq(inf_code)
+        with m.Elif(raw.is_zero | flush):
+            m.d.comb += self.code.eq(sign)
+        with m.Elif(big):
+            m.d.comb += self.code.eq(inf_code)
+        with m.Else():
+            m.d.comb += self.code.eq(Cat(mag, raw.sign))
+        return m
