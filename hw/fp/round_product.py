@@ -166,39 +166,43 @@ class ProductRoundPack(wiring.Component):
             ext = Cat(Const(0, dmax), raw.sig)
         h = ext[-1]  # top bit of sig << lz when the result is normal (d == 0)
 
-        # 2. rounding window: the lower one when h == 0 and the result is normal
+        # 2./3. round both windows in parallel (the top one, and the one a bit lower, which is
+        # the right one when h == 0 and the result is normal), then choose: h is the product's
+        # last bit to settle. Exponent fields come from early candidates f_hi - 2 + k.
         ge1, ge2 = Signal(), Signal()
         m.d.comb += [ge1.eq(f_hi >= 1), ge2.eq(f_hi >= 2)]
-        sel_lo = Signal()
-        m.d.comb += sel_lo.eq(~h & ge2)
-        kept = Signal(mb + 1)  # hidden bit + mantissa
-        guard, sticky = Signal(), Signal()
-        m.d.comb += [
-            kept.eq(Mux(sel_lo, ext[-(mb + 2):-1], ext[-(mb + 1):])),
-            guard.eq(Mux(sel_lo, ext[-(mb + 3)], ext[-(mb + 2)])),
-            sticky.eq(Mux(sel_lo, ext[:-(mb + 3)].any(), ext[:-(mb + 2)].any())),
-        ]
-
-        # 3. round to nearest even; exponent field from early candidates
-        up = Signal()
-        m.d.comb += up.eq(guard & (sticky | kept[0]))
-        inc = increment(m, kept, up, name="rinc")  # bits mb, mb+1: hidden + carry (0..2)
-        k = Signal(2)  # field = f_hi - 2 + k for a normal-range exponent
-        m.d.comb += k.eq(inc[mb:] + ~sel_lo)
         cands = []
         for j in range(4):
             c = Signal(signed(len(f_hi) + 1), name=f"field_c{j}")
             m.d.comb += c.eq(f_hi - 2 + j)
             cands.append(c)
-        field = Signal(f.exp_bits)
-        over = Signal()
-        with m.Switch(k):
-            for j in range(4):
-                with m.Case(j):
-                    m.d.comb += [field.eq(cands[j]), over.eq(cands[j] >= f.exp_max_field)]
-        # below the normal range (f_hi <= 0) the field is the hidden bit plus the carry (0 or 1)
-        mag = Cat(inc[:mb], Mux(ge1, field, inc[mb:]))
-        big = ge1 & over
+
+        def window(top, name):
+            """(magnitude, overflow) of the window whose hidden bit is ext[top - 1]."""
+            kept = ext[top - (mb + 1):top]  # hidden bit + mantissa
+            guard, sticky = ext[top - (mb + 2)], ext[:top - (mb + 2)].any()
+            up = Signal(name=f"{name}_up")
+            m.d.comb += up.eq(guard & (sticky | kept[0]))
+            inc = increment(m, kept, up, name=f"{name}_inc")  # bits mb..: hidden + carry, 0..2
+            k = Signal(2, name=f"{name}_k")  # field = f_hi - 2 + k in the normal range
+            m.d.comb += k.eq(inc[mb:] + (1 if top == len(ext) else 0))
+            field = Signal(f.exp_bits, name=f"{name}_field")
+            over = Signal(name=f"{name}_over")
+            with m.Switch(k):
+                for j in range(4):
+                    with m.Case(j):
+                        m.d.comb += [field.eq(cands[j]), over.eq(cands[j] >= f.exp_max_field)]
+            # below the normal range (f_hi <= 0) the field is the hidden bit plus the carry (0, 1)
+            mag = Signal(f.bits - 1, name=f"{name}_mag")
+            m.d.comb += mag.eq(Cat(inc[:mb], Mux(ge1, field, inc[mb:])))
+            return mag, ge1 & over
+
+        mag_hi, big_hi = window(len(ext), "rhi")
+        mag_lo, big_lo = window(len(ext) - 1, "rlo")
+        sel_lo = Signal()
+        m.d.comb += sel_lo.eq(~h & ge2)
+        mag, big = Signal(f.bits - 1), Signal()
+        m.d.comb += [mag.eq(Mux(sel_lo, mag_lo, mag_hi)), big.eq(Mux(sel_lo, big_lo, big_hi))]
 
         sign = raw.sign << (f.bits - 1)
         inf_code = Const(f.inf_code, f.bits) | sign
