@@ -45,19 +45,16 @@ def product_layout(sig_width: int, exp_width: int, shift_width: int) -> data.Str
     ``exp`` : signed(exp_width)
         Biased exponent field of the result if ``sig << lz`` has its top bit set.
     ``shift`` : unsigned(shift_width)
-        Right shift ``lz_max - lz + d`` of ``{sig, lz_max + man_bits + 2 zeros}`` (see the module).
+        Right shift ``lz_max - lz + d`` of ``{sig, lz_max + man_bits + 2 zeros}`` (see the module);
+        absent when ``shift_width`` is 0 (no subnormals).
     ``sign``, ``is_zero``, ``is_inf``, ``is_nan`` : 1
         As in :func:`hw.fp.unpack.raw_layout`; only the flags are valid when one is set.
     """
-    return data.StructLayout({
-        "sig": sig_width,
-        "exp": signed(exp_width),
-        "shift": shift_width,
-        "sign": 1,
-        "is_zero": 1,
-        "is_inf": 1,
-        "is_nan": 1,
-    })
+    fields = {"sig": sig_width, "exp": signed(exp_width)}
+    if shift_width:
+        fields["shift"] = shift_width
+    fields.update({"sign": 1, "is_zero": 1, "is_inf": 1, "is_nan": 1})
+    return data.StructLayout(fields)
 
 
 def product_exponent(m: Module, exp, lz, fmt: FloatFormat, subnormals: bool, *, exp_width: int):
