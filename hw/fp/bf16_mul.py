@@ -31,8 +31,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..formats import get_format
 from .booth import Booth4Multiplier
-from .round import RoundPack, leading_zeros
-from .round_product import ProductRoundPack, product_exponent, product_layout, shift_width
+from .round import RoundPack
+from .round_product import ProductRoundPack, product_fields, product_layout, shift_width
 from .unpack import Unpack, raw_layout, unpack_exp_width
 
 __all__ = ["Bf16Multiplier", "RawMultiply", "ARCHS", "cut_points"]
@@ -111,20 +111,12 @@ class RawMultiply(wiring.Component):
                 self.raw.sig.eq(x.sig * y.sig),
             ]
         else:
-            lz = None
+            early = product_fields(m, self.a, self.b, f, self._subnormals,
+                                   exp_width=len(self.raw.exp))
             if self._subnormals:
-                # two zero hidden bits: both subnormal, the product rounds to zero in every mode
-                zero = zero | ~(x.sig[-1] | y.sig[-1])
-                lzx = leading_zeros(m, x.sig, name="lzx")
-                lzy = leading_zeros(m, y.sig, name="lzy")
-                lz = Signal(range(f.man_bits + 1), name="lz")
-                # at most one operand has leading zeros (1..man_bits, or it is a zero): OR = sum
-                m.d.comb += lz.eq(lzx[:len(lz)] | lzy[:len(lz)])
-            e_hi, shift = product_exponent(m, x.exp + y.exp + 1, lz, f, self._subnormals,
-                                           exp_width=len(self.raw.exp))
-            m.d.comb += [self.raw.is_zero.eq(zero & ~nan & ~inf), self.raw.exp.eq(e_hi)]
-            if shift is not None:
-                m.d.comb += self.raw.shift.eq(shift)
+                zero = zero | early["tiny"]
+                m.d.comb += [self.raw.shift.eq(early["shift"]), self.raw.sticky.eq(early["sticky"])]
+            m.d.comb += [self.raw.is_zero.eq(zero & ~nan & ~inf), self.raw.exp.eq(early["exp"])]
             n = f.man_bits + 1
             m.submodules.sigmul = mul = Booth4Multiplier(n, n)
             m.d.comb += [mul.a.eq(x.sig), mul.b.eq(y.sig), self.raw.sig.eq(mul.p)]

@@ -28,8 +28,9 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..formats import FloatFormat
+from .round import leading_zeros
 
-__all__ = ["ProductRoundPack", "product_layout", "product_exponent", "shift_width"]
+__all__ = ["ProductRoundPack", "product_layout", "product_fields", "shift_width", "increment"]
 
 
 def shift_width(fmt: FloatFormat, subnormals: bool) -> int:
@@ -47,43 +48,79 @@ def product_layout(sig_width: int, exp_width: int, shift_width: int) -> data.Str
     ``shift`` : unsigned(shift_width)
         Right shift ``lz_max - lz + d`` of ``{sig, lz_max + man_bits + 2 zeros}`` (see the module);
         absent when ``shift_width`` is 0 (no subnormals).
+    ``sticky`` : 2
+        Whether any bit below the guard of the top (bit 0) and the lower (bit 1) rounding window
+        is set after the shift (see :func:`product_fields`); absent without subnormals, where the
+        rounder ORs the product's low bits itself.
     ``sign``, ``is_zero``, ``is_inf``, ``is_nan`` : 1
         As in :func:`hw.fp.unpack.raw_layout`; only the flags are valid when one is set.
     """
     fields = {"sig": sig_width, "exp": signed(exp_width)}
     if shift_width:
         fields["shift"] = shift_width
+        fields["sticky"] = 2
     fields.update({"sign": 1, "is_zero": 1, "is_inf": 1, "is_nan": 1})
     return data.StructLayout(fields)
 
 
-def product_exponent(m: Module, exp, lz, fmt: FloatFormat, subnormals: bool, *, exp_width: int):
-    """The record's ``exp`` and ``shift`` from the raw product exponent and the operands' ``lz``.
+def product_fields(m: Module, a, b, fmt: FloatFormat, subnormals: bool, *, exp_width: int) -> dict:
+    """The record's early fields from the operand codes ``a``, ``b`` (beside the multiplier).
 
-    Parameters
-    ----------
-    exp : Value
-        Unbiased exponent of the weight of the product significand's top bit (signed).
-    lz : Value or None
-        Leading zeros of the subnormal operand's significand (0..man_bits); None without
-        subnormals.
+    With subnormals, a subnormal operand's mantissa ``0.m`` is ``1.x * 2**-(c + 1)`` with ``c`` its
+    leading zeros in the ``man_bits``-bit field, so its effective biased exponent is ``-c`` and
+    its significand has ``lz = c + 1`` leading zeros. The product's trailing zeros are the sum of the
+    operands' (the product of the odd parts is odd), which gives both windows' sticky bits exactly
+    without looking at the product: the bits below a window's guard are the ``shift`` (resp.
+    ``shift - 1``) lowest bits of the product, and they are not all zero iff that count exceeds the
+    trailing zeros.
 
     Returns
     -------
-    (Signal, Signal or None)
-        ``exp`` (signed ``exp_width``) and ``shift`` (None without subnormals).
+    dict
+        ``exp`` (signed ``exp_width``), and with subnormals ``shift``, ``sticky`` (2 bits: top
+        window, lower window) and ``tiny`` (both operands subnormal: the product is a zero after
+        rounding in every mode).
     """
+    mb, eb = fmt.man_bits, fmt.exp_bits
+    out = {}
+    ea_f, eb_f = a[mb:mb + eb], b[mb:mb + eb]
     f_hi = Signal(signed(exp_width), name="f_hi")
+    out["exp"] = f_hi
     if not subnormals:
-        m.d.comb += f_hi.eq(exp + fmt.bias)
-        return f_hi, None
-    m.d.comb += f_hi.eq(exp - lz + fmt.bias)
-    dmax = fmt.man_bits + 2  # shifting further only moves bits inside the sticky
+        # 1.a * 1.b * 2^(ea + eb - 2 bias) in [2, 4): field ea + eb - bias + 1
+        m.d.comb += f_hi.eq(ea_f + eb_f - (fmt.bias - 1))
+        return out
+    eff, lzs, tzs, subs = [], [], [], []
+    for nm, code, e_f in (("a", a, ea_f), ("b", b, eb_f)):
+        sub = Signal(name=f"{nm}_sub")
+        m.d.comb += sub.eq(e_f == 0)
+        c = leading_zeros(m, code[:mb], name=f"{nm}_lzc")  # 0..man_bits - 1 (man_bits: a zero)
+        ef = Signal(signed(eb + 2), name=f"{nm}_eff")
+        m.d.comb += ef.eq(Mux(sub, -c, e_f))
+        lz = Signal(range(mb + 1), name=f"{nm}_lz")
+        m.d.comb += lz.eq(Mux(sub, c + 1, 0))
+        sig = Cat(code[:mb], ~sub)
+        tz = leading_zeros(m, Cat(*reversed([sig[k] for k in range(mb + 1)])), name=f"{nm}_tz")
+        eff.append(ef)
+        lzs.append(lz)
+        tzs.append(tz)
+        subs.append(sub)
+    m.d.comb += f_hi.eq(eff[0] + eff[1] - (fmt.bias - 1))
+    lz = Signal(range(mb + 1), name="lz")
+    m.d.comb += lz.eq(lzs[0] | lzs[1])  # at most one operand is subnormal (else: tiny)
+    dmax = mb + 2  # shifting further only moves bits inside the sticky
     d = Signal(range(dmax + 1), name="dshift")
     m.d.comb += d.eq(Mux(f_hi >= 1, 0, Mux(f_hi <= 1 - dmax, dmax, 1 - f_hi)))
     shift = Signal(shift_width(fmt, True), name="shift")
-    m.d.comb += shift.eq(fmt.man_bits - lz + d)
-    return f_hi, shift
+    m.d.comb += shift.eq(mb - lz + d)
+    tz = Signal(range(2 * mb + 1), name="tz")
+    m.d.comb += tz.eq(tzs[0] + tzs[1])
+    sticky = Signal(2, name="sticky")
+    m.d.comb += sticky.eq(Cat(tz < shift, tz + 1 < shift))
+    tiny = Signal(name="tiny")
+    m.d.comb += tiny.eq(subs[0] & subs[1])
+    out.update(shift=shift, sticky=sticky, tiny=tiny)
+    return out
 
 
 def increment(m: Module, value, inc, *, name: str = "inc") -> Signal:
@@ -177,7 +214,11 @@ class ProductRoundPack(wiring.Component):
         def window(top, name):
             """(magnitude, overflow) of the window whose hidden bit is ext[top - 1]."""
             kept = ext[top - (mb + 1):top]  # hidden bit + mantissa
-            guard, sticky = ext[top - (mb + 2)], ext[:top - (mb + 2)].any()
+            guard = ext[top - (mb + 2)]
+            if self._subnormals:
+                sticky = raw.sticky[0 if top == len(ext) else 1]
+            else:
+                sticky = ext[:top - (mb + 2)].any()
             up = Signal(name=f"{name}_up")
             m.d.comb += up.eq(guard & (sticky | kept[0]))
             inc = increment(m, kept, up, name=f"{name}_inc")  # bits mb..: hidden + carry, 0..2
