@@ -212,7 +212,8 @@ class ProductRoundPack(wiring.Component):
             cands.append(c)
 
         def window(top, name):
-            """(magnitude, overflow) of the window whose hidden bit is ext[top - 1]."""
+            """Rounded mantissa and k (field = f_hi - 2 + k) of the window whose hidden bit is
+            ext[top - 1]; below the normal range the field is the hidden bit plus the carry."""
             kept = ext[top - (mb + 1):top]  # hidden bit + mantissa
             guard = ext[top - (mb + 2)]
             if self._subnormals:
@@ -222,25 +223,25 @@ class ProductRoundPack(wiring.Component):
             up = Signal(name=f"{name}_up")
             m.d.comb += up.eq(guard & (sticky | kept[0]))
             inc = increment(m, kept, up, name=f"{name}_inc")  # bits mb..: hidden + carry, 0..2
-            k = Signal(2, name=f"{name}_k")  # field = f_hi - 2 + k in the normal range
+            k = Signal(2, name=f"{name}_k")
             m.d.comb += k.eq(inc[mb:] + (1 if top == len(ext) else 0))
-            field = Signal(f.exp_bits, name=f"{name}_field")
-            over = Signal(name=f"{name}_over")
-            with m.Switch(k):
-                for j in range(4):
-                    with m.Case(j):
-                        m.d.comb += [field.eq(cands[j]), over.eq(cands[j] >= f.exp_max_field)]
-            # below the normal range (f_hi <= 0) the field is the hidden bit plus the carry (0, 1)
-            mag = Signal(f.bits - 1, name=f"{name}_mag")
-            m.d.comb += mag.eq(Cat(inc[:mb], Mux(ge1, field, inc[mb:])))
-            return mag, ge1 & over
+            return inc, k
 
-        mag_hi, big_hi = window(len(ext), "rhi")
-        mag_lo, big_lo = window(len(ext) - 1, "rlo")
+        inc_hi, k_hi = window(len(ext), "rhi")
+        inc_lo, k_lo = window(len(ext) - 1, "rlo")
         sel_lo = Signal()
         m.d.comb += sel_lo.eq(~h & ge2)
-        mag, big = Signal(f.bits - 1), Signal()
-        m.d.comb += [mag.eq(Mux(sel_lo, mag_lo, mag_hi)), big.eq(Mux(sel_lo, big_lo, big_hi))]
+        inc, k = Signal(mb + 2), Signal(2)
+        m.d.comb += [inc.eq(Mux(sel_lo, inc_lo, inc_hi)), k.eq(Mux(sel_lo, k_lo, k_hi))]
+        field = Signal(f.exp_bits)
+        over = Signal()
+        with m.Switch(k):
+            for j in range(4):
+                with m.Case(j):
+                    m.d.comb += [field.eq(cands[j]), over.eq(cands[j] >= f.exp_max_field)]
+        mag = Signal(f.bits - 1)
+        m.d.comb += mag.eq(Cat(inc[:mb], Mux(ge1, field, inc[mb:])))
+        big = ge1 & over
 
         sign = raw.sign << (f.bits - 1)
         inf_code = Const(f.inf_code, f.bits) | sign
