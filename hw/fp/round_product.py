@@ -30,7 +30,7 @@ from amaranth.lib.wiring import In, Out
 from ..formats import FloatFormat
 from .round import leading_zeros
 
-__all__ = ["ProductRoundPack", "product_layout", "product_fields", "shift_width", "increment"]
+__all__ = ["ProductRoundPack", "product_layout", "product_fields", "shift_width", "increment", "at_least"]
 
 
 def shift_width(fmt: FloatFormat, subnormals: bool) -> int:
@@ -144,6 +144,26 @@ def increment(m: Module, value, inc, *, name: str = "inc") -> Signal:
     return out
 
 
+def at_least(value, c: int):
+    """``value >= c`` for a signed ``value`` and a constant ``c >= 0``, as a flat sum of products
+    (``value < c`` iff some bit is 0 where ``c`` has a 1 and every bit above equals ``c``'s)."""
+    width = len(value) - 1  # magnitude bits; the top bit is the sign
+    if c >= 1 << width:
+        return Const(0, 1)
+    less = []
+    for i in range(width):
+        if (c >> i) & 1:
+            above = [value[j] if (c >> j) & 1 else ~value[j] for j in range(i + 1, width)]
+            term = ~value[i]
+            for t in above:
+                term = term & t
+            less.append(term)
+    lt = Const(0, 1)
+    for t in less:
+        lt = lt | t
+    return ~value[-1] & ~lt
+
+
 class ProductRoundPack(wiring.Component):
     """Round a :func:`product_layout` record to nearest even and pack it into ``fmt``.
 
@@ -205,11 +225,15 @@ class ProductRoundPack(wiring.Component):
         # last bit to settle. Exponent fields come from early candidates f_hi - 2 + k.
         ge1, ge2 = Signal(), Signal()
         m.d.comb += [ge1.eq(f_hi >= 1), ge2.eq(f_hi >= 2)]
-        cands = []
-        for j in range(4):
-            c = Signal(signed(len(f_hi) + 1), name=f"field_c{j}")
-            m.d.comb += c.eq(f_hi - 2 + j)
-            cands.append(c)
+        # field candidates f_hi - 2 + j (their low bits, by prefix incrementers) and their
+        # overflow flags f_hi - 2 + j >= max field (shallow constant compares)
+        eb = f.exp_bits
+        low = f_hi[:eb]
+        dec1 = ~increment(m, ~low, 1, name="fdec1")[:eb]  # f_hi - 1
+        dec2 = Cat(low[0], ~increment(m, ~low[1:], 1, name="fdec2")[:eb - 1])  # f_hi - 2
+        inc1 = increment(m, low, 1, name="finc1")[:eb]  # f_hi + 1
+        cands = [dec2, dec1, low, inc1]
+        overs = [at_least(f_hi, f.exp_max_field + 2 - j) for j in range(4)]
 
         def window(top, name):
             """Rounded mantissa and k (field = f_hi - 2 + k) of the window whose hidden bit is
@@ -238,7 +262,7 @@ class ProductRoundPack(wiring.Component):
         with m.Switch(k):
             for j in range(4):
                 with m.Case(j):
-                    m.d.comb += [field.eq(cands[j]), over.eq(cands[j] >= f.exp_max_field)]
+                    m.d.comb += [field.eq(cands[j]), over.eq(overs[j])]
         mag = Signal(f.bits - 1)
         m.d.comb += mag.eq(Cat(inc[:mb], Mux(ge1, field, inc[mb:])))
         big = ge1 & over
