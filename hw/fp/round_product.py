@@ -90,33 +90,44 @@ def product_fields(m: Module, a, b, fmt: FloatFormat, subnormals: bool, *, exp_w
         # 1.a * 1.b * 2^(ea + eb - 2 bias) in [2, 4): field ea + eb - bias + 1
         m.d.comb += f_hi.eq(ea_f + eb_f - (fmt.bias - 1))
         return out
-    eff, lzs, tzs, subs = [], [], [], []
+    ems, lzs, tzs, subs = [], [], [], []
     for nm, code, e_f in (("a", a, ea_f), ("b", b, eb_f)):
         sub = Signal(name=f"{nm}_sub")
         m.d.comb += sub.eq(e_f == 0)
         c = leading_zeros(m, code[:mb], name=f"{nm}_lzc")  # 0..man_bits - 1 (man_bits: a zero)
-        ef = Signal(signed(eb + 2), name=f"{nm}_eff")
-        m.d.comb += ef.eq(Mux(sub, -c, e_f))
         lz = Signal(range(mb + 1), name=f"{nm}_lz")
         m.d.comb += lz.eq(Mux(sub, c + 1, 0))
         sig = Cat(code[:mb], ~sub)
         tz = leading_zeros(m, Cat(*reversed([sig[k] for k in range(mb + 1)])), name=f"{nm}_tz")
-        eff.append(ef)
+        ems.append(Cat(e_f[0] | sub, e_f[1:]))  # max(field, 1): the raw exponent's field
         lzs.append(lz)
         tzs.append(tz)
         subs.append(sub)
-    m.d.comb += f_hi.eq(eff[0] + eff[1] - (fmt.bias - 1))
+    # s: sum of the raw exponent fields, ready before the leading-zero counts. The product's top
+    # bit after the normalize by lz has the field s - (bias - 1) - lz; the denormalize distance
+    # from the raw product does not depend on lz: the result's grid is fixed by the raw exponents.
+    esum = Signal(eb + 1, name="esum")
+    m.d.comb += esum.eq(ems[0] + ems[1])
     lz = Signal(range(mb + 1), name="lz")
     m.d.comb += lz.eq(lzs[0] | lzs[1])  # at most one operand is subnormal (else: tiny)
-    dmax = mb + 2  # shifting further only moves bits inside the sticky
-    d = Signal(range(dmax + 1), name="dshift")
-    m.d.comb += d.eq(Mux(f_hi >= 1, 0, Mux(f_hi <= 1 - dmax, dmax, 1 - f_hi)))
+    m.d.comb += f_hi.eq(esum - (fmt.bias - 1) - lz)
+    smax = 2 * mb + 2  # lz_max + man_bits + 2: shifting further only moves bits inside the sticky
+    # shift = max(mb - lz (normal result), min(smax, mb + bias - esum) (subnormal result))
+    t = Signal(signed(eb + 3), name="shift_sub")
+    m.d.comb += t.eq(mb + fmt.bias - esum)
+    tcl = Signal(range(smax + 1), name="shift_subc")
+    m.d.comb += tcl.eq(Mux(at_least(t, smax), smax, Mux(t[-1], 0, t)))
     shift = Signal(shift_width(fmt, True), name="shift")
-    m.d.comb += shift.eq(mb - lz + d)
+    m.d.comb += shift.eq(Mux(tcl > mb - lz, tcl, mb - lz))
+    # sticky: the product's trailing zeros tz against each window's shift (tz < smax always)
     tz = Signal(range(2 * mb + 1), name="tz")
     m.d.comb += tz.eq(tzs[0] + tzs[1])
+    u = Signal(range(3 * mb + 1), name="tz_lz")
+    w = Signal(signed(eb + 3), name="tz_esum")
+    m.d.comb += [u.eq(tz + lz), w.eq(tz + esum)]
+    lim = mb + fmt.bias
     sticky = Signal(2, name="sticky")
-    m.d.comb += sticky.eq(Cat(tz < shift, tz + 1 < shift))
+    m.d.comb += sticky.eq(Cat((u < mb) | ~at_least(w, lim), (u < mb - 1) | ~at_least(w, lim - 1)))
     tiny = Signal(name="tiny")
     m.d.comb += tiny.eq(subs[0] & subs[1])
     out.update(shift=shift, sticky=sticky, tiny=tiny)
