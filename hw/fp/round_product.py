@@ -265,7 +265,8 @@ class ProductRoundPack(wiring.Component):
         inc_hi, k_hi = window(len(ext), "rhi")
         inc_lo, k_lo = window(len(ext) - 1, "rlo")
         sel_lo = Signal()
-        m.d.comb += sel_lo.eq(~h & ge2)
+        # without subnormals, h == 0 with f_hi <= 1 is flushed anyway: the window follows h alone
+        m.d.comb += sel_lo.eq(~h & ge2 if self._subnormals else ~h)
         inc, k = Signal(mb + 2), Signal(2)
         m.d.comb += [inc.eq(Mux(sel_lo, inc_lo, inc_hi)), k.eq(Mux(sel_lo, k_lo, k_hi))]
         field = Signal(f.exp_bits)
@@ -275,8 +276,12 @@ class ProductRoundPack(wiring.Component):
                 with m.Case(j):
                     m.d.comb += [field.eq(cands[j]), over.eq(overs[j])]
         mag = Signal(f.bits - 1)
-        m.d.comb += mag.eq(Cat(inc[:mb], Mux(ge1, field, inc[mb:])))
-        big = ge1 & over
+        if self._subnormals:
+            m.d.comb += mag.eq(Cat(inc[:mb], Mux(ge1, field, inc[mb:])))
+            big = ge1 & over
+        else:  # f_hi <= 0 is flushed
+            m.d.comb += mag.eq(Cat(inc[:mb], field))
+            big = over
 
         sign = raw.sign << (f.bits - 1)
         inf_code = Const(f.inf_code, f.bits) | sign
