@@ -97,8 +97,8 @@ def product_fields(m: Module, a, b, fmt: FloatFormat, subnormals: bool, *, exp_w
         c = leading_zeros(m, code[:mb], name=f"{nm}_lzc")  # 0..man_bits - 1 (man_bits: a zero)
         lz = Signal(range(mb + 1), name=f"{nm}_lz")
         m.d.comb += lz.eq(Mux(sub, c + 1, 0))
-        sig = Cat(code[:mb], ~sub)
-        tz = leading_zeros(m, Cat(*reversed([sig[k] for k in range(mb + 1)])), name=f"{nm}_tz")
+        # trailing zeros of the significand {hidden, m}: man_bits if m == 0 (a zero if subnormal)
+        tz = leading_zeros(m, Cat(*reversed([code[k] for k in range(mb)])), name=f"{nm}_tz")
         ems.append(Cat(e_f[0] | sub, e_f[1:]))  # max(field, 1): the raw exponent's field
         lzs.append(lz)
         tzs.append(tz)
@@ -119,15 +119,11 @@ def product_fields(m: Module, a, b, fmt: FloatFormat, subnormals: bool, *, exp_w
     m.d.comb += tcl.eq(Mux(at_least(t, smax), smax, Mux(t[-1], 0, t)))
     shift = Signal(shift_width(fmt, True), name="shift")
     m.d.comb += shift.eq(Mux(tcl > mb - lz, tcl, mb - lz))
-    # sticky: the product's trailing zeros tz against each window's shift (tz < smax always)
+    # sticky: the product's trailing zeros tz against each window's shift
     tz = Signal(range(2 * mb + 1), name="tz")
     m.d.comb += tz.eq(tzs[0] + tzs[1])
-    u = Signal(range(3 * mb + 1), name="tz_lz")
-    w = Signal(signed(eb + 3), name="tz_esum")
-    m.d.comb += [u.eq(tz + lz), w.eq(tz + esum)]
-    lim = mb + fmt.bias
     sticky = Signal(2, name="sticky")
-    m.d.comb += sticky.eq(Cat((u < mb) | ~at_least(w, lim), (u < mb - 1) | ~at_least(w, lim - 1)))
+    m.d.comb += sticky.eq(Cat(tz < shift, tz + 1 < shift))
     tiny = Signal(name="tiny")
     m.d.comb += tiny.eq(subs[0] & subs[1])
     out.update(shift=shift, sticky=sticky, tiny=tiny)
