@@ -90,26 +90,27 @@ def product_fields(m: Module, a, b, fmt: FloatFormat, subnormals: bool, *, exp_w
         # 1.a * 1.b * 2^(ea + eb - 2 bias) in [2, 4): field ea + eb - bias + 1
         m.d.comb += f_hi.eq(ea_f + eb_f - (fmt.bias - 1))
         return out
-    ems, lzs, tzs, subs = [], [], [], []
+    ems, tzs, subs = [], [], []
     for nm, code, e_f in (("a", a, ea_f), ("b", b, eb_f)):
         sub = Signal(name=f"{nm}_sub")
         m.d.comb += sub.eq(e_f == 0)
-        c = leading_zeros(m, code[:mb], name=f"{nm}_lzc")  # 0..man_bits - 1 (man_bits: a zero)
-        lz = Signal(range(mb + 1), name=f"{nm}_lz")
-        m.d.comb += lz.eq(Mux(sub, c + 1, 0))
         # trailing zeros of the significand {hidden, m}: man_bits if m == 0 (a zero if subnormal)
         tz = leading_zeros(m, Cat(*reversed([code[k] for k in range(mb)])), name=f"{nm}_tz")
         ems.append(Cat(e_f[0] | sub, e_f[1:]))  # max(field, 1): the raw exponent's field
-        lzs.append(lz)
         tzs.append(tz)
         subs.append(sub)
-    # s: sum of the raw exponent fields, ready before the leading-zero counts. The product's top
+    # s: sum of the raw exponent fields, ready before the leading-zero count. The product's top
     # bit after the normalize by lz has the field s - (bias - 1) - lz; the denormalize distance
     # from the raw product does not depend on lz: the result's grid is fixed by the raw exponents.
     esum = Signal(eb + 1, name="esum")
     m.d.comb += esum.eq(ems[0] + ems[1])
+    # lz: 1 + leading zeros of the subnormal operand's mantissa (at most one is subnormal, else
+    # tiny), 0 if none is
+    man = Signal(mb, name="sub_man")
+    m.d.comb += man.eq(Mux(subs[0], a[:mb], b[:mb]))
+    c = leading_zeros(m, man, name="lzc")  # 0..man_bits - 1 (man_bits: a zero)
     lz = Signal(range(mb + 1), name="lz")
-    m.d.comb += lz.eq(lzs[0] | lzs[1])  # at most one operand is subnormal (else: tiny)
+    m.d.comb += lz.eq(Mux(subs[0] | subs[1], c + 1, 0))
     m.d.comb += f_hi.eq(esum - (fmt.bias - 1) - lz)
     smax = 2 * mb + 2  # lz_max + man_bits + 2: shifting further only moves bits inside the sticky
     # shift = max(mb - lz (normal result), min(smax, mb + bias - esum) (subnormal result))
