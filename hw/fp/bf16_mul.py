@@ -13,7 +13,12 @@ Architectures (same results bit for bit; ``make prove DESIGN=bf16_mul`` proves i
 
 * ``behavioral``: the 8x8 significand product is written with ``*``.
 * ``booth4``: the product comes from :class:`hw.fp.booth.Booth4Multiplier` (radix-4 Booth,
-  Dadda tree, prefix adder).
+  Dadda tree, prefix adder), and the datapath after it is its own
+  (:mod:`hw.fp.round_product`): beside the multiplier, the exponent, one combined
+  normalize/denormalize shift amount and both rounding windows' sticky bits are computed from the
+  operands (leading zeros of a subnormal operand, trailing zeros of both); after it, one shift,
+  both windows rounded in parallel and a choice by the product's top bit. No leading-zero count,
+  normalize shift or exponent subtraction waits for the product.
 
 Pipelining: ``stages=0`` is combinational with ports ``a``, ``b``, ``p``. ``stages=N > 0`` has stream
 ports ``i`` (payload ``a`` in bits 15:0, ``b`` in bits 31:16) and ``o`` (payload ``p``), one transfer
