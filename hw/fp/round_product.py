@@ -3,7 +3,7 @@
 :class:`ProductRoundPack` gives the same result as :class:`hw.fp.round.RoundPack` (same semantics,
 see that module) on a narrower class of inputs: the exact *product of two unpacked operands* in a
 :func:`product_layout` record whose exponent values were computed from the operands alone, in
-parallel with the multiplier, by :func:`product_exponent`. The significand ``sig`` has ``lz`` or
+parallel with the multiplier, by :func:`product_fields`. The significand ``sig`` has ``lz`` or
 ``lz + 1`` leading zeros, where ``lz`` is the subnormal operand's leading-zero count (the other
 operand is in [1, 2); a product of two subnormals is a zero in every mode and is flagged as one).
 That knowledge replaces RoundPack's leading-zero counter, its normalize shift and its exponent
@@ -12,7 +12,8 @@ subtraction; after the product only these steps remain:
 1. one right shift of the product by the precomputed ``shift`` = ``lz_max - lz + d`` (``d`` =
    ``max(0, 1 - exp)`` clamped to ``man_bits + 2`` is the denormalize distance when the result
    underflows), which is the normalize left shift by ``lz`` and the denormalize right shift by
-   ``d`` in one (none at all when ``subnormals=False``: ``lz`` and ``d`` are 0);
+   ``d`` in one (none at all when ``subnormals=False``: ``lz`` and ``d`` are 0); the sticky bits
+   below both windows come with it from the operands' trailing zeros;
 2. the choice of the rounding window: the top one, or, when the top bit ``h`` is 0 and the result
    is normal, the one a bit lower (the product is in [1, 4));
 3. the round-up decision ``guard & (sticky | lsb)``, a parallel-prefix incrementer on the kept
@@ -66,13 +67,17 @@ def product_layout(sig_width: int, exp_width: int, shift_width: int) -> data.Str
 def product_fields(m: Module, a, b, fmt: FloatFormat, subnormals: bool, *, exp_width: int) -> dict:
     """The record's early fields from the operand codes ``a``, ``b`` (beside the multiplier).
 
-    With subnormals, a subnormal operand's mantissa ``0.m`` is ``1.x * 2**-(c + 1)`` with ``c`` its
-    leading zeros in the ``man_bits``-bit field, so its effective biased exponent is ``-c`` and
-    its significand has ``lz = c + 1`` leading zeros. The product's trailing zeros are the sum of the
-    operands' (the product of the odd parts is odd), which gives both windows' sticky bits exactly
-    without looking at the product: the bits below a window's guard are the ``shift`` (resp.
-    ``shift - 1``) lowest bits of the product, and they are not all zero iff that count exceeds the
-    trailing zeros.
+    With subnormals, a subnormal operand's significand ``0.m`` has ``lz = c + 1`` leading zeros,
+    ``c`` those of its ``man_bits``-bit mantissa field (one count, on the subnormal operand's
+    mantissa: with two, the product is ``tiny``). With ``s`` the sum of the raw exponent fields
+    (a subnormal's is 1), ``exp = s - (bias - 1) - lz`` and ``shift = max(man_bits - lz,
+    min(2 man_bits + 2, man_bits + bias - s))``: a normal result is only normalized (by ``lz``);
+    an underflowing one lands on the subnormal grid, whose distance from the raw product depends
+    on the raw exponents alone, so the shift waits for neither the count nor ``exp``. The
+    product's trailing zeros are the sum of the operands' (the product of the odd parts is odd),
+    which gives both windows' sticky bits exactly without looking at the product: the bits below
+    a window's guard are the ``shift`` (resp. ``shift - 1``) lowest bits of the product, and they
+    are not all zero iff that count exceeds the trailing zeros.
 
     Returns
     -------
