@@ -243,10 +243,11 @@ class ProductRoundPack(wiring.Component):
         eb = f.exp_bits
         low = f_hi[:eb]
         dec1 = ~increment(m, ~low, 1, name="fdec1")[:eb]  # f_hi - 1
-        dec2 = Cat(low[0], ~increment(m, ~low[1:], 1, name="fdec2")[:eb - 1])  # f_hi - 2
         inc1 = increment(m, low, 1, name="finc1")[:eb]  # f_hi + 1
-        cands = [dec2, dec1, low, inc1]
-        overs = [at_least(f_hi, f.exp_max_field + 2 - j) for j in range(4)]
+        # k >= 1 always: the lower window is only used for a normal result (hidden bit 1), and the
+        # top window adds 1 itself; so f_hi - 2 is never needed and k = 0 shares k = 1's entry
+        cands = [dec1, dec1, low, inc1]
+        overs = [at_least(f_hi, f.exp_max_field + 2 - max(j, 1)) for j in range(4)]
 
         def window(top, name):
             """Rounded mantissa and k (field = f_hi - 2 + k) of the window whose hidden bit is
@@ -269,20 +270,30 @@ class ProductRoundPack(wiring.Component):
         sel_lo = Signal()
         # without subnormals, h == 0 with f_hi <= 1 is flushed anyway: the window follows h alone
         m.d.comb += sel_lo.eq(~h & ge2 if self._subnormals else ~h)
-        inc, k = Signal(mb + 2), Signal(2)
-        m.d.comb += [inc.eq(Mux(sel_lo, inc_lo, inc_hi)), k.eq(Mux(sel_lo, k_lo, k_hi))]
+        inc = Signal(mb + 2)
+        m.d.comb += inc.eq(Mux(sel_lo, inc_lo, inc_hi))
         field = Signal(f.exp_bits)
         over = Signal()
-        with m.Switch(k):
-            for j in range(4):
-                with m.Case(j):
-                    m.d.comb += [field.eq(cands[j]), over.eq(overs[j])]
         mag = Signal(f.bits - 1)
         if self._subnormals:
+            k = Signal(2)
+            m.d.comb += k.eq(Mux(sel_lo, k_lo, k_hi))
+            with m.Switch(k):
+                for j in range(4):
+                    with m.Case(j):
+                        m.d.comb += [field.eq(cands[j]), over.eq(overs[j])]
             m.d.comb += mag.eq(Cat(inc[:mb], Mux(ge1, field, inc[mb:])))
             big = ge1 & over
-        else:  # f_hi <= 0 is flushed
-            m.d.comb += mag.eq(Cat(inc[:mb], field))
+        else:
+            # f_hi <= 0 is flushed and the hidden bit is 1: each window's k is 2 (top) or 1
+            # (lower) plus its mantissa carry, so each picks between two candidates by its own
+            # carry, and h chooses last
+            c_hi, c_lo = inc_hi[mb + 1], inc_lo[mb + 1]
+            m.d.comb += [
+                field.eq(Mux(sel_lo, Mux(c_lo, cands[2], cands[1]), Mux(c_hi, cands[3], cands[2]))),
+                over.eq(Mux(sel_lo, Mux(c_lo, overs[2], overs[1]), Mux(c_hi, overs[3], overs[2]))),
+                mag.eq(Cat(inc[:mb], field)),
+            ]
             big = over
 
         sign = raw.sign << (f.bits - 1)
