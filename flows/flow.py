@@ -120,7 +120,12 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
     else:
         outdir = REPORTS / variant
         work = BUILD / variant
-    netlist = design.emit(params)
+    from hw import hier
+
+    component = design.build(params)
+    netlist = hier.emit(component, design.top_name)
+    # black boxes (e.g. the slice's SRAM) carry a modelled area instead of a synthesized one
+    macros = component.macros() if hasattr(component, "macros") else []
     if flow == "auto":
         flow = "hier" if len(netlist.modules) > 1 else "flat"
     if flow not in ("flat", "hier"):
@@ -139,7 +144,7 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
         timing_extra = ""
     else:
         h = synth_hier(netlist, lib, work / "hier", booth=booth, clock_ps=clock_ps, limit_mb=limit_mb,
-                       log=log)
+                       log=log, macros={mac["module"] for mac in macros})
         area, seq, cells, worst = h.area, h.seq_area, h.cells, h.worst
         for b in h.blocks.values():
             if b.name != h.top:
@@ -152,12 +157,18 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
         stat_text += (f"\n==== composed: {area:.1f} um^2 total = sum(own area x instances), {cells} cells\n")
         ltp = max((b.ltp for b in h.blocks.values() if b.ltp is not None), default=None)
         notes.append("logic_depth__generic is the deepest single block (blocks synthesized separately)")
+        no_ltp = [b.name for b in h.blocks.values() if b.ltp is None and b.cells]
+        if no_ltp:
+            notes.append(f"no generic logic depth for {', '.join(no_ltp)}: Yosys's recursive ltp "
+                         "exhausted the WebAssembly call stack (run repeated without it)")
         ysec, peak = h.runtime_s, h.peak_mb
         cached = all(b.cached for b in h.blocks.values())
         logs = [b.log for b in h.blocks.values()]
         timing_extra = "\n\n".join(
-            f"---- block {b.name} (standalone, children as models)\n{b.worst.format()}"
-            for b in h.blocks.values() if b.name != h.top)
+            [f"---- top {h.top}: its own logic (the blocks' internal reg->reg paths left out; "
+             f"paths through and between blocks kept)\n{h.top_own.format()}"] +
+            [f"---- block {b.name} (standalone, children as models)\n{b.worst.format()}"
+             for b in h.blocks.values() if b.name != h.top])
     sta_def = _sta_defaults(lib)
     runtime = time.monotonic() - t0
     m = M.build(design=design_name, variant=variant, params=params, lib=lib, area=area, seq_area=seq,
@@ -165,6 +176,19 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
                 block_areas=block_areas, clock_ps=clock_ps, booth=booth, cached=cached,
                 sta_defaults=sta_def)
     m["synth__runtime__yosys_seconds"] = round(ysec, 2)
+    if flow == "hier" and h.top_own is not None and not lib.generic:
+        m["synth__timing__critical_path__delay_ps__top_own"] = round(h.top_own.delay_ps, 1)
+        m["synth__timing__critical_path__levels__top_own"] = h.top_own.levels
+    if macros:
+        for mac in macros:
+            if mac["module"] not in netlist.modules:
+                raise ValueError(f"macro {mac['module']} is not a module of the netlist")
+            own = block_areas.get(mac["module"], 0.0)
+            mac["synthesized_area_um2"] = round(own, 3)   # the placeholder: 0 (an empty module)
+        macro_area = sum(mac["area_um2"] * mac["instances"] for mac in macros)
+        m["synth__design__instance__area__macros"] = round(macro_area, 1)
+        m["synth__design__instance__area__stdcell_plus_macros"] = round(area + macro_area, 1)
+        m["synth__design__macros"] = macros
     if notes:
         m["flow__notes"] = notes
     outdir.mkdir(parents=True, exist_ok=True)
@@ -223,6 +247,16 @@ def summarize(m, worst, outdir) -> str:
               if k.startswith("synth__design__instance__area__stdcell__")}
     if blocks:
         rows.append("  blocks      " + ", ".join(f"{k} {v:.0f}" for k, v in blocks.items()))
+    for mac in m.get("synth__design__macros", []):
+        rows.append(f"  macro       {mac['module']} x{mac['instances']}: {mac['area_um2']:.0f} um^2 "
+                    f"NOT in the area above ({mac['model']})")
+    if "synth__timing__critical_path__delay_ps__top_own" in m:
+        rows.append(f"  top's own   {m['synth__timing__critical_path__delay_ps__top_own']:.1f} ps, "
+                    f"{m['synth__timing__critical_path__levels__top_own']} levels (blocks' internal "
+                    "reg->reg left out; timing.txt)")
+    if "synth__design__instance__area__macros" in m:
+        rows.append(f"  with macros {m['synth__design__instance__area__stdcell_plus_macros']:.1f} um^2 "
+                    "(standard cells + modelled macros)")
     rows.append(f"  reports     {_rel(outdir)}/{{metrics.json,synth_stat.txt,timing.txt,yosys.log}}")
     rows.append("  (Yosys-only numbers: no placement, routing or wire load)")
     if lib["ge_cell"] is None:

@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sta import BlockTiming, Sta, extract_model
+from .sta import BlockTiming, Sta, extract_model, port_bits
 from .synth import run_yosys
 
 __all__ = ["BlockReport", "HierReport", "synth_hier", "own_area"]
@@ -79,10 +79,24 @@ class HierReport:
     worst: object        # flows.sta.Result at the top (blocks as macros)
     runtime_s: float
     peak_mb: float
+    top_own: object = None  # the top's own logic: worst path with the blocks' internal reg->reg left out
+
+
+def _ideal_register_pins(model: BlockTiming, sta: Sta) -> BlockTiming:
+    """Time a black-box macro's pins as ideal registers: inputs end paths (setup 0), outputs start
+    them (clock to output 0). Used for modelled SRAMs, so the logic paths to and from them are timed
+    in the parent; the SRAM's own access and setup times are not."""
+    for pname in sta.inputs:
+        if pname not in model.clock_ports:
+            model.in2reg[pname] = [0.0, 0]
+    for pname, bits in sta.outputs.items():
+        for bn in port_bits(pname, bits):
+            model.reg2out[bn] = [0.0, 0]
+    return model
 
 
 def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limit_mb=None,
-               sta_opts=None, log=print) -> HierReport:
+               sta_opts=None, log=print, macros=()) -> HierReport:
     """Synthesize every distinct module of ``netlist`` once and compose area and timing.
 
     Parameters
@@ -93,6 +107,9 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
         One work directory per module is made below it.
     sta_opts : dict or None
         Extra keyword arguments for :class:`flows.sta.Sta` (input_slew, output_load, wire cap).
+    macros : iterable of str
+        Black-box modules (empty placeholders whose area is modelled elsewhere); their pins are
+        timed as ideal registers in the parent (:func:`_ideal_register_pins`).
     """
     counts = netlist.instance_counts()
     models = {}
@@ -109,8 +126,13 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
         if name == netlist.top:
             model = BlockTiming(name)
             worst = sta.run()
+            own_models = {c: BlockTiming.from_json(dict(models[c].to_json(), reg2reg=[0.0, 0]))
+                          for c in bm.children}
+            top_own = Sta(lib, r.netlist, models=own_models, **sta_opts).run()
         else:
             model, worst = extract_model(sta, name)
+            if name in macros:
+                model = _ideal_register_pins(model, sta)
         models[name] = model
         blocks[name] = BlockReport(name, counts.get(name, 0), area, seq, ncells, r.runtime_s, r.peak_mb,
                                    r.cached, r.ltp_levels, worst, model, r.stat_text, r.log,
@@ -120,7 +142,7 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
     cells = sum(b.cells * b.instances for b in blocks.values())
     return HierReport(netlist.top, blocks, total, seq, cells, blocks[netlist.top].worst,
                       sum(b.runtime_s for b in blocks.values()),
-                      max(b.peak_mb for b in blocks.values()))
+                      max(b.peak_mb for b in blocks.values()), top_own)
 
 
 def models_json(report: HierReport) -> str:

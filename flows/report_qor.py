@@ -346,11 +346,13 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
                  f"{_fmt(s[DEPTH], 2)} | {_fmt(s[CP_PS], 0)} |")
     L.append("")
     L += block_timing_section(grid)
-    col_slopes = {}
-    for fmt in FORMATS:
-        pts = [(math.log2(d), block_paths(grid[(d, fmt)]).get("column")) for d in WIDTHS if (d, fmt) in grid]
-        pts = [(x, c[1]) for x, c in pts if c]
-        col_slopes[fmt] = fit_slope([x for x, _ in pts], [y for _, y in pts])
+    col_slopes, tree_slopes = {}, {}
+    for slopes_of, block in ((col_slopes, "column"), (tree_slopes, "tree")):
+        for fmt in FORMATS:
+            pts = [(math.log2(d), block_paths(grid[(d, fmt)]).get(block))
+                   for d in WIDTHS if (d, fmt) in grid]
+            pts = [(x, c[1]) for x, c in pts if c]
+            slopes_of[fmt] = fit_slope([x for x, _ in pts], [y for _, y in pts])
 
     # Per-block breakdown.
     L += ["## Per-block area and control share", "",
@@ -403,7 +405,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
 
     # Verdicts.
     L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.csv", sus,
-                            col_slopes)
+                            col_slopes, tree_slopes)
     text = "\n".join(L) + "\n"
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text(text)

@@ -92,8 +92,9 @@ def _yosys_cmd():
                      "(it is a dependency in pyproject.toml)")
 
 
-def script(top, liberty, *, flatten=True, booth=False, clock_ps=None, children=()):
-    """The Yosys script text for one module (see module docstring)."""
+def script(top, liberty, *, flatten=True, booth=False, clock_ps=None, children=(), ltp=True):
+    """The Yosys script text for one module (see module docstring); ``ltp=False`` leaves out the
+    logic-depth report."""
     lines = []
     if liberty:
         lines.append(f"read_liberty -lib {liberty}")
@@ -101,8 +102,9 @@ def script(top, liberty, *, flatten=True, booth=False, clock_ps=None, children=(
         lines.append(f"read_verilog -lib {c}")
     lines += ["read_verilog design.v",
               f"hierarchy -check -top {top}",
-              f"synth -top {top} -noabc" + (" -flatten" if flatten else "") + (" -booth" if booth else ""),
-              "tee -q -o ltp.txt ltp -noff"]
+              f"synth -top {top} -noabc" + (" -flatten" if flatten else "") + (" -booth" if booth else "")]
+    if ltp:
+        lines.append("tee -q -o ltp.txt ltp -noff")
     if liberty:
         lines += [f"dfflibmap -liberty {liberty}",
                   f"abc -liberty {liberty}" + (f" -D {float(clock_ps):g}" if clock_ps else ""),
@@ -181,7 +183,7 @@ def _parse_area(stat_text):
 
 def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth=False,
                clock_ps=None, children: dict | None = None, limit_mb=None, timeout_s=3600,
-               use_cache=True) -> SynthResult:
+               use_cache=True, ltp=True) -> SynthResult:
     """Synthesize module ``top`` of ``verilog`` and map it to ``lib``.
 
     Parameters
@@ -199,6 +201,10 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
         Target period for ``abc -D``.
     children : dict[str, str] or None
         Block modules instantiated by ``top`` and kept as blackboxes: name -> Verilog text.
+    ltp : bool
+        Report the generic logic depth (``ltp``). Yosys's ``ltp`` is recursive: on a very deep
+        netlist it exhausts yowasp's WebAssembly call stack, and the run is then repeated without
+        it (the result's ``ltp_levels`` is None).
 
     Raises
     ------
@@ -211,7 +217,7 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
     liberty = None if lib.generic else lib.path
     child_files = [f"child_{n}.v" for n in children]
     text = script(top, "cells.lib" if liberty else None, flatten=flatten, booth=booth,
-                  clock_ps=clock_ps, children=child_files)
+                  clock_ps=clock_ps, children=child_files, ltp=ltp)
     key_src = [_SCRIPT_VERSION, text, verilog, yosys_version(), lib.sha256 or lib.name]
     key_src += [children[n] for n in children]
     key = hashlib.sha256("\0".join(key_src).encode()).hexdigest()[:32]
@@ -241,6 +247,10 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
         outtext = (workdir / "yosys.stdout").read_text(errors="replace")
         errs = [ln for ln in (logtext + "\n" + outtext).splitlines() if "ERROR" in ln or "error" in ln]
         oom = any(k in (logtext + outtext) for k in ("out of memory", "bad_alloc", "memory allocation"))
+        if ltp and "call stack exhausted" in logtext + outtext:
+            return run_yosys(verilog, top, workdir, lib, flatten=flatten, booth=booth,
+                             clock_ps=clock_ps, children=children, limit_mb=limit_mb,
+                             timeout_s=timeout_s, use_cache=use_cache, ltp=False)
         if oom:
             raise MemoryLimitError(f"Yosys ran out of yowasp's 4 GiB WebAssembly memory on {top}; use "
                                    f"the hierarchical flow or a smaller design. Log: {log}")

@@ -85,6 +85,11 @@ def _build_lock():
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def _fst_available() -> bool:
+    """Verilator's FST writer includes ``lz4.h`` (Debian: liblz4-dev)."""
+    return any(Path(d, "lz4.h").exists() for d in ("/usr/include", "/usr/local/include"))
+
+
 def _build_args(waves: bool, extra, hierarchical: bool = False) -> list:
     args = [
         # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks designs split
@@ -95,7 +100,12 @@ def _build_args(waves: bool, extra, hierarchical: bool = False) -> list:
         "--x-assign", "fast", "--x-initial", "fast",
     ]
     if waves:
-        args += ["--trace-fst", "--trace-structs"]
+        if _fst_available():
+            args += ["--trace-fst", "--trace-structs"]
+        else:   # cocotb's --trace alone gives VCD
+            print("tb/sim.py: FST tracing needs lz4.h (apt-get install liblz4-dev); dumping VCD",
+                  file=sys.stderr)
+            args += ["--trace-structs"]
     if hierarchical:
         # The hierarchical blocks are built by Verilator's own make (V<top>_hier.mk); cocotb's
         # following "make -f Vtop.mk" then finds everything up to date.
@@ -215,7 +225,7 @@ def run(name: str, verilog: str, toplevel: str, test_module: str, *, env: dict |
             xml = attempt(True)
         _, failed = get_results(xml)
         if failed:
-            fst = sorted((bdir / "waves").glob("*.fst"))
+            fst = sorted((bdir / "waves").glob("*.fst")) or sorted((bdir / "waves").glob("*.vcd"))
             raise AssertionError(f"{failed} cocotb test(s) failed in {name}; results {xml}; "
                                  f"waveform {fst[0] if fst else '(none written)'}")
     return Path(xml)

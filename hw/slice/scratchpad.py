@@ -10,8 +10,8 @@ an SRAM bit cell quoted with the CACTI models in D. J. Greaves, *System-on-Chip 
 Modelling*, University of Cambridge lecture notes ("45nm SRAM Memory Area and Power Consumption"),
 with lambda taken as the feature size as in that slide: at 0.18 um that is 19.4 um^2 per bit. A
 real 0.18 um 6T cell is ~4-5 um^2, so the figure is read as cell plus periphery; it is an estimate,
-not a macro's datasheet value. Extra ports are charged 1.5x per port beyond the first read/write
-pair (two read ports + one write port: 2x); a rough multi-port factor, stated as such.
+not a macro's datasheet value. Two read ports and one write port are charged 2x a single-port
+array: a rough multi-port factor of our own, not from the source.
 """
 
 from amaranth.hdl import Module
@@ -19,12 +19,23 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Scratchpad", "sram_area_um2", "SRAM_UM2_PER_BIT_180NM"]
+__all__ = ["Scratchpad", "sram_area_um2", "SRAM_UM2_PER_BIT_180NM", "SRAM_MODEL_NOTE", "sram_module_name"]
 
 #: 600 lambda^2 per bit with lambda = 0.18 um (see the module docstring for the source).
 SRAM_UM2_PER_BIT_180NM = 600 * 0.18 ** 2
 #: Area factor for two read ports and one write port against a single-port array.
 PORT_FACTOR_2R1W = 2.0
+#: One line naming the model and its source, copied into the QoR metrics next to the number.
+SRAM_MODEL_NOTE = ("modelled, not synthesized: 600 lambda^2 per bit (SRAM bit-cell rule of thumb "
+                   "with the CACTI models, D. J. Greaves, System-on-Chip Design and Modelling, Univ. "
+                   "of Cambridge lecture notes, slide '45nm SRAM Memory Area and Power Consumption', "
+                   "lambda = feature size) at 0.18 um = 19.44 um^2/bit, x 2.0 for 2 read + 1 write "
+                   "ports (our rough factor); an estimate, not a macro datasheet; no SRAM timing")
+
+
+def sram_module_name(words: int, bits: int) -> str:
+    """Verilog name of the black-box placeholder of a ``words x bits`` 2R1W scratchpad."""
+    return f"spad_sram_{words}x{bits}_2r1w"
 
 
 def sram_area_um2(words: int, bits: int, *, per_bit: float = SRAM_UM2_PER_BIT_180NM,
@@ -55,7 +66,7 @@ class Scratchpad(wiring.Component):
 
     @property
     def module_name(self) -> str:
-        return f"spad_sram_{self.words}x{self.bits}_2r1w"
+        return sram_module_name(self.words, self.bits)
 
     def elaborate(self, platform):
         m = Module()

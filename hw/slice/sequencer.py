@@ -16,6 +16,9 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .. import hier
+from ..fp.add import Fp32Adder
+
 __all__ = ["Broadcast", "ActivationIssue", "WriteBack", "x_layout", "y_layout"]
 
 
@@ -178,6 +181,13 @@ class ActivationIssue(wiring.Component):
 class WriteBack(wiring.Component):
     """Takes result rows from the units in issue order and writes them to the scratchpad.
 
+    Overwrite (``acc = 0``): a row is taken and written in the same cycle, one row per cycle.
+    Accumulate (``acc = 1``): when the expected unit offers a row of an existing N-tile, the old y
+    word at its address is read (read port ``rd_*``, only in a cycle where ``rd_free`` says the
+    shared port may be taken); the next cycle the row is taken and ``RNE_fp32(y_old + y_unit)`` is
+    written, lane by lane (``D`` :class:`hw.fp.add.Fp32Adder`, module ``fp32_add``). One row per two
+    cycles. Rows of padding tiles are taken without a read in both modes.
+
     Members
     -------
     start : In(1)
@@ -186,10 +196,17 @@ class WriteBack(wiring.Component):
     y_addr : In(addr_bits)
         y[m, nt*D:] goes to word ``y_addr + m*ceil(N/D) + nt`` (D FP32 lanes; lanes past N hold
         the padding columns' results, +0 for zero weights).
+    acc : In(1)
+        The command's accumulate bit (held for the whole command).
     y0 .. y{units-1} : In(stream)
         The units' result streams (:func:`y_layout`).
     wr_addr, wr_data, wr_en : Out
         Scratchpad write port (this engine has priority over the host).
+    rd_addr, rd_en : Out
+        Scratchpad read request of the old y (``acc = 1``); the word is on ``rd_data`` next cycle.
+    rd_free : In(1)
+        The shared read port may be used this cycle.
+    rd_data : In(32*D)
     row_error : Out(1)
         Sticky: a unit returned a row index other than the one expected.
     busy : Out(1)
@@ -199,9 +216,11 @@ class WriteBack(wiring.Component):
         self._d, self._r, self._n, self._aw = width, rows, units, addr_bits
         super().__init__({
             "start": In(1), "m": In(16), "nt": In(16), "n_groups": In(16),
-            "y_addr": In(addr_bits),
+            "y_addr": In(addr_bits), "acc": In(1),
             **{f"y{u}": In(stream.Signature(y_layout(width, rows))) for u in range(units)},
             "wr_addr": Out(addr_bits), "wr_data": Out(32 * width), "wr_en": Out(1),
+            "rd_addr": Out(addr_bits), "rd_en": Out(1), "rd_free": In(1),
+            "rd_data": In(32 * width),
             "row_error": Out(1), "busy": Out(1),
         })
 
@@ -221,19 +240,38 @@ class WriteBack(wiring.Component):
         sel_valid = Signal()
         sel_data = Signal(32 * self._d)
         sel_row = Signal(max(1, _row_bits(R)))
+        exists = Signal()   # the expected row's N-tile exists (else a padding tile: dropped)
+        old_ok = Signal()   # acc: the old y of the expected row is on rd_data this cycle
+        take = Signal()     # the expected unit's row may be taken this cycle
+        m.d.comb += [
+            exists.eq(gb + u < self.nt),
+            take.eq(self.busy & (~self.acc | ~exists | old_ok)),
+        ]
         for j, y in enumerate(ys):
-            m.d.comb += y.ready.eq(self.busy & (u == j))
+            m.d.comb += y.ready.eq(take & (u == j))
             with m.If(u == j):
                 m.d.comb += [sel_valid.eq(y.valid), sel_data.eq(y.payload.data)]
                 if R > 1:
                     m.d.comb += sel_row.eq(y.payload.row)
         xfer = Signal()
         m.d.comb += [
-            xfer.eq(self.busy & sel_valid),
-            self.wr_en.eq(xfer & (gb + u < self.nt)),
+            xfer.eq(take & sel_valid),
+            self.wr_en.eq(xfer & exists),
             self.wr_addr.eq(rowaddr + gb + u),
-            self.wr_data.eq(sel_data),
+            self.rd_addr.eq(rowaddr + gb + u),
+            self.rd_en.eq(self.busy & self.acc & exists & sel_valid & ~old_ok & self.rd_free),
         ]
+        # old_ok is set by a read and cleared by the take that follows it (a row that is offered
+        # stays offered, so that take is the very next cycle)
+        m.d.sync += old_ok.eq(self.rd_en)
+        summed = Signal(32 * self._d)
+        for j in range(self._d):
+            add = Fp32Adder()
+            hier.place(m, f"add{j}", add, module="fp32_add")
+            m.d.comb += [add.a.eq(self.rd_data[32 * j:32 * (j + 1)]),
+                         add.b.eq(sel_data[32 * j:32 * (j + 1)]),
+                         summed[32 * j:32 * (j + 1)].eq(add.y)]
+        m.d.comb += self.wr_data.eq(Mux(self.acc, summed, sel_data))
         with m.If(xfer & (sel_row != mi[:len(sel_row)]) & (R > 1)):
             m.d.sync += self.row_error.eq(1)
 

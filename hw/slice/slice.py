@@ -16,7 +16,7 @@ scratchpad and W streamed from HBM in the group layout of :mod:`hw.slice.feed`. 
 Every stream stalls its producer; nothing is dropped. One command runs at a time.
 """
 
-from amaranth.hdl import Module, Signal, Value
+from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -39,7 +39,9 @@ def cmd_layout(addr_bits: int, hbm_addr_bits: int) -> data.StructLayout:
     """Matmul descriptor, least significant field first.
 
     ``m``, ``k``, ``n``: sizes (1..65535); ``x_addr``, ``y_addr``: scratchpad word addresses;
-    ``w_addr``: HBM byte address of the weight region; ``acc``: reserved for y += (must be 0).
+    ``w_addr``: HBM byte address of the weight region; ``acc``: 0 overwrites y, 1 accumulates
+    ``y <- RNE_fp32(y + x.W)`` (the unit's result added to the old y in the write-back, one more
+    rounding; ``docs/numerics.md`` section 5).
     """
     return data.StructLayout({"m": 16, "k": 16, "n": 16, "x_addr": addr_bits, "y_addr": addr_bits,
                               "w_addr": hbm_addr_bits, "acc": 1})
@@ -157,6 +159,22 @@ class Slice(wiring.Component):
         """Weight bytes per cycle the units take at full rate with one row per tile (batch 1)."""
         return self.row_bytes
 
+    def macros(self) -> list:
+        """Black-box macros the netlist leaves unsynthesized, with their modelled area.
+
+        Empty unless ``spad_macro``; else the scratchpad SRAM: a dict with ``module``,
+        ``instances``, ``words``, ``bits``, ``area_um2`` (:func:`hw.slice.scratchpad.sram_area_um2`)
+        and ``model`` (the area model and its source, one line).
+        """
+        if not self.spad_macro:
+            return []
+        from .scratchpad import SRAM_MODEL_NOTE, sram_area_um2, sram_module_name
+        return [{"module": sram_module_name(self.spad_words, 32 * self.width), "instances": 1,
+                 "words": self.spad_words,
+                 "bits": 32 * self.width,
+                 "area_um2": round(sram_area_um2(self.spad_words, 32 * self.width), 1),
+                 "model": SRAM_MODEL_NOTE}]
+
     def unit_module_name(self) -> str:
         """Verilog module of the units: the matrix unit's own block name, or the factory's."""
         prefix = "mu" if self._unit is None else getattr(self._unit, "__name__", "unit").lower()
@@ -249,7 +267,7 @@ class Slice(wiring.Component):
             issue.start.eq(start), issue.m.eq(c.m), issue.k.eq(c.k), issue.kt.eq(kt),
             issue.n_groups.eq(n_groups), issue.x_addr.eq(c.x_addr),
             wb.start.eq(start), wb.m.eq(c.m), wb.nt.eq(nt), wb.n_groups.eq(n_groups),
-            wb.y_addr.eq(c.y_addr),
+            wb.y_addr.eq(c.y_addr), wb.acc.eq(c.acc),
             self.row_error.eq(wb.row_error),
         ]
         wiring.connect(m, wiring.flipped(self.hbm_req), reqgen.req)
@@ -274,16 +292,20 @@ class Slice(wiring.Component):
         # ---- scratchpad ports
         m.d.comb += [spad.r0_addr.eq(issue.rd_addr), spad.r0_en.eq(issue.rd_en),
                      issue.rd_data.eq(spad.r0_data)]
+        # read port 1 is shared: the write-back's old-y reads (acc = 1) have priority over host
+        # reads, and take it only when no host word is waiting in the port's output register
         h_valid = Signal()
         h_adv = Signal()
         m.d.comb += [
             h_adv.eq(~h_valid | self.spad_rdata.ready),
-            spad.r1_addr.eq(self.spad_rreq.payload), spad.r1_en.eq(h_adv),
-            self.spad_rreq.ready.eq(h_adv),
+            wb.rd_free.eq(h_adv), wb.rd_data.eq(spad.r1_data),
+            spad.r1_addr.eq(Mux(wb.rd_en, wb.rd_addr, self.spad_rreq.payload)),
+            spad.r1_en.eq(h_adv),
+            self.spad_rreq.ready.eq(h_adv & ~wb.rd_en),
             self.spad_rdata.valid.eq(h_valid), self.spad_rdata.payload.eq(spad.r1_data),
         ]
         with m.If(h_adv):
-            m.d.sync += h_valid.eq(self.spad_rreq.valid)
+            m.d.sync += h_valid.eq(self.spad_rreq.valid & ~wb.rd_en)
         m.d.comb += self.spad_w.ready.eq(~wb.wr_en)
         with m.If(wb.wr_en):
             m.d.comb += [spad.w_addr.eq(wb.wr_addr), spad.w_data.eq(wb.wr_data), spad.w_en.eq(1)]

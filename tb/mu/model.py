@@ -28,7 +28,7 @@ from hw.formats import MATRIX_FORMATS, get_format
 
 __all__ = ["FP32_NAN", "FP32_PINF", "FP32_NINF", "round_fp32", "fp32_exact", "fp32_to_float",
            "ElementCodec", "exact_dot", "accumulate", "YRow", "MatrixUnitModel", "reference_f64",
-           "half_ulp_fp32", "error_metrics"]
+           "half_ulp_fp32", "error_metrics", "fp32_add"]
 
 FP32_NAN = 0x7FC00000
 FP32_PINF = 0x7F800000
@@ -246,6 +246,16 @@ def accumulate(acc_bits: int | None, num: int, cls: int, e: int) -> int:
     if ae <= e:
         return round_fp32(an + (num << (e - ae)), ae)
     return round_fp32((an << (ae - e)) + num, e)
+
+
+def fp32_add(a_bits: int, b_bits: int) -> int:
+    """FP32 bits of ``RNE(a + b)``: the slice's ``y +=`` write-back (``docs/numerics.md`` section 5).
+
+    The same step as :func:`accumulate` with the exact sum replaced by the FP32 value ``b``: one
+    rounding of the exact ``a + b``, canonical NaN, Inf rules as there, an exact zero is ``+0``.
+    """
+    cls, n, e = fp32_exact(b_bits)
+    return accumulate(int(a_bits), n, cls, e)
 
 
 @dataclass

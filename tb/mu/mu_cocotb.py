@@ -112,8 +112,10 @@ async def stalls(dut):
         dict(w_pause=cycle_pause([0, 1]), x_pause=None, y_pause=bursty_pause(20, 30)),
     ]
     for i, pauses in enumerate(patterns):
+        # >= 16 beats per tile: enough result rows (~0.2 per beat plus R per group) that every
+        # pattern meets a valid y beat while it pauses (asserted below)
         prog = stimulus.random_program(WIDTH, FMT, ROWS, groups=2, tiles_per_group=2,
-                                       beats_per_tile=max(ROWS, WIDTH // 4, 6), seed=SEED + 10 + i)
+                                       beats_per_tile=max(ROWS, WIDTH // 4, 16), seed=SEED + 10 + i)
         res, _ = await _run_checked(tb, prog, f"stalls_{i}", **pauses)
         assert res.counters["stall_y"] > 0 or pauses["y_pause"] is None
 

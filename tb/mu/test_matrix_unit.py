@@ -18,16 +18,18 @@ BUILDS = [
     pytest.param(8, "fp8_e4m3", 1, ["every_product"] + CORE, marks=quick, id="w8-e4m3"),
     pytest.param(8, "fp8_e5m2", 3, ["every_product"] + CORE, marks=quick, id="w8-e5m2-r3"),
     pytest.param(8, "fp4_e2m1", 2, ["every_product"] + CORE, marks=quick, id="w8-e2m1-r2"),
-    pytest.param(16, "fp4_e2m1", 2, ["every_product"] + CORE, marks=full, id="w16-e2m1-r2"),
-    pytest.param(32, "fp8_e5m2", 2, CORE, marks=full, id="w32-e5m2-r2"),
-    pytest.param(64, "fp8_e4m3", 4, CORE, marks=full, id="w64-e4m3-r4"),
-    # D = 128: the Verilator build took 1202 s and 19.7 GB peak on the shared machine (hw engineer's
-    # measurement), beyond the quick budget; it runs in the full set.
-    pytest.param(128, "fp8_e4m3", 1, ["random_dots", "throughput"], marks=full, id="w128-e4m3"),
+    pytest.param(16, "fp4_e2m1", 2, ["every_product"] + CORE, marks=quick, id="w16-e2m1-r2"),
+    # D >= 32: the column is a Verilator hierarchical block (tb/sim.py), so builds take minutes,
+    # not hours; simulation speed falls with D^2 (bit-level netlist), so these use R = 16 rows,
+    # which the real-tile runs (tb/tiles/rtl.py) share.
+    pytest.param(32, "fp8_e5m2", 16, CORE, marks=quick, id="w32-e5m2-r16"),
+    pytest.param(64, "fp4_e2m1", 16, CORE, marks=quick, id="w64-e2m1-r16"),
+    pytest.param(128, "fp8_e4m3", 16, ["random_dots", "throughput"], marks=quick,
+                 id="w128-e4m3-r16"),
     pytest.param(16, "fp8_e4m3", 2, CORE, marks=full, id="w16-e4m3-r2"),
     pytest.param(32, "fp4_e2m1", 1, CORE, marks=full, id="w32-e2m1"),
+    pytest.param(64, "fp8_e4m3", 4, CORE, marks=full, id="w64-e4m3-r4"),
     pytest.param(64, "fp8_e5m2", 1, ["every_product"] + CORE, marks=full, id="w64-e5m2"),
-    pytest.param(64, "fp4_e2m1", 2, CORE, marks=full, id="w64-e2m1-r2"),
     pytest.param(128, "fp8_e5m2", 2, CORE, marks=full, id="w128-e5m2-r2"),
 ]
 

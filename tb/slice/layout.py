@@ -11,7 +11,8 @@ import numpy as np
 from hw.formats import get_format
 
 __all__ = ["SliceGeometry", "Matmul", "pack_codes", "unpack_fp32", "hbm_image", "x_words",
-           "expected_y", "expected_counters", "cmd_word"]
+           "expected_y", "expected_counters", "cmd_word", "random_fp32", "y_words",
+           "expected_spad"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class Matmul:
     x_addr: int
     y_addr: int
     w_addr: int
+    acc: int = 0
+    y_init: np.ndarray | None = None   # FP32 bits [M, ceil(N/D)*D] the host writes before (acc)
 
     @property
     def mkn(self):
@@ -160,8 +163,10 @@ def expected_counters(g: SliceGeometry, cmds: list) -> dict:
     return c
 
 
-def cmd_word(g: SliceGeometry, cmd: Matmul, acc: int = 0) -> int:
-    """Pack a descriptor (``hw.slice.slice.cmd_layout``, least significant field first)."""
+def cmd_word(g: SliceGeometry, cmd: Matmul, acc: int | None = None) -> int:
+    """Pack a descriptor (``hw.slice.slice.cmd_layout``, least significant field first); ``acc``
+    defaults to the command's own."""
+    acc = cmd.acc if acc is None else acc
     mm, k, n = cmd.mkn
     aw = g.addr_bits
     fields = [(mm, 16), (k, 16), (n, 16), (cmd.x_addr, aw), (cmd.y_addr, aw), (cmd.w_addr, g.hbm_addr_bits),
@@ -172,3 +177,60 @@ def cmd_word(g: SliceGeometry, cmd: Matmul, acc: int = 0) -> int:
         word |= v << pos
         pos += wdt
     return word
+
+
+#: FP32 specials and edges mixed into random old y values: +-0, min/max subnormal, min normal,
+#: max finite, +-Inf, NaN (quiet and signalling patterns).
+FP32_EDGES = (0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF,
+              0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001)
+
+
+def random_fp32(rng: np.random.Generator, shape, specials: float = 0.05) -> np.ndarray:
+    """Random FP32 bits for an old y: signed values over 2^-20 .. 2^20 (so sums with the unit's
+    results round and cancel), a fraction ``specials`` taken from :data:`FP32_EDGES`."""
+    mag = np.ldexp(rng.random(shape) + 0.5, rng.integers(-20, 21, size=shape))
+    v = (mag * rng.choice([-1.0, 1.0], size=shape)).astype(np.float32).view(np.uint32)
+    pick = rng.random(shape) < specials
+    v[pick] = rng.choice(np.array(FP32_EDGES, dtype=np.uint32), size=int(pick.sum()))
+    return v
+
+
+def y_words(g: SliceGeometry, y: np.ndarray) -> list:
+    """Scratchpad words of a y region (FP32 bits [M, ceil(N/D)*D]): word ``m*ceil(N/D) + nt``."""
+    D = g.width
+    mm, cols = y.shape
+    return [int.from_bytes(y[r, t * D:(t + 1) * D].astype("<u4").tobytes(), "little")
+            for r in range(mm) for t in range(cols // D)]
+
+
+def expected_spad(g: SliceGeometry, cmds: list, numerics: str) -> dict:
+    """The y words after ``cmds`` in order: {word address: (D FP32 lanes, lanes that are defined)}.
+
+    ``acc = 0`` writes the unit's result ``Y`` (:func:`expected_y`); ``acc = 1`` writes
+    ``fp32_add(y_old, Y)`` lane by lane (``docs/numerics.md`` section 5), ``y_old`` being the host's
+    ``y_init`` or an earlier command's result at that address. Lanes past N are not defined.
+    """
+    from tb.mu.model import fp32_add
+
+    D = g.width
+    mem = {}
+    for c in cmds:
+        mm, _, n = c.mkn
+        nt = -(-n // D)
+        if c.y_init is not None:
+            for i, wd in enumerate(y_words(g, c.y_init)):
+                mem[c.y_addr + i] = (unpack_fp32(wd, D), D)
+        y = expected_y(g, c.x, c.w, numerics)
+        for r in range(mm):
+            for t in range(nt):
+                addr = c.y_addr + r * nt + t
+                nv = min(D, n - t * D)
+                new = np.zeros(D, dtype=np.uint32)
+                new[:nv] = y[r, t * D:t * D + nv]
+                if c.acc:
+                    old, ov = mem[addr]
+                    assert ov >= nv, f"accumulating onto undefined lanes of word {addr}"
+                    new[:nv] = [fp32_add(int(a), int(b)) for a, b in zip(old[:nv], new[:nv],
+                                                                          strict=True)]
+                mem[addr] = (new, nv)
+    return mem

@@ -1,10 +1,14 @@
 """cocotb test of the slice: HBM model, scratchpad host port, command and done streams, checks.
 
 Knobs (environment, JSON): ``SLICE_CFG`` = :class:`tb.slice.layout.SliceGeometry` fields;
-``SLICE_CASES`` = a list of {``shapes``: [[M, K, N], ...] or ``minilm``: op name (``ffn_up``), ``numerics``:
-``mu`` | ``stub``, ``rate``: HBM bytes per cycle (float), ``latency``: cycles, ``hbm_pause``,
-``req_pause``, ``read_pause``, ``done_pause``, ``load_pause``: pause specs (``tb.mu.stream.make_pause``),
-``seed``, ``garbage``: fill padding with random codes}, run in turn with a reset between;
+``SLICE_CASES`` = a list of {``shapes``: [[M, K, N] or [M, K, N, acc], ...] or ``minilm``: op name
+(``ffn_up``), ``numerics``: ``mu`` | ``stub``, ``rate``: HBM bytes per cycle (float), ``latency``:
+cycles, ``hbm_pause``, ``req_pause``, ``read_pause``, ``done_pause``, ``load_pause``: pause specs
+(``tb.mu.stream.make_pause``), ``seed``, ``garbage``: fill padding with random codes,
+``spy_reads``: host reads of x words issued while the commands run}, run in turn with a reset
+between. ``acc`` = 0 overwrites y, 1 accumulates onto old y values the host writes first (random
+FP32 with specials, :func:`tb.slice.layout.random_fp32`), 2 accumulates onto the previous command's
+y (same M and N: a K split over two commands);
 ``SLICE_OUT``: a JSON file to write the measurements to (cycles per command, counters).
 
 One clocked loop drives every port: after each rising edge the drivers present beats, at the falling
@@ -26,10 +30,12 @@ from tb.slice.layout import (
     SliceGeometry,
     cmd_word,
     expected_counters,
-    expected_y,
+    expected_spad,
     hbm_image,
+    random_fp32,
     unpack_fp32,
     x_words,
+    y_words,
 )
 
 
@@ -117,22 +123,32 @@ def _matmuls(g: SliceGeometry, case: dict, rng) -> list:
                    quant.quantize(cap.w, g.fmt).codes)]
     else:
         shapes = []
-        for mm, k, n in case["shapes"]:
+        for mm, k, n, *_ in case["shapes"]:
             shapes.append((rng.integers(0, 1 << g.bits, size=(mm, k), dtype=np.uint8),
                            rng.integers(0, 1 << g.bits, size=(k, n), dtype=np.uint8)))
         if g.fmt == "fp8_e4m3" and case.get("numerics", "mu") == "mu":
             # keep random E4M3 operands finite (0x7F/0xFF are NaN): specials are the unit's tests
             shapes = [(np.where((x & 0x7F) == 0x7F, x ^ 1, x), np.where((w & 0x7F) == 0x7F, w ^ 1, w))
                       for x, w in shapes]
+    accs = [s[3] if len(s) > 3 else 0 for s in case.get("shapes", [])] or [0]
     D, words = g.width, 1 << g.addr_bits
     cmds, spad, w_addr = [], 0, 64
-    for x, w in shapes:
+    for (x, w), acc in zip(shapes, accs, strict=True):
         (mm, k), n = x.shape, w.shape[1]
         kt, nt = -(-k // D), -(-n // D)
-        x_addr, y_addr = spad, spad + mm * kt
-        spad = y_addr + mm * nt
+        x_addr = spad
+        y_init = None
+        if acc == 2:   # accumulate onto the previous command's y (same M, N)
+            prev = cmds[-1]
+            assert (prev.mkn[0], prev.mkn[2]) == (mm, n), "acc=2 needs the previous command's M, N"
+            y_addr, spad = prev.y_addr, x_addr + mm * kt
+        else:
+            y_addr = x_addr + mm * kt
+            spad = y_addr + mm * nt
+            if acc == 1:   # accumulate onto old y values the host writes first
+                y_init = random_fp32(rng, (mm, nt * D))
         assert spad <= words, f"scratchpad too small: {spad} words needed, {words} available"
-        cmds.append(Matmul(x, w, x_addr, y_addr, w_addr))
+        cmds.append(Matmul(x, w, x_addr, y_addr, w_addr, acc=int(acc > 0), y_init=y_init))
         w_addr += len(hbm_image(g, w)) + 3 * g.feed_bytes + 7   # deliberately unaligned
     return cmds
 
@@ -171,18 +187,29 @@ async def run_case(dut, g: SliceGeometry, case: dict) -> dict:
     dut.rst.value = 0
 
     loads = []
+    x_mem = {}
     for c in cmds:
         for i, wd in enumerate(x_words(g, c.x, rng if garbage else None)):
             loads.append(wd << g.addr_bits | (c.x_addr + i))
+            x_mem[c.x_addr + i] = wd
+        if c.y_init is not None:
+            for i, wd in enumerate(y_words(g, c.y_init)):
+                loads.append(wd << g.addr_bits | (c.y_addr + i))
     load = StreamDriver(dut, "spad_w", loads, make_pause(case.get("load_pause", "none"), seed))
     cmd = StreamDriver(dut, "cmd", [cmd_word(g, c) for c in cmds], make_pause("none"))
     done = StreamMonitor(dut, "done", make_pause(case.get("done_pause", "none"), seed + 1))
     hbm = HbmModel(dut, image, g, float(case.get("rate", g.row_bytes)), int(case.get("latency", 20)),
                    make_pause(case.get("req_pause", "none"), seed + 2),
                    make_pause(case.get("hbm_pause", "none"), seed + 3))
-    reads = [c.y_addr + i for c in cmds for i in range(c.mkn[0] * -(-c.mkn[2] // g.width))]
-    rreq = StreamDriver(dut, "spad_rreq", reads, make_pause(case.get("read_pause", "none"), seed + 4))
-    rdata = StreamMonitor(dut, "spad_rdata", make_pause(case.get("read_pause", "none"), seed + 5))
+    reads = sorted({c.y_addr + i for c in cmds for i in range(c.mkn[0] * -(-c.mkn[2] // g.width))})
+    # host reads of x words while the commands run ("spy_reads"): they share a read port with the
+    # acc write-back's old-y reads and must return the right words in order
+    spy_addrs = list(x_mem)
+    n_spy = int(case.get("spy_reads", 0))
+    spy_list = [spy_addrs[i % len(spy_addrs)] for i in range(n_spy)]
+    spy = StreamDriver(dut, "spad_rreq", spy_list, make_pause(case.get("read_pause", "none"), seed + 6))
+    spy_mon = StreamMonitor(dut, "spad_rdata", make_pause(case.get("read_pause", "none"), seed + 7))
+    rreq = rdata = None
 
     cycle = 0
     cmd_start, done_cycle, done_valid = [], [], []
@@ -200,6 +227,14 @@ async def run_case(dut, g: SliceGeometry, case: dict) -> dict:
         if phase == "run":
             cmd.drive()
             done.drive()
+            spy.drive()
+            spy_mon.drive()
+        if phase == "read_start":
+            rreq = StreamDriver(dut, "spad_rreq", reads,
+                                make_pause(case.get("read_pause", "none"), seed + 4))
+            rdata = StreamMonitor(dut, "spad_rdata",
+                                  make_pause(case.get("read_pause", "none"), seed + 5))
+            phase = "read"
         if phase == "read":
             rreq.drive()
             rdata.drive()
@@ -213,10 +248,15 @@ async def run_case(dut, g: SliceGeometry, case: dict) -> dict:
             got = done.sample()
             if done.valid and len(done_valid) == len(done.received) - got:
                 done_valid.append(cycle)
+            spy.sample()
+            spy_mon.sample()
             if got:
                 done_cycle.append(cycle)
                 if len(done.received) == len(cmds):
-                    phase = "read"
+                    # stop the spy reads after the request on the port (a beat is never withdrawn)
+                    spy.beats = spy.beats[:spy.sent + int(spy.valid)]
+            if len(done.received) == len(cmds) and len(spy_mon.received) == len(spy.beats):
+                phase = "read_start"   # the read stack takes the ports after the coming edge
         elif phase == "read":
             rreq.sample()
             rdata.sample()
@@ -226,21 +266,25 @@ async def run_case(dut, g: SliceGeometry, case: dict) -> dict:
         cycle += 1
         assert cycle < limit, f"timeout after {cycle} cycles in phase {phase}"
 
-    # ---- results, bit-exact
+    # ---- host reads during the run: the x words, in order
+    spy_want = [x_mem[a] for a in spy.beats]
+    assert spy_mon.received == spy_want, (
+        f"host reads during the run: {len(spy_mon.received)} words, "
+        f"{sum(a != b for a, b in zip(spy_mon.received, spy_want, strict=False))} wrong")
+
+    # ---- results, bit-exact (every y word after all commands, acc chains included)
     words = dict(zip(reads, rdata.received, strict=True))
-    for i, c in enumerate(cmds if numerics != "timing" else []):
-        mm, k, n = c.mkn
-        nt = -(-n // g.width)
-        got = np.zeros((mm, nt * g.width), dtype=np.uint32)
-        for r in range(mm):
-            for t in range(nt):
-                got[r, t * g.width:(t + 1) * g.width] = unpack_fp32(words[c.y_addr + r * nt + t],
-                                                                    g.width)
-        want = expected_y(g, c.x, c.w, numerics)
-        bad = np.argwhere(got[:, :n] != want)
-        assert bad.size == 0, (f"command {i} (M,K,N={mm},{k},{n}): {len(bad)} wrong results, first "
-                               f"y[{bad[0][0]},{bad[0][1]}] = {got[tuple(bad[0])]:#010x}, "
-                               f"want {want[tuple(bad[0])]:#010x}")
+    want = expected_spad(g, cmds, numerics) if numerics != "timing" else {}
+    for addr, (lanes, nv) in want.items():
+        got = unpack_fp32(words[addr], g.width)
+        bad = np.flatnonzero(got[:nv] != lanes[:nv])
+        owner = max(i for i, c in enumerate(cmds)
+                    if c.y_addr <= addr < c.y_addr + c.mkn[0] * -(-c.mkn[2] // g.width))
+        assert bad.size == 0, (
+            f"y word {addr} (last written by command {owner}, M,K,N={cmds[owner].mkn}, "
+            f"acc={cmds[owner].acc}): {bad.size} wrong lanes, first lane {bad[0]} = "
+            f"{got[bad[0]]:#010x}, want {lanes[bad[0]]:#010x}; got {[hex(v) for v in got[:nv]]}, "
+            f"want {[hex(v) for v in lanes[:nv]]}")
 
     # ---- counters against what the testbench saw and what the shapes imply
     exp = expected_counters(g, cmds)

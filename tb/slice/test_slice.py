@@ -15,6 +15,10 @@ STALLS = {"hbm_pause": "random:0.3", "req_pause": "rbursty:4:6", "done_pause": "
           "read_pause": "random:0.4", "load_pause": "random:0.2"}
 
 RAGGED = [[1, 8, 16], [1, 20, 37], [3, 17, 9], [2, 33, 50], [1, 1, 1]]
+#: y (+)= x.W: a 4th entry 1 accumulates onto old y values the host wrote (random FP32 with
+#: specials), 2 onto the previous command's result (a K split into two commands); 0 overwrites.
+RAGGED_ACC = [[1, 20, 37, 1], [3, 17, 9, 0], [3, 40, 9, 2], [2, 33, 50, 1], [2, 5, 50, 2],
+              [1, 1, 1, 1], [2, 9, 17, 0], [2, 9, 17, 2]]
 
 
 @pytest.mark.quick
@@ -25,6 +29,8 @@ def test_stub_dataflow():
         {"shapes": RAGGED, "rate": 7.3, "latency": 31, "seed": 2, **STALLS},
         {"shapes": [[2, 64, 100]], "rate": 13.0, "latency": 9, "seed": 3,
          "hbm_pause": "bursty:20:30", "done_pause": "cycle:0001"},
+        {"shapes": RAGGED_ACC, "rate": 20.0, "latency": 3, "seed": 9, "spy_reads": 3000},
+        {"shapes": RAGGED_ACC, "rate": 9.1, "latency": 17, "seed": 10, "spy_reads": 800, **STALLS},
     ]
     res, dut = run_cases("slice-stub-u3w8f20", cases, numerics="stub", units=3, width=8,
                          feed_bytes=20, spad_bytes=8192)
@@ -42,6 +48,8 @@ def test_mu_ragged_stalls_and_minilm():
         {"shapes": RAGGED, "rate": 16.0, "latency": 5, "seed": 4},
         {"shapes": RAGGED, "rate": 5.5, "latency": 40, "seed": 5, **STALLS},
         {"minilm": "ffn_up", "layer": 0, "token": 1, "rate": 16.0, "latency": 20, "seed": 6},
+        {"shapes": RAGGED_ACC, "rate": 16.0, "latency": 5, "seed": 11, "spy_reads": 2000},
+        {"shapes": RAGGED_ACC, "rate": 5.5, "latency": 40, "seed": 12, "spy_reads": 500, **STALLS},
     ]
     res, dut = run_cases("slice-mu-u2w8f12", cases, numerics="mu", units=2, width=8, feed_bytes=12,
                          spad_bytes=8192)

@@ -99,8 +99,9 @@ def plan(full: bool = True) -> list:
     """The regression's runs.
 
     ``full``: every op x mode x format x width (144 runs). Otherwise the quick set CI runs, chosen
-    to need few Verilator builds (see tb/tiles/rtl.py): every op at D = 32 in E5M2 and E2M1 and at
-    D = 64 in E4M3 (modes alternating), and one D = 128 E4M3 run: every op class and format.
+    to need few Verilator builds (see tb/tiles/rtl.py): every op at D = 32 in E5M2 and at D = 64 in
+    E2M1 and E4M3 (modes alternating), and one D = 128 E4M3 run: every op class and format.
+    :func:`rtl_quick` says which of them CI also sends through the RTL.
     """
     runs = []
     if full:
@@ -111,11 +112,24 @@ def plan(full: bool = True) -> list:
                         runs.append(RunSpec(op, mode, fmt, w, len(runs)))
         return runs
     modes = list(MODES)
-    for j, (fmt, width) in enumerate((("fp8_e5m2", 32), ("fp4_e2m1", 32), ("fp8_e4m3", 64))):
+    for j, (fmt, width) in enumerate(QUICK_UNITS):
         for i, op in enumerate(minilm.OPS):
             runs.append(RunSpec(op, modes[(i + j) % 2], fmt, width, len(runs)))
     runs.append(RunSpec("ffn_up", "prefill", "fp8_e4m3", 128, len(runs)))
     return runs
+
+
+#: (format, width) of the quick plan's per-op runs.
+QUICK_UNITS = (("fp8_e5m2", 32), ("fp4_e2m1", 64), ("fp8_e4m3", 64))
+#: (width, format) of the units CI builds (tb/mu/test_matrix_unit.py quick builds with R = 16).
+RTL_QUICK_UNITS = {(32, "fp8_e5m2"), (64, "fp4_e2m1"), (128, "fp8_e4m3")}
+
+
+def rtl_quick() -> list:
+    """The quick runs CI sends through the RTL: those on the units CI builds anyway (every op at
+    D = 32 E5M2 and at D = 64 E2M1, and the D = 128 E4M3 run): every op class, every format (E4M3
+    at D = 128), D = 32, 64 and 128."""
+    return [s for s in plan(full=False) if (s.width, s.fmt) in RTL_QUICK_UNITS]
 
 
 def smoke() -> list:

@@ -85,10 +85,14 @@ def test_plans():
     full, quick = corpus.plan(True), corpus.plan(False)
     assert len(full) == 144 >= 90
     assert {s.fmt for s in quick} == set(FORMATS)
-    for fmt, width in (("fp8_e5m2", 32), ("fp4_e2m1", 32), ("fp8_e4m3", 64)):
+    for fmt, width in (("fp8_e5m2", 32), ("fp4_e2m1", 64), ("fp8_e4m3", 64)):
         assert {s.op for s in quick if (s.fmt, s.width) == (fmt, width)} == set(minilm.OPS)
     assert sum(s.width == 128 for s in quick) == 1
     assert {s.mode for s in quick} == set(corpus.MODES)
+    rtl = corpus.rtl_quick()
+    assert {s.op for s in rtl} == set(minilm.OPS) and {s.fmt for s in rtl} == set(FORMATS)
+    assert {s.width for s in rtl} == {32, 64, 128} and {s.mode for s in rtl} == set(corpus.MODES)
+    assert {corpus._run_id(s) for s in rtl} <= {corpus._run_id(s) for s in quick}
 
 
 # -- bad input --------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 One test per planned run (:func:`tb.tiles.corpus.plan`): 144 runs over widths 32/64/128, formats
 E4M3/E5M2/E2M1, the eight op classes, decode (M = 1) and prefill (M = 16), K accumulated over every
 tile of the real reduction. The quick subset (``-m quick``, what ``make test`` runs) checks the
-model side of every op and format at D = 32, every op at D = 64 and one D = 128 run, and sends the
-D = 8 smoke runs through the RTL; RTL runs at D >= 32 are ``full``.
+model side of every op at D = 32 (E5M2) and D = 64 (E2M1, E4M3) and one D = 128 run, and sends the
+runs on the units CI builds (D = 32 E5M2, D = 64 E2M1, D = 128 E4M3) and the D = 8 smoke runs
+through the RTL; the other RTL runs are ``full``.
 
 Each run asserts: ``tb/mu/model.py`` and the independent ``tb/tiles/exact.py`` agree bit for bit,
 the result is within the contract's rounding bound of float64, and (when the RTL harness
@@ -22,9 +23,12 @@ RUNS = [pytest.param(s, id=corpus._run_id(s),
         for s in corpus.plan(full=True)]
 SMOKE = [pytest.param(s, id=f"smoke-{corpus._run_id(s)}", marks=pytest.mark.quick) for s in corpus.smoke()]
 RUNS += SMOKE
-# RTL builds at D >= 32 take 15+ minutes each on the 2-core CI machine (Verilator generates code
-# per column instance), so in CI only the D = 8 smoke runs go through the RTL; the rest is `full`.
-RTL_RUNS = [pytest.param(s, id=corpus._run_id(s), marks=pytest.mark.full) for s in corpus.plan(full=True)]
+# CI sends the quick runs on the units it builds anyway through the RTL (corpus.rtl_quick: D = 32,
+# 64 and 128, every op and format); the rest of the 144 runs is `full`.
+RTL_QUICK = {corpus._run_id(s) for s in corpus.rtl_quick()}
+RTL_RUNS = [pytest.param(s, id=corpus._run_id(s),
+                         marks=pytest.mark.quick if corpus._run_id(s) in RTL_QUICK else pytest.mark.full)
+            for s in corpus.plan(full=True)]
 RTL_RUNS += SMOKE
 
 

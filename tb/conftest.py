@@ -1,0 +1,27 @@
+"""Test ordering for the CI run (``pytest -n 2``).
+
+pytest-xdist hands tests to its workers in collection order, so a long simulation collected last
+would run alone at the end. The longest ones (the D = 128 unit's Verilator build and runs, the BF16
+bank, the slice with real units, the D = 64 unit) are moved to the front, and the real-tile RTL runs
+that reuse those builds to the back, so that they do not wait on a build folder's lock
+(tb/sim.py) while the other worker idles. The order of everything else is unchanged.
+"""
+
+#: Node-id fragments of the longest tests, longest first.
+LONG_FIRST = ("test_matrix_unit[w128", "test_bf16_mul_all_variants", "test_mu_ragged_stalls",
+              "test_matrix_unit[w64", "test_matrix_unit[w32")
+#: Node-id fragments of tests that reuse the builds above (run them last).
+REUSE_LAST = ("test_rtl_replay[",)
+
+
+def _rank(item) -> int:
+    for i, frag in enumerate(LONG_FIRST):
+        if frag in item.nodeid:
+            return i
+    if any(frag in item.nodeid and "smoke" not in item.nodeid for frag in REUSE_LAST):
+        return len(LONG_FIRST) + 1
+    return len(LONG_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=_rank)   # stable: ties keep the collection order
