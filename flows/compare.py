@@ -1,13 +1,17 @@
 """``python -m flows bf16-compare``: BF16 multipliers side by side -> ``reports/qor/bf16_mul_comparison.md``.
 
-Variants: ``behavioral`` (significand product written with ``*``), ``booth4`` (our radix-4 Booth,
-Dadda tree, prefix adder) and ``behavioral`` synthesized with Yosys's own ``synth -booth``; each at
+Variants: ``behavioral`` (significand product written with ``*``, generic RoundPack), ``booth4``
+(our radix-4 Booth, Dadda tree, prefix adder, and its own normalize/round path: exponent, shift and
+sticky from the operands, :class:`hw.fp.round_product.ProductRoundPack`) and ``behavioral``
+synthesized with Yosys's own ``synth -booth``; each at
 stages 0 and 2, with subnormals on and off. Every variant goes through the same flow
 (:func:`flows.flow.run`, reports under ``reports/qor/<variant>/``), and the ratios are to the
 behavioral baseline with the same stages and subnormal mode.
 
 The per-stage breakdown synthesizes the multiplier's own sub-blocks separately (combinational):
-``Unpack`` (twice), the 8x8 significand product, and ``RoundPack`` (normalize, round, pack); a
+``Unpack`` (twice), the 8x8 significand product, ``RoundPack`` (normalize, round, pack) for the
+behavioral arch, and for booth4 its exponent/shift/sticky logic (beside the product), its one
+normalize/denormalize shift alone and its whole ``ProductRoundPack`` (shift, round, pack); a
 stage's delay is its own input-to-output path, so the stages' delays do not add up exactly to the
 whole multiplier's path (loads and ABC's choices differ in context).
 """
@@ -15,7 +19,7 @@ whole multiplier's path (loads and ABC's choices differ in context).
 import datetime
 from pathlib import Path
 
-from amaranth.hdl import Module
+from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -49,6 +53,53 @@ class _SigMul(wiring.Component):
         return m
 
 
+class _Fields(wiring.Component):
+    """Measurement harness: booth4's exponent, shift and sticky logic from the operand codes."""
+
+    def __init__(self, subnormals):
+        from hw.fp.round_product import shift_width
+
+        self._sub = subnormals
+        ports = {"a": In(16), "b": In(16), "exp": Out(10)}
+        if subnormals:
+            ports.update(shift=Out(shift_width(_bf16(), True)), sticky=Out(2), tiny=Out(1))
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        from hw.fp.round_product import product_fields
+
+        m = Module()
+        out = product_fields(m, self.a, self.b, _bf16(), self._sub, exp_width=10)
+        m.d.comb += self.exp.eq(out["exp"])
+        if self._sub:
+            m.d.comb += [self.shift.eq(out["shift"]), self.sticky.eq(out["sticky"]),
+                         self.tiny.eq(out["tiny"])]
+        return m
+
+
+class _Shift(wiring.Component):
+    """Measurement harness: booth4's one normalize/denormalize shift (the rounder's window bits)."""
+
+    def __init__(self):
+        from hw.fp.round_product import shift_width
+
+        super().__init__({"sig": In(16), "shift": In(shift_width(_bf16(), True)), "win": Out(11)})
+
+    def elaborate(self, platform):
+        m = Module()
+        mb = _bf16().man_bits
+        ext = Signal(16 + mb + 2)
+        m.d.comb += [ext.eq(Cat(Const(0, 2 * mb + 2), self.sig) >> self.shift),
+                     self.win.eq(ext[-11:])]
+        return m
+
+
+def _bf16():
+    from hw.formats import get_format
+
+    return get_format("bf16")
+
+
 def _measure(component, name, lib, workdir, booth=False):
     """(area um^2, delay ps, levels) of one combinational component, flat."""
     from hw import hier
@@ -65,6 +116,7 @@ def stage_breakdown(lib, subnormals, log=print):
     from hw.formats import get_format
     from hw.fp.booth import Booth4Multiplier
     from hw.fp.round import RoundPack
+    from hw.fp.round_product import ProductRoundPack
     from hw.fp.unpack import Unpack, unpack_exp_width
 
     bf16 = get_format("bf16")
@@ -74,6 +126,9 @@ def stage_breakdown(lib, subnormals, log=print):
     rows = []
     a, d, lv = _measure(Unpack(bf16, subnormals=subnormals), f"unpack_bf16{tag}", lib, work / f"unpack{tag}")
     rows.append(("unpack (x2)", "all", 2 * a, d, lv))
+    a, d, lv = _measure(_Fields(subnormals), f"fields{tag}", lib, work / f"fields{tag}")
+    rows.append(("exponent" + (", shift, sticky" if subnormals else "") + " (beside the product)",
+                 "booth4", a, d, lv))
     for label, arch, booth in VARIANTS:
         comp = Booth4Multiplier(n, n) if arch == "booth4" else _SigMul(n)
         nm = f"sigmul_{arch}{'_ysbooth' if booth else ''}"
@@ -81,7 +136,14 @@ def stage_breakdown(lib, subnormals, log=print):
         rows.append((f"multiply ({n}x{n} significands)", label, a, d, lv))
     rp = RoundPack(bf16, sig_width=2 * n, exp_width=unpack_exp_width(bf16) + 1, subnormals=subnormals)
     a, d, lv = _measure(rp, f"roundpack_bf16{tag}", lib, work / f"roundpack{tag}")
-    rows.append(("normalize + round + pack", "all", a, d, lv))
+    rows.append(("normalize + round + pack", "behavioral", a, d, lv))
+    if subnormals:
+        a, d, lv = _measure(_Shift(), "prodshift", lib, work / "prodshift")
+        rows.append(("normalize/denormalize shift (alone)", "booth4", a, d, lv))
+    prp = ProductRoundPack(bf16, sig_width=2 * n, exp_width=unpack_exp_width(bf16),
+                           subnormals=subnormals)
+    a, d, lv = _measure(prp, f"prodround_bf16{tag}", lib, work / f"prodround{tag}")
+    rows.append(("normalize + round + pack", "booth4", a, d, lv))
     return rows
 
 
@@ -168,21 +230,19 @@ def render(results, breakdown, lib) -> str:
     L.append("")
     for sub in (True, False):
         rows = breakdown[sub]
-        mult = {label: a for stage, label, a, _, _ in rows if stage.startswith("multiply")}
         base = results[(0, sub, "behavioral")][AREA]
-        floor = (base - mult["behavioral"]) / base
-        rest = [(stage, a, d) for stage, label, a, d, _ in rows if label == "all"]
-        big = max(rest + [("multiply", mult["behavioral"], 0)], key=lambda t: t[1])
-        slow = max((t for t in rest), key=lambda t: t[2])
+        parts = []
+        for arch in ("behavioral", "booth4"):
+            own = [(st, a, d) for st, label, a, d, _ in rows
+                   if label in ("all", arch) and "(alone)" not in st]
+            big = max(own, key=lambda t: t[1])
+            slow = max(own, key=lambda t: t[2])
+            parts.append(f"{arch}: largest block {big[0]} ({big[1]:.0f} um^2), slowest "
+                         f"{slow[0]} ({slow[2]:.0f} ps standalone)")
+        mult = {label: a for st, label, a, _, _ in rows if st.startswith("multiply")}
         L.append(f"Subnormals {'on' if sub else 'off'}: the behavioral significand product is "
-                 f"{mult['behavioral']:.0f} um^2 of the {base:.0f} um^2 combinational multiplier "
-                 f"({mult['behavioral'] / base:.0%}); even a free product would leave area at "
-                 f"{floor:.2f}x"
-                 + (", so a multiplier architecture alone cannot reach 0.64x area x delay without also "
-                    "shortening the path" if floor > 0.64 else
-                    ", so 0.64x is reachable only by shrinking the product and the path together")
-                 + f". Largest block: {big[0]} ({big[1]:.0f} um^2); "
-                 f"slowest: {slow[0]} ({slow[2]:.0f} ps standalone).")
+                 f"{mult['behavioral']:.0f} um^2 of the {base:.0f} um^2 combinational behavioral "
+                 f"multiplier ({mult['behavioral'] / base:.0%}). " + "; ".join(parts) + ".")
         L.append("")
     L.append("## Where area and delay go (combinational blocks synthesized separately)")
     L.append("")
@@ -198,6 +258,9 @@ def render(results, breakdown, lib) -> str:
     L.append("Stage delays are each block's own input-to-output path (outputs into the default load); "
              "in the whole multiplier they chain, with different loads and ABC choices, so they "
              "neither add up exactly to the critical path above nor exclude overlap. The exponent add "
-             "and special-case flags sit beside the significand product (not on its path).")
+             "and special-case flags sit beside the significand product (not on its path); so does "
+             "booth4's exponent/shift/sticky logic, which replaces RoundPack's leading-zero count and "
+             "exponent subtraction after the product. booth4's normalize + round + pack row includes "
+             "its shift (also shown alone).")
     L.append("")
     return "\n".join(L)

@@ -13,7 +13,12 @@ Architectures (same results bit for bit; ``make prove DESIGN=bf16_mul`` proves i
 
 * ``behavioral``: the 8x8 significand product is written with ``*``.
 * ``booth4``: the product comes from :class:`hw.fp.booth.Booth4Multiplier` (radix-4 Booth,
-  Dadda tree, prefix adder).
+  Dadda tree, prefix adder), and the datapath after it is its own
+  (:mod:`hw.fp.round_product`): beside the multiplier, the exponent, one combined
+  normalize/denormalize shift amount and both rounding windows' sticky bits are computed from the
+  operands (leading zeros of a subnormal operand, trailing zeros of both); after it, one shift,
+  both windows rounded in parallel and a choice by the product's top bit. No leading-zero count,
+  normalize shift or exponent subtraction waits for the product.
 
 Pipelining: ``stages=0`` is combinational with ports ``a``, ``b``, ``p``. ``stages=N > 0`` has stream
 ports ``i`` (payload ``a`` in bits 15:0, ``b`` in bits 31:16) and ``o`` (payload ``p``), one transfer
@@ -32,6 +37,7 @@ from amaranth.lib.wiring import In, Out
 from ..formats import get_format
 from .booth import Booth4Multiplier
 from .round import RoundPack
+from .round_product import ProductRoundPack, product_fields, product_layout, shift_width
 from .unpack import Unpack, raw_layout, unpack_exp_width
 
 __all__ = ["Bf16Multiplier", "RawMultiply", "ARCHS", "cut_points"]
@@ -67,6 +73,12 @@ class RawMultiply(wiring.Component):
     -------
     a, b : In(fmt.bits)
     raw : Out(raw_layout(2 * (fmt.man_bits + 1), unpack_exp_width(fmt) + 1))
+        For ``booth4``: a :func:`hw.fp.round_product.product_layout` record for
+        :class:`hw.fp.round_product.ProductRoundPack` instead, with the same ``sig`` and the
+        exponent values computed here from the operands, beside the multiplier: the biased field
+        ``exp`` and the normalize/denormalize ``shift`` (from the subnormal operand's leading-zero
+        count). A product of two subnormals (below 2^(2 emin), a zero in every mode after
+        rounding) is flagged ``is_zero``, so at most one operand has leading zeros.
     """
 
     def __init__(self, *, arch: str, subnormals: bool, fmt=BF16):
@@ -74,11 +86,13 @@ class RawMultiply(wiring.Component):
             raise ValueError(f"arch must be one of {', '.join(ARCHS)}, not {arch!r}")
         self._arch, self._subnormals, self._fmt = arch, bool(subnormals), fmt
         sw = 2 * (fmt.man_bits + 1)
-        super().__init__({
-            "a": In(fmt.bits),
-            "b": In(fmt.bits),
-            "raw": Out(raw_layout(sw, unpack_exp_width(fmt) + 1)),  # +1: sum of two exponents
-        })
+        ew = unpack_exp_width(fmt) + 1  # +1: sum of two exponents
+        if arch == "booth4":
+            # biased exponent field of the product, in [2 emin + 1 - man_bits, 2 emax + 1] + bias
+            layout = product_layout(sw, ew - 1, shift_width(fmt, self._subnormals))
+        else:
+            layout = raw_layout(sw, ew)
+        super().__init__({"a": In(fmt.bits), "b": In(fmt.bits), "raw": Out(layout)})
 
     def elaborate(self, platform):
         m = Module()
@@ -89,16 +103,25 @@ class RawMultiply(wiring.Component):
         x, y = ua.raw, ub.raw
         nan = x.is_nan | y.is_nan | (x.is_inf & y.is_zero) | (x.is_zero & y.is_inf)
         inf = (x.is_inf | y.is_inf) & ~nan
+        zero = x.is_zero | y.is_zero
         m.d.comb += [
             self.raw.is_nan.eq(nan),
             self.raw.is_inf.eq(inf),
-            self.raw.is_zero.eq((x.is_zero | y.is_zero) & ~nan & ~inf),
             self.raw.sign.eq(x.sign ^ y.sign),
-            self.raw.exp.eq(x.exp + y.exp + 1),
         ]
         if self._arch == "behavioral":
-            m.d.comb += self.raw.sig.eq(x.sig * y.sig)
+            m.d.comb += [
+                self.raw.is_zero.eq(zero & ~nan & ~inf),
+                self.raw.exp.eq(x.exp + y.exp + 1),
+                self.raw.sig.eq(x.sig * y.sig),
+            ]
         else:
+            early = product_fields(m, self.a, self.b, f, self._subnormals,
+                                   exp_width=len(self.raw.exp))
+            if self._subnormals:
+                zero = zero | early["tiny"]
+                m.d.comb += [self.raw.shift.eq(early["shift"]), self.raw.sticky.eq(early["sticky"])]
+            m.d.comb += [self.raw.is_zero.eq(zero & ~nan & ~inf), self.raw.exp.eq(early["exp"])]
             n = f.man_bits + 1
             m.submodules.sigmul = mul = Booth4Multiplier(n, n)
             m.d.comb += [mul.a.eq(x.sig), mul.b.eq(y.sig), self.raw.sig.eq(mul.p)]
@@ -173,8 +196,13 @@ class Bf16Multiplier(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.mul = mul = RawMultiply(arch=self._arch, subnormals=self._subnormals)
-        m.submodules.rnd = rnd = RoundPack(BF16, sig_width=len(mul.raw.sig),
-                                           exp_width=len(mul.raw.exp), subnormals=self._subnormals)
+        if self._arch == "booth4":
+            rnd = ProductRoundPack(BF16, sig_width=len(mul.raw.sig), exp_width=len(mul.raw.exp),
+                                   subnormals=self._subnormals)
+        else:
+            rnd = RoundPack(BF16, sig_width=len(mul.raw.sig), exp_width=len(mul.raw.exp),
+                            subnormals=self._subnormals)
+        m.submodules.rnd = rnd
         if self._stages == 0:
             m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.b), rnd.raw.eq(mul.raw),
                          self.p.eq(rnd.code)]
