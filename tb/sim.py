@@ -140,7 +140,8 @@ def _build(sources, toplevel, sub, trace, build_args, timescale, hierarchical, l
     return runner
 
 
-def build(name: str, verilog: str, toplevel: str, *, hier_blocks=(), fresh: bool = False) -> float:
+def build(name: str, verilog: str, toplevel: str, *, hier_blocks=(), build_args=(),
+          fresh: bool = False) -> float:
     """Build (not run) ``verilog`` in ``build/sim/<name>/sim``; return the build seconds.
 
     The time is taken after the ``HW_BUILD_LOCK`` lock (if any) is held; benchmarks use it.
@@ -159,7 +160,7 @@ def build(name: str, verilog: str, toplevel: str, *, hier_blocks=(), fresh: bool
         sources = ([_hier_config(bdir, hier_blocks)] if hierarchical else []) + [src]  # top last
         with _build_lock():
             t0 = time.perf_counter()
-            _build(sources, toplevel, bdir / "sim", False, (), ("1ns", "1ps"), hierarchical,
+            _build(sources, toplevel, bdir / "sim", False, build_args, ("1ns", "1ps"), hierarchical,
                    lock=False)
             return time.perf_counter() - t0
 

@@ -17,14 +17,15 @@ from pathlib import Path
 
 from tb import sim
 
-from .harness import SIM_HIER_BLOCKS, emit_unit
+from .harness import SIM_BUILD_ARGS, SIM_HIER_BLOCKS, emit_unit
 
 
 def build_seconds(width: int, fmt: str, rows: int, fresh: bool = True) -> tuple[float, str]:
     """Time one Verilator build of the unit; return (seconds, build folder name)."""
     verilog, _, variant, _ = emit_unit(width, fmt, rows)
     name = f"{variant}-bench"
-    return sim.build(name, verilog, "mu", hier_blocks=SIM_HIER_BLOCKS, fresh=fresh), name
+    return sim.build(name, verilog, "mu", hier_blocks=SIM_HIER_BLOCKS, build_args=SIM_BUILD_ARGS,
+                     fresh=fresh), name
 
 
 def sim_rate(width: int, fmt: str, rows: int, beats: int, exact: bool) -> dict:
@@ -35,7 +36,7 @@ def sim_rate(width: int, fmt: str, rows: int, beats: int, exact: bool) -> dict:
         sim.run(f"{variant}-bench", verilog, "mu", "tb.mu.mu_cocotb", testcase="bench",
                 env={"MU_WIDTH": width, "MU_FMT": fmt, "MU_ROWS": rows, "MU_LATENCY": latency,
                      "MU_BENCH": beats, "MU_BENCH_OUT": out, "MU_BENCH_EXACT": int(exact)},
-                hier_blocks=SIM_HIER_BLOCKS)
+                hier_blocks=SIM_HIER_BLOCKS, build_args=SIM_BUILD_ARGS)
         return json.loads(out.read_text())
 
 

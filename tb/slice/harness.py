@@ -7,7 +7,7 @@ from dataclasses import asdict
 from hw import hier
 from hw.slice.slice import Slice
 from tb import sim
-from tb.mu.harness import SIM_HIER_BLOCKS
+from tb.mu.harness import SIM_BUILD_ARGS, SIM_HIER_BLOCKS
 from tb.slice.layout import SliceGeometry
 
 __all__ = ["make_slice", "run_cases"]
@@ -40,6 +40,6 @@ def run_cases(name: str, cases: list, numerics: str = "mu", out: str | None = No
     sim.run(name, verilog, "slice", "tb.slice.slice_cocotb",
             env={"SLICE_CFG": json.dumps(asdict(geom)), "SLICE_CASES": json.dumps(cases),
                  "SLICE_OUT": out},
-            hier_blocks=SIM_HIER_BLOCKS if numerics == "mu" else ())
+            hier_blocks=SIM_HIER_BLOCKS if numerics == "mu" else (), build_args=SIM_BUILD_ARGS)
     with open(out) as fh:
         return json.load(fh), dut
