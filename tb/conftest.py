@@ -1,4 +1,4 @@
-"""Test ordering for the CI run (``pytest -n 2``).
+"""Test ordering for the CI run (``pytest -n 2``), and the run's measurements in its summary.
 
 pytest-xdist hands tests to its workers in collection order, so a long simulation collected last
 would run alone at the end. The longest ones (the D = 128 unit's Verilator build and runs, the BF16
@@ -25,3 +25,14 @@ def _rank(item) -> int:
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_rank)   # stable: ties keep the collection order
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print every ``record_property("measured ...", value)`` of the passed tests (benchmarks
+    printed by tests, e.g. the BF16 checking rate; pytest hides a passing test's output)."""
+    lines = [f"{name}: {value}" for rep in terminalreporter.stats.get("passed", [])
+             for name, value in getattr(rep, "user_properties", ()) if name.startswith("measured")]
+    if lines:
+        terminalreporter.write_sep("-", "measurements")
+        for line in lines:
+            terminalreporter.write_line(line)
