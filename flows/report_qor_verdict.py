@@ -116,13 +116,16 @@ def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slope
                         + (f"{k['at_d']:.1%} of the plateau at feed D; " if k["at_d"] is not None else "")
                         + f"{k['n']} feed rates, {'/'.join(k['units'])})" for d, k in knee.items())
         ok = all(abs(k["knee"] - d) <= 0.05 * d for d, k in knee.items())
-        stub = any("stub" in u for k in knee.values() for u in k["units"])
+        stub = [d for d, k in knee.items() if any("stub" in u for u in k["units"])]
+        real = [d for d in knee if d not in stub]
         rows.append((knee_claim, txt, "agree" if ok else "disagree",
                      "RTL simulation of a slice (tb/slice/knee.py, MiniLM FFN up, M = 1, fp8_e4m3) against "
                      "its HBM feed rate (reports/knee.csv): the starved line meets the plateau "
                      + ("within 5% of" if ok else "more than 5% away from") + " D bytes/cycle"
-                     + ("; measured with the timing-only stub unit (same stream and tile timing)" if stub
-                        else "") + "; widths not listed were not run"))
+                     + (f"; D={', '.join(map(str, real))} with the real matrix unit (results checked "
+                        "bit-exact)" if real else "")
+                     + (f"; D={', '.join(map(str, stub))} with the timing-only stub unit (same stream "
+                        "and tile timing)" if stub else "") + "; widths not listed were not run"))
     else:
         rows.append((knee_claim, NOT_MEASURED, "can't tell",
                      "needs the slice's feed-rate sweep (reports/knee.csv); by our unit's throughput "
