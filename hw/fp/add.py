@@ -6,7 +6,8 @@ matrix unit's special-value rules: any NaN operand or ``+Inf + -Inf`` gives the 
 754 agrees except for ``-0 + -0``, which IEEE makes ``-0``); subnormals are read and produced, never
 flushed; overflow rounds to +-Inf.
 
-Steps (HardFloat style, the same as the unit's accumulate in :mod:`hw.mu.accumulate`):
+Steps (HardFloat style; :func:`unpack_fp32` and :func:`add_aligned` are shared with the unit's
+accumulate in :mod:`hw.mu.accumulate`):
 
 1. Unpack both operands to a 24-bit significand and an exponent (subnormals: exponent ``-126``, no
    hidden bit).
@@ -27,10 +28,107 @@ from amaranth.lib.wiring import In, Out
 from ..formats import get_format
 from .round import RoundPack, leading_zeros
 
-__all__ = ["Fp32Adder"]
+__all__ = ["Fp32Adder", "unpack_fp32", "add_aligned"]
 
 FP32 = get_format("fp32")
 EXP_W = 10  # signed unpacked exponents -126..128, differences up to 254
+
+
+def unpack_fp32(m: Module, v, *, exp_width: int, name: str) -> tuple:
+    """Unpack an FP32 bit pattern.
+
+    Parameters
+    ----------
+    m : Module
+        Receives the logic.
+    v : Value
+        32-bit FP32 code.
+    exp_width : int
+        Width of the signed exponent signal (>= 10).
+    name : str
+        Prefix of the signal names.
+
+    Returns
+    -------
+    tuple
+        ``(sign, sig, exp, nan, inf)``: ``sig`` 24 bits with the hidden bit on top (0 for a
+        subnormal or zero), ``exp`` the unbiased exponent of ``sig``'s MSB (``-126`` for subnormals
+        and zero).
+    """
+    man, ef, sign = v[:23], v[23:31], v[31]
+    nan, inf = Signal(name=f"{name}_nan"), Signal(name=f"{name}_inf")
+    sig = Signal(24, name=f"{name}_sig")
+    exp = Signal(signed(exp_width), name=f"{name}_exp")
+    m.d.comb += [
+        nan.eq((ef == 0xFF) & (man != 0)),
+        inf.eq((ef == 0xFF) & (man == 0)),
+        sig.eq(Cat(man, ef != 0)),
+        exp.eq(Mux(ef == 0, FP32.emin, Cat(ef, Const(0, 1)).as_signed() - FP32.bias)),
+    ]
+    return sign, sig, exp, nan, inf
+
+
+def add_aligned(m: Module, a: tuple, b: tuple, *, exp_width: int, b_zero=None) -> tuple:
+    """The exact sum of two floating-point operands, reduced to one sticky bit for :class:`RoundPack`.
+
+    Each operand is ``(sign, sig, exp)``: a significand of any width whose MSB has weight
+    ``2**exp``; it is normalized (MSB set) unless its exponent is the smallest of its format.
+    Both significands are padded at the bottom to ``Q`` = the wider width; the operand with the larger
+    exponent (X) sits at the top of a ``Q + 3``-bit window and the other (Y) is shifted right by the
+    exponent difference, every shifted-out bit ORed into the LSB (sticky, from Y's trailing-zero
+    count). When the difference is <= 1 nothing is shifted out and the sum is exact; otherwise X is
+    normalized, the result keeps its leading one within the window's top bits and the sticky bit sits
+    below the round bit, so rounding the result once is rounding the exact sum.
+
+    Parameters
+    ----------
+    m : Module
+        Receives the logic.
+    a, b : tuple
+        The operands.
+    exp_width : int
+        Width of the signed exponents.
+    b_zero : Value, optional
+        ``b`` is zero (its exponent is then meaningless and ``a`` is taken as X).
+
+    Returns
+    -------
+    tuple
+        ``(mag, exp, sign)`` for the raw record of :class:`RoundPack`: the magnitude of the sum
+        (``Q + 4`` bits, the MSB of weight ``2**exp``) and the sign of a nonzero finite result (0 for
+        an exact zero, which is +0).
+    """
+    (a_sign, a_sig, a_exp), (b_sign, b_sig, b_exp) = a, b
+    Q = max(len(a_sig), len(b_sig))
+    N = Q + 3  # + guard, round, sticky
+    a_q = Cat(Const(0, Q - len(a_sig)), a_sig)
+    b_q = Cat(Const(0, Q - len(b_sig)), b_sig)
+    b_is_x = Signal(name="b_is_x")
+    m.d.comb += b_is_x.eq(b_exp > a_exp if b_zero is None else ~b_zero & (b_exp > a_exp))
+    x_sig, y_sig = Signal(Q, name="x_sig"), Signal(Q, name="y_sig")
+    x_exp, y_exp = Signal(signed(exp_width), name="x_exp"), Signal(signed(exp_width), name="y_exp")
+    x_sign, y_sign = Signal(name="x_sign"), Signal(name="y_sign")
+    m.d.comb += [
+        x_sig.eq(Mux(b_is_x, b_q, a_q)), y_sig.eq(Mux(b_is_x, a_q, b_q)),
+        x_exp.eq(Mux(b_is_x, b_exp, a_exp)), y_exp.eq(Mux(b_is_x, a_exp, b_exp)),
+        x_sign.eq(Mux(b_is_x, b_sign, a_sign)), y_sign.eq(Mux(b_is_x, a_sign, b_sign)),
+    ]
+    d = Signal(signed(exp_width + 1), name="d")  # >= 0
+    dcl = Signal(range(N + 1), name="d_clamped")
+    m.d.comb += [d.eq(x_exp - y_exp), dcl.eq(Mux(d > N, N, d))]
+    y_full = Cat(Const(0, 3), y_sig)  # N bits
+    tz = leading_zeros(m, y_full[::-1], name="y_tz")  # N for a zero Y
+    y_al = Signal(N, name="y_aligned")
+    m.d.comb += y_al.eq((y_full >> dcl) | (tz < dcl))  # sticky in the LSB
+    x_al = Cat(Const(0, 3), x_sig)
+    total = Signal(signed(N + 2), name="total")
+    m.d.comb += total.eq(Mux(x_sign ^ y_sign, x_al - y_al, x_al + y_al))
+    neg = total[-1]
+    mag = Signal(N + 1, name="sum_mag")
+    m.d.comb += mag.eq(Mux(neg, -total, total))
+    sign = Signal(name="sum_sign")
+    m.d.comb += sign.eq((x_sign ^ neg) & (mag != 0))
+    return mag, x_exp + 1, sign  # x_exp + 1: weight of bit N of the sum
 
 
 class Fp32Adder(wiring.Component):
@@ -55,57 +153,17 @@ class Fp32Adder(wiring.Component):
 
     latency = 0
 
-    @staticmethod
-    def _unpack(m, v, tag):
-        man, ef, sign = v[:23], v[23:31], v[31]
-        nan, inf = Signal(name=f"{tag}_nan"), Signal(name=f"{tag}_inf")
-        sig = Signal(24, name=f"{tag}_sig")
-        exp = Signal(signed(EXP_W), name=f"{tag}_exp")
-        m.d.comb += [
-            nan.eq((ef == 0xFF) & (man != 0)),
-            inf.eq((ef == 0xFF) & (man == 0)),
-            sig.eq(Cat(man, ef != 0)),
-            exp.eq(Mux(ef == 0, FP32.emin, Cat(ef, Const(0, 2)).as_signed() - FP32.bias)),
-        ]
-        return sign, sig, exp, nan, inf
-
     def elaborate(self, platform):
         m = Module()
-        a_sign, a_sig, a_exp, a_nan, a_inf = self._unpack(m, self.a, "a")
-        b_sign, b_sig, b_exp, b_nan, b_inf = self._unpack(m, self.b, "b")
-
-        Q = 24
-        N = Q + 3  # + guard, round, sticky
-        b_is_x = Signal(name="b_is_x")
-        m.d.comb += b_is_x.eq(b_exp > a_exp)
-        x_sig, y_sig = Signal(Q, name="x_sig"), Signal(Q, name="y_sig")
-        x_exp, y_exp = Signal(signed(EXP_W), name="x_exp"), Signal(signed(EXP_W), name="y_exp")
-        x_sign, y_sign = Signal(name="x_sign"), Signal(name="y_sign")
-        m.d.comb += [
-            x_sig.eq(Mux(b_is_x, b_sig, a_sig)), y_sig.eq(Mux(b_is_x, a_sig, b_sig)),
-            x_exp.eq(Mux(b_is_x, b_exp, a_exp)), y_exp.eq(Mux(b_is_x, a_exp, b_exp)),
-            x_sign.eq(Mux(b_is_x, b_sign, a_sign)), y_sign.eq(Mux(b_is_x, a_sign, b_sign)),
-        ]
-        d = Signal(signed(EXP_W + 1), name="d")  # >= 0
-        dcl = Signal(range(N + 1), name="d_clamped")
-        m.d.comb += [d.eq(x_exp - y_exp), dcl.eq(Mux(d > N, N, d))]
-        y_full = Cat(Const(0, 3), y_sig)  # N bits
-        tz = leading_zeros(m, y_full[::-1], name="y_tz")  # N for a zero Y
-        y_al = Signal(N, name="y_aligned")
-        m.d.comb += y_al.eq((y_full >> dcl) | (tz < dcl))  # sticky in the LSB
-        x_al = Cat(Const(0, 3), x_sig)
-        total = Signal(signed(N + 2), name="total")
-        m.d.comb += total.eq(Mux(x_sign ^ y_sign, x_al - y_al, x_al + y_al))
-        neg = total[-1]
-        mag = Signal(N + 1, name="sum_mag")
-        m.d.comb += mag.eq(Mux(neg, -total, total))
-
-        m.submodules.round = rp = RoundPack(FP32, sig_width=N + 1, exp_width=EXP_W + 1)
+        a_sign, a_sig, a_exp, a_nan, a_inf = unpack_fp32(m, self.a, exp_width=EXP_W, name="a")
+        b_sign, b_sig, b_exp, b_nan, b_inf = unpack_fp32(m, self.b, exp_width=EXP_W, name="b")
+        mag, exp, sign = add_aligned(m, (a_sign, a_sig, a_exp), (b_sign, b_sig, b_exp),
+                                     exp_width=EXP_W)
+        m.submodules.round = rp = RoundPack(FP32, sig_width=len(mag), exp_width=EXP_W + 1)
         m.d.comb += [
             rp.raw.sig.eq(mag),
-            rp.raw.exp.eq(x_exp + 1),  # weight of bit N of the sum
-            rp.raw.sign.eq(Mux(a_inf | b_inf, Mux(a_inf, a_sign, b_sign),
-                               (x_sign ^ neg) & (mag != 0))),
+            rp.raw.exp.eq(exp),
+            rp.raw.sign.eq(Mux(a_inf | b_inf, Mux(a_inf, a_sign, b_sign), sign)),
             rp.raw.is_zero.eq(mag == 0),  # an exact zero is +0
             rp.raw.is_nan.eq(a_nan | b_nan | (a_inf & b_inf & (a_sign != b_sign))),
             rp.raw.is_inf.eq(a_inf | b_inf),

@@ -33,7 +33,7 @@ from amaranth.lib.wiring import In, Out
 from ..formats import FloatFormat
 from .unpack import raw_layout
 
-__all__ = ["RoundPack", "leading_zeros"]
+__all__ = ["RoundPack", "leading_zeros", "pack_code"]
 
 
 def leading_zeros(m: Module, value, *, name: str = "lz") -> Signal:
@@ -164,20 +164,40 @@ class RoundPack(wiring.Component):
         over = Signal()
         m.d.comb += over.eq(code > f.max_code)
 
-        sign = raw.sign << (f.bits - 1)
-        mag_bits = f.bits - 1
-        over_code = {"inf": (f.inf_code or 0) | sign, "nan": Const(f.nan_code, f.bits),
-                     "saturate": Const(f.max_code, f.bits) | sign}[f.overflow]
-        inf_code = (Const(f.inf_code, f.bits) | sign) if f.has_inf else over_code
-        flush = under if not self._subnormals else 0
-        with m.If(raw.is_nan):
-            m.d.comb += self.code.eq(f.nan_code)
-        with m.Elif(raw.is_inf):
-            m.d.comb += self.code.eq(inf_code)
-        with m.Elif(raw.is_zero | flush):
-            m.d.comb += self.code.eq(sign)
-        with m.Elif(over):
-            m.d.comb += self.code.eq(over_code)
-        with m.Else():
-            m.d.comb += self.code.eq(Cat(code[:mag_bits], raw.sign))
+        pack_code(m, self.code, raw, f, flush=under if not self._subnormals else 0, over=over,
+                  mag=code[:f.bits - 1])
         return m
+
+
+def pack_code(m: Module, out, raw, fmt: FloatFormat, *, flush, over, mag) -> None:
+    """Drive ``out`` with the packed result, by precedence: NaN (the canonical code), Inf, zero or
+    flushed (signed zero), overflow (the format's ``overflow`` rule), else ``{sign, mag}``.
+
+    Parameters
+    ----------
+    m : Module
+        Receives the logic.
+    out : Signal
+        ``fmt.bits`` wide.
+    raw : View of :func:`hw.fp.unpack.raw_layout`
+        Its ``sign``, ``is_nan``, ``is_inf`` and ``is_zero`` flags.
+    fmt : FloatFormat
+    flush, over : Value
+        The rounded value is flushed to zero / overflowed (``0`` where it cannot happen).
+    mag : Value
+        The rounded ``{exponent field, mantissa}`` (``fmt.bits - 1`` bits).
+    """
+    sign = raw.sign << (fmt.bits - 1)
+    over_code = {"inf": (fmt.inf_code or 0) | sign, "nan": Const(fmt.nan_code, fmt.bits),
+                 "saturate": Const(fmt.max_code, fmt.bits) | sign}[fmt.overflow]
+    inf_code = (Const(fmt.inf_code, fmt.bits) | sign) if fmt.has_inf else over_code
+    with m.If(raw.is_nan):
+        m.d.comb += out.eq(fmt.nan_code)
+    with m.Elif(raw.is_inf):
+        m.d.comb += out.eq(inf_code)
+    with m.Elif(raw.is_zero | flush):
+        m.d.comb += out.eq(sign)
+    with m.Elif(over):
+        m.d.comb += out.eq(over_code)
+    with m.Else():
+        m.d.comb += out.eq(Cat(mag, raw.sign))

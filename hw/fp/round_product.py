@@ -29,7 +29,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..formats import FloatFormat
-from .round import leading_zeros
+from .round import leading_zeros, pack_code
 
 __all__ = ["ProductRoundPack", "product_layout", "product_fields", "shift_width", "increment", "at_least"]
 
@@ -296,20 +296,9 @@ class ProductRoundPack(wiring.Component):
             ]
             big = over
 
-        sign = raw.sign << (f.bits - 1)
-        inf_code = Const(f.inf_code, f.bits) | sign
         flush = 0
         if not self._subnormals:
             flush = Signal()
             m.d.comb += flush.eq(~ge1 | (~ge2 & ~h))
-        with m.If(raw.is_nan):
-            m.d.comb += self.code.eq(f.nan_code)
-        with m.Elif(raw.is_inf):
-            m.d.comb += self.code.eq(inf_code)
-        with m.Elif(raw.is_zero | flush):
-            m.d.comb += self.code.eq(sign)
-        with m.Elif(big):
-            m.d.comb += self.code.eq(inf_code)
-        with m.Else():
-            m.d.comb += self.code.eq(Cat(mag, raw.sign))
+        pack_code(m, self.code, raw, f, flush=flush, over=big, mag=mag)
         return m

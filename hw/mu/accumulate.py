@@ -7,7 +7,8 @@ Steps (HardFloat style: unpack -> exact raw result -> round and pack):
    with its MSB set and an exponent. This does not depend on the accumulator, so an optional
    pipeline register (``norm_reg``) sits after it.
 2. Unpack the accumulator row (forced to +0 on ``first``).
-3. Add the two as floating-point numbers with ``Q = max(W - 1, 24)``-bit significands in a window of
+3. Add the two (:func:`hw.fp.add.add_aligned`, shared with the slice's FP32 adder) as
+   floating-point numbers with ``Q = max(W - 1, 24)``-bit significands in a window of
    ``Q + 3`` bits: the operand with the larger exponent (X) is placed at the top, the other (Y)
    shifted right by the exponent difference d with every shifted-out bit ORed into the LSB (sticky,
    found by comparing Y's trailing-zero count with d). When d <= 1 nothing is shifted out and the sum
@@ -21,11 +22,12 @@ Specials: NaN if S is NaN, the accumulator is NaN, or Inf + -Inf; else Inf (sign
 operand) if either is infinite.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..formats import get_format
+from ..fp.add import add_aligned, unpack_fp32
 from ..fp.round import RoundPack, leading_zeros
 from .numerics import dot_widths
 
@@ -118,7 +120,6 @@ class Accumulator(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        W = self._dw.sum_bits
         s_sign, s_sig, s_exp, s_zero, s_nan, s_inf, s_inf_neg = self._normalize(m)
 
         # accumulator rows (reset to +0) and the operand read for this beat
@@ -135,54 +136,18 @@ class Accumulator(wiring.Component):
             accs = None
         a = Signal(32, name="a")
         m.d.comb += a.eq(Mux(self.first, 0, acc_rd))
-        a_man, a_ef, a_sign = a[:23], a[23:31], a[31]
-        a_nan = Signal(name="a_nan")
-        a_inf = Signal(name="a_inf")
-        a_sig = Signal(24, name="a_sig")
-        a_exp = Signal(signed(EXP_W), name="a_exp")
-        m.d.comb += [
-            a_nan.eq((a_ef == 0xFF) & (a_man != 0)),
-            a_inf.eq((a_ef == 0xFF) & (a_man == 0)),
-            a_sig.eq(Cat(a_man, a_ef != 0)),
-            a_exp.eq(Mux(a_ef == 0, FP32.emin, Cat(a_ef, Const(0, 1)).as_signed() - FP32.bias)),
-        ]
+        a_sign, a_sig, a_exp, a_nan, a_inf = unpack_fp32(m, a, exp_width=EXP_W, name="a")
+        # S is the second operand: a zero S never becomes X (its exponent is meaningless)
+        mag, exp, sign = add_aligned(m, (a_sign, a_sig, a_exp), (s_sign, s_sig, s_exp),
+                                     exp_width=EXP_W, b_zero=s_zero)
 
-        # align both significands at the top of Q bits; X has the larger exponent
-        Q = max(W - 1, 24)
-        N = Q + 3  # + guard, round, sticky
-        sig_a = Cat(Const(0, Q - 24), a_sig)
-        sig_s = Cat(Const(0, Q - (W - 1)), s_sig)
-        s_is_x = Signal(name="s_is_x")
-        m.d.comb += s_is_x.eq(~s_zero & (s_exp > a_exp))
-        x_sig, y_sig = Signal(Q, name="x_sig"), Signal(Q, name="y_sig")
-        x_exp, y_exp = Signal(signed(EXP_W), name="x_exp"), Signal(signed(EXP_W), name="y_exp")
-        x_sign, y_sign = Signal(name="x_sign"), Signal(name="y_sign")
-        m.d.comb += [
-            x_sig.eq(Mux(s_is_x, sig_s, sig_a)), y_sig.eq(Mux(s_is_x, sig_a, sig_s)),
-            x_exp.eq(Mux(s_is_x, s_exp, a_exp)), y_exp.eq(Mux(s_is_x, a_exp, s_exp)),
-            x_sign.eq(Mux(s_is_x, s_sign, a_sign)), y_sign.eq(Mux(s_is_x, a_sign, s_sign)),
-        ]
-        d = Signal(signed(EXP_W + 1), name="d")
-        dcl = Signal(range(N + 1), name="d_clamped")
-        m.d.comb += [d.eq(x_exp - y_exp), dcl.eq(Mux(d > N, N, d))]
-        y_full = Cat(Const(0, 3), y_sig)  # N bits
-        tz = leading_zeros(m, y_full[::-1], name="y_tz")  # N for a zero Y
-        y_al = Signal(N, name="y_aligned")
-        m.d.comb += y_al.eq((y_full >> dcl) | (tz < dcl))  # sticky in the LSB (Y = 0: tz = N)
-        x_al = Cat(Const(0, 3), x_sig)
-        total = Signal(signed(N + 2), name="total")
-        m.d.comb += total.eq(Mux(x_sign ^ y_sign, x_al - y_al, x_al + y_al))
-        neg = total[-1]
-        mag = Signal(N + 1, name="sum_mag")
-        m.d.comb += mag.eq(Mux(neg, -total, total))
-
-        rp = RoundPack(FP32, sig_width=N + 1, exp_width=EXP_W)
+        rp = RoundPack(FP32, sig_width=len(mag), exp_width=EXP_W)
         m.submodules.round = rp
         inf_neg = Mux(a_inf, a_sign, s_inf_neg)
         m.d.comb += [
             rp.raw.sig.eq(mag),
-            rp.raw.exp.eq(x_exp + 1),  # weight of bit N of the sum
-            rp.raw.sign.eq(Mux(s_inf | a_inf, inf_neg, (x_sign ^ neg) & (mag != 0))),
+            rp.raw.exp.eq(exp),
+            rp.raw.sign.eq(Mux(s_inf | a_inf, inf_neg, sign)),
             rp.raw.is_zero.eq(mag == 0),  # an exact zero is +0
             rp.raw.is_nan.eq(s_nan | a_nan | (s_inf & a_inf & (s_inf_neg != a_sign))),
             rp.raw.is_inf.eq(s_inf | a_inf),
