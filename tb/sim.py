@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -146,8 +147,6 @@ def build(name: str, verilog: str, toplevel: str, *, hier_blocks=(), build_args=
 
     The time is taken after the ``HW_BUILD_LOCK`` lock (if any) is held; benchmarks use it.
     """
-    import time
-
     verilator_env()
     bdir = BUILD / name
     if fresh and bdir.exists():

@@ -101,17 +101,18 @@ def test_verilator_lint(case):
 
 def test_block_lint_sees_every_module_and_catches_a_bad_one():
     """The by-block lint covers each module once, its stubs satisfy the parent, and a defect in a
-    block (an undriven output) still fails -Wall."""
+    real block (the lane's ``nan`` output left undriven) fails -Wall."""
     net = get_design("mu").emit({"width": 8, "fmt": "fp8_e4m3"})
     units = _lint_units(net, True)
     assert [t for t, _ in units] == list(net.modules)
     verilator_env()
     col = next(n for n in net.modules if n.startswith("mu_col_"))
     lane = next(c for c in net.modules[col].children if c.startswith("mu_lane_"))
-    bad = _stub(net.modules[lane]).replace("assign", "// assign")
-    for top, text, ok in [(col, dict(units)[col], True),
-                          (lane, bad + "\n", False)]:
-        out = BUILD.parent / "lint" / f"selftest.{top}.{ok}.v"
+    good = dict(units)[lane]
+    bad = re.sub(r"^\s*assign nan = .*$", "", good, count=1, flags=re.M)
+    assert bad != good
+    for top, text, ok in [(col, dict(units)[col], True), (lane, good, True), (lane, bad, False)]:
+        out = BUILD.parent / "lint" / f"selftest.{top}.{ok}.{len(text)}.v"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)
         proc = subprocess.run(["verilator", "--lint-only", "-Wall",

@@ -22,7 +22,8 @@ SIM_HIER_BLOCKS = ("mu_col_*",)
 #: Verilator options of every matrix-unit build: only the top's ports visible to cocotb (its
 #: default makes every signal public, which slows compiling and simulating the wide top), and the
 #: hierarchical blocks compiled at -O2 (Verilator's own make builds them; the top stays at -Os).
-#: Measured at D = 32 (E5M2, R = 16) on the loaded 2-core machine: 117 -> 654 cycles/s.
+#: Measured at D = 32 E5M2 on the loaded 2-core machine: 117 cycles/s without them (R = 2),
+#: 654 with them (R = 16, which only adds accumulator rows).
 SIM_BUILD_ARGS = ("--no-public-flat-rw", "--public-depth", "1", "-MAKEFLAGS", "OPT_FAST=-O2")
 
 
