@@ -130,6 +130,11 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
         flow = "hier" if len(netlist.modules) > 1 else "flat"
     if flow not in ("flat", "hier"):
         raise ValueError(f"flow must be flat, hier or auto, not {flow!r}")
+    if flow == "flat" and macros:
+        # flattened, the black box's placeholder (outputs tied to 0) would let Yosys remove the
+        # logic behind it while its modelled area is still added
+        raise ValueError(f"{variant} has black-box macros ({', '.join(m['module'] for m in macros)}); "
+                         "they need the hierarchical flow: use FLOW=hier (or auto)")
     log(f"{variant}: {flow} synthesis of {len(netlist.modules)} module(s) with {lib.name}"
         + (f", target {clock_ps} ps" if clock_ps else ""))
     block_areas = {}

@@ -72,6 +72,10 @@ class Netlist:
         """All modules in one Verilog text (children first)."""
         return "\n".join(m.verilog for m in self.modules.values())
 
+    def blocks(self) -> tuple:
+        """Names of the block modules (everything :func:`place` placed), children first."""
+        return tuple(n for n in self.modules if n != self.top)
+
     def instance_counts(self) -> dict:
         """Total instances of each module in the flattened design (top counts 1)."""
         counts = {self.top: 1}

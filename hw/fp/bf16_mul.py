@@ -18,7 +18,7 @@ Architectures (same results bit for bit; ``make prove DESIGN=bf16_mul`` proves i
   normalize/denormalize shift amount and both rounding windows' sticky bits are computed from the
   operands (leading zeros of a subnormal operand, trailing zeros of both); after it, one shift,
   both windows rounded in parallel and a choice by the product's top bit. No leading-zero count,
-  normalize shift or exponent subtraction waits for the product.
+  shift amount or exponent subtraction waits for the product (only the shift itself does).
 
 Pipelining: ``stages=0`` is combinational with ports ``a``, ``b``, ``p``. ``stages=N > 0`` has stream
 ports ``i`` (payload ``a`` in bits 15:0, ``b`` in bits 31:16) and ``o`` (payload ``p``), one transfer
@@ -76,8 +76,9 @@ class RawMultiply(wiring.Component):
         For ``booth4``: a :func:`hw.fp.round_product.product_layout` record for
         :class:`hw.fp.round_product.ProductRoundPack` instead, with the same ``sig`` and the
         exponent values computed here from the operands, beside the multiplier: the biased field
-        ``exp`` and the normalize/denormalize ``shift`` (from the subnormal operand's leading-zero
-        count). A product of two subnormals (below 2^(2 emin), a zero in every mode after
+        ``exp``, the normalize/denormalize ``shift`` (from the subnormal operand's leading-zero
+        count) and the ``sticky`` bits of both rounding windows (from the operands' trailing
+        zeros). A product of two subnormals (below 2^(2 emin), a zero in every mode after
         rounding) is flagged ``is_zero``, so at most one operand has leading zeros.
     """
 

@@ -10,15 +10,17 @@ That knowledge replaces RoundPack's leading-zero counter, its normalize shift an
 subtraction; after the product only these steps remain:
 
 1. one right shift of the product by the precomputed ``shift`` = ``lz_max - lz + d`` (``d`` =
-   ``max(0, 1 - exp)`` clamped to ``man_bits + 2`` is the denormalize distance when the result
-   underflows), which is the normalize left shift by ``lz`` and the denormalize right shift by
-   ``d`` in one (none at all when ``subnormals=False``: ``lz`` and ``d`` are 0); the sticky bits
-   below both windows come with it from the operands' trailing zeros;
+   ``max(0, 1 - exp)`` is the denormalize distance when the result underflows; the whole shift is
+   clamped to ``2 * man_bits + 2``, beyond which every bit is in the sticky), which is the
+   normalize left shift by ``lz`` and the denormalize right shift by ``d`` in one (none at all
+   when ``subnormals=False``: ``lz`` and ``d`` are 0); the sticky bits below both windows come
+   with it from the operands' trailing zeros;
 2. the choice of the rounding window: the top one, or, when the top bit ``h`` is 0 and the result
    is normal, the one a bit lower (the product is in [1, 4));
 3. the round-up decision ``guard & (sticky | lsb)``, a parallel-prefix incrementer on the kept
-   bits, and the exponent field picked from four candidates ``exp - 2 + k`` computed early
-   (``k`` = window offset + hidden bit + mantissa carry), together with their overflow flags.
+   bits, and the exponent field picked from three candidates ``exp - 1``, ``exp``, ``exp + 1``
+   computed early (``exp - 2 + k``, ``k`` = window offset + hidden bit + mantissa carry, which is
+   never 0 for a used window), together with their overflow flags.
 
 ``subnormals=False`` flushes before rounding, like RoundPack: the result is zero when the exact
 magnitude is below ``2**emin``, that is when ``exp <= 0`` or (``exp == 1`` and ``h == 0``).
@@ -185,7 +187,9 @@ class ProductRoundPack(wiring.Component):
     fmt : FloatFormat
         Target format (signed, with infinities and a NaN code: BF16, FP32, E5M2).
     sig_width, exp_width : int
-        Widths of the record's ``sig`` (>= ``man_bits + 2``) and ``exp``.
+        Widths of the record's ``sig`` and ``exp``; ``sig`` is the exact product of two
+        ``man_bits + 1``-bit significands, so ``sig_width`` must be ``2 * (man_bits + 1)`` (the
+        shift and sticky bits of :func:`product_fields` assume that binary point).
     subnormals : bool
         Gradual underflow (True) or flush to zero before rounding (False).
 
@@ -198,7 +202,7 @@ class ProductRoundPack(wiring.Component):
     ------
     TypeError
         If ``fmt`` is not a signed format with infinities and a NaN code, or ``sig_width`` is
-        too small.
+        not ``2 * (man_bits + 1)``.
     """
 
     def __init__(self, fmt: FloatFormat, *, sig_width: int, exp_width: int,
@@ -207,9 +211,9 @@ class ProductRoundPack(wiring.Component):
                 or fmt.nan_code is None:
             raise TypeError(f"fmt must be a signed FloatFormat with infinities and a NaN code "
                             f"(bf16, fp32, fp8_e5m2), not {fmt!r}")
-        if not isinstance(sig_width, int) or sig_width < fmt.man_bits + 2:
-            raise TypeError(f"sig_width must be an integer >= man_bits + 2 = {fmt.man_bits + 2}, "
-                            f"not {sig_width!r}")
+        if sig_width != 2 * (fmt.man_bits + 1):
+            raise TypeError(f"sig_width must be 2 * (man_bits + 1) = {2 * (fmt.man_bits + 1)} (the "
+                            f"product of two significands), not {sig_width!r}")
         self._fmt = fmt
         self._subnormals = bool(subnormals)
         super().__init__({

@@ -49,7 +49,10 @@ BOUNDARY = os.environ.get("BF16_BOUNDARY", "1") not in ("0", "")
 NRANDOM = int(os.environ.get("BF16_RANDOM", "100000"))
 STALL_CYCLES = int(os.environ.get("BF16_STALL_CYCLES", "2000"))
 SEED = int(os.environ.get("BF16_SEED", "1"))
-MAX_LATENCY = max(s for _, s, _ in GROUPS)
+#: Each group's ``Bf16Multiplier.latency``, as the runner read it from the sim top.
+LATENCIES = [int(v) for v in json.loads(os.environ.get("BF16_LATENCIES", "[0]"))]
+assert len(LATENCIES) == len(GROUPS), "BF16_LATENCIES needs one entry per BF16_GROUPS group"
+MAX_LATENCY = max(LATENCIES)
 #: Cycles driven between two numpy conversions of the recorded monitor strings.
 CHUNK = 256
 
@@ -87,10 +90,10 @@ def binstr_to_bytes(strs, nbits: int) -> np.ndarray:
     ValueError
         If a string has the wrong length or holds anything but ``0`` and ``1`` (X or Z).
     """
+    if any(len(s) != nbits for s in strs):
+        raise ValueError(f"monitor strings must be {nbits} characters each")
     width = -(-nbits // 64) * 64
     text = ("0" * (width - nbits)).join(["", *strs]).encode("ascii")
-    if len(text) != width * len(strs):
-        raise ValueError(f"monitor strings must be {nbits} characters each")
     chars = np.frombuffer(text, np.uint8).reshape(len(strs), width)
     if ((chars | 1) != ord("1")).any():
         raise ValueError("monitor value holds a bit that is not 0 or 1")
@@ -158,26 +161,47 @@ class Driver:
 
 
 class Checker:
-    """Slices every group's products out of the monitor bytes and checks them bit for bit."""
+    """Slices every group's products out of the monitor bytes and checks them bit for bit.
 
-    def __init__(self, lanes: int, groups):
+    Parameters
+    ----------
+    lanes : int
+    groups : sequence of (arch, stages, subnormals)
+    latencies : sequence of int, optional
+        Each group's ``Bf16Multiplier.latency`` (from the sim top); when given, a pipelined group
+        must deliver each product exactly that many cycles after accepting it whenever the output
+        is never blocked.
+    """
+
+    def __init__(self, lanes: int, groups, latencies=None):
         self.lanes, self.groups = lanes, groups
+        self.latencies = latencies
         self.log = logging.getLogger("bf16.checker")
         self.piped = [g for g, (_, s, _) in enumerate(groups) if s > 0]
 
-    def check(self, a, b, valid, raw, *, expect_all_accepted: bool) -> int:
-        """Check every group; return the number of products checked.
+    @property
+    def mon_bits(self) -> int:
+        """Width of the sim top's monitor word for these groups (``Bf16SimTop.mon``)."""
+        return 16 * self.lanes * len(self.groups) + 3 * len(self.piped)
+
+    def check(self, a, b, valid, ready, raw) -> dict:
+        """Check every group; return the number of products checked per group name.
 
         Parameters
         ----------
         a, b : numpy.ndarray, shape (cycles, lanes)
             Operands driven.
-        valid : numpy.ndarray of bool, shape (cycles,)
-            ``in_valid`` driven.
+        valid, ready : numpy.ndarray of bool, shape (cycles,)
+            ``in_valid`` and ``out_ready`` driven.
         raw : numpy.ndarray of uint8, shape (cycles, bytes)
             Monitor words (:meth:`Driver.run`).
-        expect_all_accepted : bool
-            Every valid input must be accepted (no backpressure was applied).
+
+        Raises
+        ------
+        AssertionError
+            On a wrong product; a lost, duplicated or reordered one; an input refused while the
+            output was ready (every stage stalls only when the output is blocked); a transfer
+            without its valid or ready; lanes disagreeing on the handshake; a wrong latency.
         """
         lanes, ng = self.lanes, len(self.groups)
         prods = raw[:, :2 * lanes * ng].view("<u2").reshape(raw.shape[0], ng, lanes)
@@ -185,7 +209,7 @@ class Checker:
         # the model is elementwise: one evaluation over every operand word per subnormals setting;
         # a pipelined group's expected stream is its rows picked by in_fire
         refs = {sub: bf16_mul_ref(a, b, sub) for sub in {g[2] for g in self.groups}}
-        checked = 0
+        counts = {}
         for g, (_arch, stages, sub) in enumerate(self.groups):
             name = _name(self.groups[g])
             if stages == 0:
@@ -196,8 +220,17 @@ class Checker:
                 out_fire = flag_bits[:, 3 * j + 1].astype(bool)
                 assert not flag_bits[:, 3 * j + 2].any(), f"{name}: lanes disagree on i.ready/o.valid"
                 assert not (in_fire & ~valid).any(), f"{name}: in_fire without in_valid"
-                if expect_all_accepted:
-                    assert in_fire[valid].all(), f"{name}: an input was refused at full throughput"
+                assert not (out_fire & ~ready).any(), f"{name}: out_fire without out_ready"
+                # i.ready = o.ready | some stage empty: a valid input meets a ready output only
+                # if it is accepted (catches a pipeline that deadlocks or stalls for nothing)
+                refused = valid & ready & ~in_fire
+                assert not refused.any(), (f"{name}: an input was refused while the output was "
+                                           f"ready (cycle {np.flatnonzero(refused)[0]})")
+                if self.latencies is not None and ready.all():
+                    lat = self.latencies[g]
+                    assert not out_fire[:lat].any() and np.array_equal(out_fire[lat:],
+                                                                       in_fire[:-lat]), (
+                        f"{name}: products do not come out {lat} cycles after their operands")
                 got, want, sent = prods[out_fire, g, :], refs[sub][in_fire], in_fire
                 assert got.shape[0] == want.shape[0], (
                     f"{name}: {want.shape[0]} operand words accepted but {got.shape[0]} products "
@@ -207,8 +240,8 @@ class Checker:
             if not np.array_equal(got, want):
                 bad = np.argwhere(got != want)[0]
                 raise AssertionError(self._fail(name, a[sent], b[sent], got, want, bad))
-            checked += want.size
-        return checked
+            counts[name] = want.size
+        return counts
 
     @staticmethod
     def _fail(name, a, b, got, want, at):
@@ -224,7 +257,8 @@ def _shape(a, b, lanes):
     return a, b
 
 
-async def _run_and_check(dut, a, b, valid, ready, *, expect_all_accepted):
+async def _run_and_check(dut, a, b, valid, ready, *, run: str) -> dict:
+    """Drive, then check; report the rate; return the products checked per group."""
     # flush: inputs idle, outputs ready, long enough to drain every pipeline
     flush = MAX_LATENCY + 2
     cycles = a.shape[0]
@@ -232,13 +266,16 @@ async def _run_and_check(dut, a, b, valid, ready, *, expect_all_accepted):
     b_all = np.r_[b, np.zeros((flush, LANES), np.int64)]
     valid = np.r_[valid, np.zeros(flush, bool)]
     ready = np.r_[ready, np.ones(flush, bool)]
+    checker = Checker(LANES, GROUPS, LATENCIES)
     drv = Driver(dut, LANES)
+    assert drv.nbits == checker.mon_bits, (
+        f"the sim top's monitor is {drv.nbits} bits, BF16_GROUPS/BF16_LANES say {checker.mon_bits}")
     await drv.reset()
     t0, cpu0 = time.perf_counter(), time.process_time()
     raw = await drv.run(a_all, b_all, valid, ready)
     t1 = time.perf_counter()
-    checked = Checker(LANES, GROUPS).check(a_all, b_all, valid, raw,
-                                           expect_all_accepted=expect_all_accepted)
+    counts = checker.check(a_all, b_all, valid, ready, raw)
+    checked = sum(counts.values())
     t2, cpu2 = time.perf_counter(), time.process_time()
     rate = checked / (t2 - t0)
     msg = (f"{checked:,} products checked ({len(GROUPS)} variants x {LANES} lanes, {cycles:,} cycles) "
@@ -250,11 +287,10 @@ async def _run_and_check(dut, a, b, valid, ready, *, expect_all_accepted):
     out = os.environ.get("BF16_RATE_OUT")
     if out:   # the pytest runner reports it (junit property and the end-of-run summary)
         with open(out, "a") as fh:
-            run = "full_rate" if expect_all_accepted else "stalls"
             fh.write(json.dumps({"run": run, "products": checked,
                                  "seconds": t2 - t0, "products_per_s": rate,
                                  "products_per_cpu_s": checked / (cpu2 - cpu0)}) + "\n")
-    return checked
+    return counts
 
 
 @cocotb.test()
@@ -269,9 +305,13 @@ async def full_rate(dut):
     b = np.concatenate([p[1] for p in parts])
     n = a.size
     a, b = _shape(a, b, LANES)
-    ones = np.ones(a.shape[0], bool)
-    checked = await _run_and_check(dut, a, b, ones, ones, expect_all_accepted=True)
-    assert checked >= n * len(GROUPS)
+    rows = a.shape[0]
+    assert rows * LANES >= n
+    ones = np.ones(rows, bool)
+    counts = await _run_and_check(dut, a, b, ones, ones, run="full_rate")
+    flush = MAX_LATENCY + 2
+    for g in GROUPS:  # every operand word through every variant (combinational: flush rows too)
+        assert counts[_name(g)] == (rows if g[1] > 0 else rows + flush) * LANES, (_name(g), counts)
 
 
 @cocotb.test()
@@ -289,4 +329,4 @@ async def stalls(dut):
     ready = rng.random(n) < dr
     valid[:5] = True
     ready[:5] = False  # fill every pipeline against a blocked output first
-    await _run_and_check(dut, a, b, valid, ready, expect_all_accepted=False)
+    await _run_and_check(dut, a, b, valid, ready, run="stalls")

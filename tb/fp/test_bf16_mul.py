@@ -8,8 +8,8 @@ random-stall test; it prints the measured checking rate (never asserted).
 
 Measured on the shared 2-core machine with other jobs running (load 3-6), before -> after the
 hierarchical build: Verilator build 442 s -> 130-160 s; ``full_rate`` checking rate 188k ->
-0.46M-1.05M products/s depending on the load (0.9M-1.25M products per CPU second); test wall
-time 648 s -> 190-240 s.
+0.46M-1.36M products/s depending on the load (0.9M-1.41M products per CPU second); test wall
+time 648 s -> 190-240 s (84 s in a CI run).
 """
 
 import json
@@ -23,21 +23,6 @@ from tb.fp.bf16_vectors import EXPONENT_PAIRS
 
 LANES = 64
 
-#: Verilator options of this build (after the runner's own):
-#:
-#: * ``--no-public-flat-rw --public-depth 1``: cocotb's runner makes every signal public (VPI
-#:   read/write), so Verilator must keep each one as it is and the top gets a VPI symbol per instance
-#:   port (with 256 lanes its C++ took 5.5 min to compile); the testbench only uses the top's ports.
-#: * ``-MAKEFLAGS OPT_FAST=-O2``: Verilator's own ``--build`` compiles the hierarchical blocks (the
-#:   multipliers) at -O2 instead of -Os, about twice as fast to simulate and small to compile; the
-#:   top (glue for 8 x ``LANES`` instances) is compiled by cocotb's make at the default -Os.
-BUILD_ARGS = ["--no-public-flat-rw", "--public-depth", "1", "-MAKEFLAGS", "OPT_FAST=-O2"]
-
-
-def sim_hier_blocks(net) -> tuple:
-    """The multiplier modules of an emitted sim top (everything :func:`hw.hier.place` placed)."""
-    return tuple(name for name in net.modules if name != net.top)
-
 
 def _run(name, lanes, groups, **knobs) -> list:
     """Build and run the sim top; return the measured checking rates (one dict per cocotb run)."""
@@ -47,10 +32,11 @@ def _run(name, lanes, groups, **knobs) -> list:
     rates.parent.mkdir(parents=True, exist_ok=True)
     rates.unlink(missing_ok=True)
     env = {"BF16_GROUPS": json.dumps([list(g) for g in top.groups]), "BF16_LANES": lanes,
+           "BF16_LATENCIES": json.dumps([top.latency(g) for g in range(len(top.groups))]),
            "BF16_RATE_OUT": rates}
     env.update({f"BF16_{k.upper()}": int(v) for k, v in knobs.items()})
     sim.run(name, net.verilog, "bf16_simtop", "tb.fp.bf16_mul_cocotb", env=env,
-            hier_blocks=sim_hier_blocks(net), build_args=BUILD_ARGS)
+            hier_blocks=net.blocks(), build_args=sim.FAST_BUILD_ARGS)
     return [json.loads(line) for line in rates.read_text().splitlines()]
 
 
@@ -74,4 +60,4 @@ def test_simtop_emits_each_variant_once():
     mods = [m for m in net.modules if m.startswith("bf16_mul_")]
     assert len(mods) == len(DEFAULT_GROUPS)
     assert all(counts[m] == 4 for m in mods)
-    assert sorted(sim_hier_blocks(net)) == sorted(mods)
+    assert sorted(net.blocks()) == sorted(mods)

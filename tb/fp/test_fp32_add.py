@@ -25,8 +25,11 @@ def _vectors(n_random: int, seed: int):
     a = rng.integers(0, 1 << 32, size=n_random, dtype=np.uint64)
     # near-cancellation and ties: b close to -a, and exponents a few binades apart
     b = a ^ 0x80000000 ^ rng.integers(0, 4, size=n_random, dtype=np.uint64)
-    c = (a & 0x807FFFFF) | ((((a >> 23) & 0xFF) + rng.integers(0, 30, size=n_random,
-                                                                dtype=np.uint64)) % 255) << 23
+    # exponents 0..29 binades apart, either sign: effective additions and subtractions with
+    # renormalization and sticky bits
+    c = (a & 0x007FFFFF) | ((((a >> 23) & 0xFF) + rng.integers(0, 30, size=n_random,
+                                                               dtype=np.uint64)) % 255) << 23
+    c |= ((a >> 31) ^ rng.integers(0, 2, size=n_random, dtype=np.uint64)) << 31
     for i in range(n_random):
         pairs.append((int(a[i]), int(rng.integers(0, 1 << 32))))
         pairs.append((int(a[i]), int(b[i]) & 0xFFFFFFFF))

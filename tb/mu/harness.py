@@ -19,12 +19,8 @@ __all__ = ["emit_unit", "run_unit", "unit_params", "SIM_HIER_BLOCKS", "SIM_BUILD
 #: Verilog modules Verilator builds once as hierarchical blocks (tb/sim.py): the column
 #: (``hw.mu.column.Column``, placed D times). Without it a D=32 build takes 15+ minutes.
 SIM_HIER_BLOCKS = ("mu_col_*",)
-#: Verilator options of every matrix-unit build: only the top's ports visible to cocotb (its
-#: default makes every signal public, which slows compiling and simulating the wide top), and the
-#: hierarchical blocks compiled at -O2 (Verilator's own make builds them; the top stays at -Os).
-#: Measured at D = 32 E5M2 on the loaded 2-core machine: 117 cycles/s without them (R = 2),
-#: 654 with them (R = 16, which only adds accumulator rows).
-SIM_BUILD_ARGS = ("--no-public-flat-rw", "--public-depth", "1", "-MAKEFLAGS", "OPT_FAST=-O2")
+#: Verilator options of every matrix-unit build (tb/sim.py explains them).
+SIM_BUILD_ARGS = sim.FAST_BUILD_ARGS
 
 
 def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None) -> dict:

@@ -186,7 +186,7 @@ FP32_EDGES = (0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x7F7F
 
 
 def random_fp32(rng: np.random.Generator, shape, specials: float = 0.05) -> np.ndarray:
-    """Random FP32 bits for an old y: signed values over 2^-20 .. 2^20 (so sums with the unit's
+    """Random FP32 bits for an old y: signed magnitudes in [2^-21, 1.5 * 2^20) (so sums with the unit's
     results round and cancel), a fraction ``specials`` taken from :data:`FP32_EDGES`."""
     mag = np.ldexp(rng.random(shape) + 0.5, rng.integers(-20, 21, size=shape))
     v = (mag * rng.choice([-1.0, 1.0], size=shape)).astype(np.float32).view(np.uint32)
