@@ -145,8 +145,9 @@ def prove_pair(design: str, a: dict, b: dict, *, method: str = "compositional",
         ``"monolithic"``: one SAT miter of the two whole designs. ``"compositional"`` (needs a
         cut module in :data:`CUTS`): (1) the structural multiplier of ``b`` (submodule
         ``*.sigmul``) equals ``x * y`` for all its inputs, and (2) ``a`` equals ``b`` with that
-        submodule replaced by ``x * y``. (1) and (2) imply ``a == b`` for all inputs; (2) is fast
-        because everything outside the cut is shared logic that ``opt_merge`` folds.
+        submodule replaced by ``x * y``. (1) and (2) imply ``a == b`` for all inputs. (2) is fast
+        because no multiplier is left in the miter: it compares the two back ends (for booth4 its
+        own exponent/shift/rounding path against RoundPack), which SAT handles in about a second.
     workdir : Path, optional
         Where scripts and logs go (default ``build/prove/<design>/<a>_vs_<b>/``).
     proved_cores : dict, optional

@@ -7,16 +7,11 @@ import pytest
 from amaranth.sim import Simulator
 
 from hw.fp.add import Fp32Adder
-from tb.mu.model import FP32_NAN, fp32_add
+from tb.mu.model import FP32_EDGES, FP32_NAN, fp32_add
 
 pytestmark = pytest.mark.quick
 
-#: Special and edge operands: zeros, subnormals (min, max), min/max normal, 1.0 and neighbours,
-#: Inf, NaN (quiet and signalling patterns).
-EDGES = [0x00000000, 0x00000001, 0x007FFFFF, 0x00800000, 0x00800001, 0x3F800000, 0x3F800001,
-         0x3F7FFFFF, 0x33800000, 0x33800001, 0x4B800000, 0x7F7FFFFF, 0x7F7FFFFE, 0x7F800000,
-         0x7FC00000, 0x7F800001]
-EDGES = EDGES + [v | 0x80000000 for v in EDGES]
+EDGES = list(FP32_EDGES)
 
 
 def _vectors(n_random: int, seed: int):

@@ -26,7 +26,7 @@ import numpy as np
 
 from hw.formats import MATRIX_FORMATS, get_format
 
-__all__ = ["FP32_NAN", "FP32_PINF", "FP32_NINF", "round_fp32", "fp32_exact", "fp32_to_float",
+__all__ = ["FP32_EDGES", "FP32_NAN", "FP32_PINF", "FP32_NINF", "round_fp32", "fp32_exact", "fp32_to_float",
            "ElementCodec", "exact_dot", "accumulate", "YRow", "MatrixUnitModel", "reference_f64",
            "half_ulp_fp32", "error_metrics", "fp32_add"]
 
@@ -246,6 +246,15 @@ def accumulate(acc_bits: int | None, num: int, cls: int, e: int) -> int:
     if ae <= e:
         return round_fp32(an + (num << (e - ae)), ae)
     return round_fp32((an << (ae - e)) + num, e)
+
+
+#: FP32 edge codes for adder and accumulate tests, both signs: zero, min/max subnormal, min normal
+#: and its neighbour, 1 and its neighbours, 2^-24 (half an ulp of 1) and its neighbour, 2^24, max
+#: finite and its neighbour, Inf, NaN (quiet and signalling patterns).
+_EDGES = (0x00000000, 0x00000001, 0x007FFFFF, 0x00800000, 0x00800001, 0x3F800000, 0x3F800001,
+          0x3F7FFFFF, 0x33800000, 0x33800001, 0x4B800000, 0x7F7FFFFF, 0x7F7FFFFE, 0x7F800000,
+          0x7FC00000, 0x7F800001)
+FP32_EDGES = _EDGES + tuple(v | 0x80000000 for v in _EDGES)
 
 
 def fp32_add(a_bits: int, b_bits: int) -> int:

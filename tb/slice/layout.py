@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hw.formats import get_format
+from tb.mu.model import FP32_EDGES
 
 __all__ = ["SliceGeometry", "Matmul", "pack_codes", "unpack_fp32", "hbm_image", "x_words",
            "expected_y", "expected_counters", "cmd_word", "random_fp32", "y_words",
@@ -179,15 +180,11 @@ def cmd_word(g: SliceGeometry, cmd: Matmul, acc: int | None = None) -> int:
     return word
 
 
-#: FP32 specials and edges mixed into random old y values: +-0, min/max subnormal, min normal,
-#: max finite, +-Inf, NaN (quiet and signalling patterns).
-FP32_EDGES = (0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF,
-              0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001)
 
 
 def random_fp32(rng: np.random.Generator, shape, specials: float = 0.05) -> np.ndarray:
     """Random FP32 bits for an old y: signed magnitudes in [2^-21, 1.5 * 2^20) (so sums with the unit's
-    results round and cancel), a fraction ``specials`` taken from :data:`FP32_EDGES`."""
+    results round and cancel), a fraction ``specials`` taken from :data:`tb.mu.model.FP32_EDGES`."""
     mag = np.ldexp(rng.random(shape) + 0.5, rng.integers(-20, 21, size=shape))
     v = (mag * rng.choice([-1.0, 1.0], size=shape)).astype(np.float32).view(np.uint32)
     pick = rng.random(shape) < specials
