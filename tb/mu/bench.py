@@ -2,11 +2,23 @@
 
 Prints, per width: Verilog generation seconds, Verilator build seconds (a fresh build folder
 ``build/sim/<variant>-bench``, timed after the build lock is taken), and the cocotb simulation rate in
-x-beats/s on a long full-rate run (model and stimulus generation excluded), in both testbench modes.
+x-beats/s on a long full-rate run (model and stimulus generation excluded), in both testbench modes,
+and the simulator's own rate with no Python code per cycle (a bound on any testbench of that build).
 
     HW_BUILD_LOCK=/tmp/heavy.lock python -m tb.mu.bench --widths 64 128 --beats 20000
+    HW_SIM_FLAT=1 python -m tb.mu.bench --widths 64 --tree words --beats 8000   # fastest variant
 
 Budgets (issue 4): Verilator build of D = 128 <= 10 min; cocotb >= 20k x-beats/s at D = 64.
+Measured at D = 64 E4M3 on the 2-core machine (2026-12-02), fast mode / simulator alone:
+
+* Dadda tree, hierarchical build (what the tests use): 241 x-beats/s / 289 cycles/s;
+* word-level tree (``--tree words``: same exact sum, one wide add per node), hierarchical: 3.1k / 4.2k;
+* word-level tree, flat build (``HW_SIM_FLAT=1``, 108 s): 7.6k / 13.0k;
+* the same with ``--threads 2``: 9.7k / 16.1k.
+
+The budget is not met: the bit-level Dadda tree (one named signal per full adder, ~140k per D = 64
+unit) is what the simulator spends its time on, and even the word-level variant evaluates 4,096
+lanes per cycle at about 13k cycles/s before any testbench code runs.
 """
 
 import argparse
@@ -15,28 +27,35 @@ import tempfile
 import time
 from pathlib import Path
 
+from hw.mu.tree import TREE_ARCHS
 from tb import sim
 
 from .harness import SIM_BUILD_ARGS, SIM_HIER_BLOCKS, emit_unit
 
 
-def build_seconds(width: int, fmt: str, rows: int, fresh: bool = True) -> tuple[float, str]:
+def _build_args(threads: int) -> tuple:
+    return SIM_BUILD_ARGS + (("--threads", str(threads)) if threads > 1 else ())
+
+
+def build_seconds(width: int, fmt: str, rows: int, fresh: bool = True,
+                  tree: str | None = None, threads: int = 1) -> tuple[float, str]:
     """Time one Verilator build of the unit; return (seconds, build folder name)."""
-    verilog, _, variant, _ = emit_unit(width, fmt, rows)
+    verilog, _, variant, _ = emit_unit(width, fmt, rows, tree=tree)
     name = f"{variant}-bench"
-    return sim.build(name, verilog, "mu", hier_blocks=SIM_HIER_BLOCKS, build_args=SIM_BUILD_ARGS,
-                     fresh=fresh), name
+    return sim.build(name, verilog, "mu", hier_blocks=SIM_HIER_BLOCKS,
+                     build_args=_build_args(threads), fresh=fresh), name
 
 
-def sim_rate(width: int, fmt: str, rows: int, beats: int, exact: bool) -> dict:
+def sim_rate(width: int, fmt: str, rows: int, beats: int, exact: bool,
+             tree: str | None = None, threads: int = 1) -> dict:
     """Run the ``bench`` cocotb test; return its JSON (x_beats_per_s, cycles_per_s, ...)."""
-    verilog, latency, variant, _ = emit_unit(width, fmt, rows)
+    verilog, latency, variant, _ = emit_unit(width, fmt, rows, tree=tree)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "bench.json"
         sim.run(f"{variant}-bench", verilog, "mu", "tb.mu.mu_cocotb", testcase="bench",
                 env={"MU_WIDTH": width, "MU_FMT": fmt, "MU_ROWS": rows, "MU_LATENCY": latency,
                      "MU_BENCH": beats, "MU_BENCH_OUT": out, "MU_BENCH_EXACT": int(exact)},
-                hier_blocks=SIM_HIER_BLOCKS, build_args=SIM_BUILD_ARGS)
+                hier_blocks=SIM_HIER_BLOCKS, build_args=_build_args(threads))
         return json.loads(out.read_text())
 
 
@@ -45,23 +64,29 @@ def main(argv=None) -> None:
     ap.add_argument("--widths", type=int, nargs="+", default=[64, 128])
     ap.add_argument("--fmt", default="fp8_e4m3")
     ap.add_argument("--rows", type=int, default=1)
+    ap.add_argument("--tree", choices=TREE_ARCHS, default=None,
+                    help="column tree architecture (default: the design's, dadda)")
+    ap.add_argument("--threads", type=int, default=1, help="Verilator model threads")
     ap.add_argument("--beats", type=int, default=20000, help="x beats of the rate run")
     ap.add_argument("--no-rate", action="store_true", help="only build times")
     ap.add_argument("--reuse", action="store_true", help="keep an existing bench build")
     args = ap.parse_args(argv)
     for w in args.widths:
         t0 = time.perf_counter()
-        emit_unit(w, args.fmt, args.rows)
+        emit_unit(w, args.fmt, args.rows, tree=args.tree)
         gen = time.perf_counter() - t0
-        secs, _ = build_seconds(w, args.fmt, args.rows, fresh=not args.reuse)
+        secs, _ = build_seconds(w, args.fmt, args.rows, fresh=not args.reuse, tree=args.tree,
+                                threads=args.threads)
         print(f"D={w} {args.fmt} R={args.rows}: verilog {gen:.1f} s, verilator build {secs:.1f} s",
               flush=True)
         if not args.no_rate:
             for exact in (False, True):
-                r = sim_rate(w, args.fmt, args.rows, args.beats, exact)
+                r = sim_rate(w, args.fmt, args.rows, args.beats, exact, tree=args.tree,
+                             threads=args.threads)
                 mode = "exact (2 triggers/cycle)" if exact else "fast (1 trigger/cycle)"
                 print(f"D={w} cocotb {mode}: {r['x_beats_per_s']:.0f} x-beats/s "
-                      f"({r['x_beats']} beats, {r['cycles']} cycles, {r['wall_s']:.1f} s)", flush=True)
+                      f"({r['x_beats']} beats, {r['cycles']} cycles, {r['wall_s']:.1f} s); "
+                      f"simulator alone {r['simulator_cycles_per_s']:.0f} cycles/s", flush=True)
 
 
 if __name__ == "__main__":

@@ -23,18 +23,21 @@ SIM_HIER_BLOCKS = ("mu_col_*",)
 SIM_BUILD_ARGS = sim.FAST_BUILD_ARGS
 
 
-def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None) -> dict:
+def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None,
+                tree: str | None = None) -> dict:
     """Parsed ``mu`` parameters (raises ``OptionError`` naming a bad one)."""
     given = {"width": width, "fmt": fmt, "rows": rows}
     if stages is not None:
         given["stages"] = stages
+    if tree is not None:
+        given["tree"] = tree
     return get_design("mu").params(given)
 
 
 @functools.lru_cache(maxsize=8)
-def _emit(width, fmt, rows, stages):
+def _emit(width, fmt, rows, stages, tree):
     design = get_design("mu")
-    params = unit_params(width, fmt, rows, stages)
+    params = unit_params(width, fmt, rows, stages, tree)
     t0 = time.perf_counter()
     unit = design.build(params)
     latency = unit.latency          # the generator's property, never a number of our own
@@ -42,9 +45,13 @@ def _emit(width, fmt, rows, stages):
     return verilog, latency, design.variant(params), time.perf_counter() - t0
 
 
-def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None):
-    """Verilog text, latency, variant name and generation seconds of one unit (cached per process)."""
-    return _emit(width, fmt, rows, stages)
+def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None,
+              tree: str | None = None):
+    """Verilog text, latency, variant name and generation seconds of one unit (cached per process).
+
+    ``tree`` picks the column's tree architecture (:data:`hw.mu.tree.TREE_ARCHS`; default: the
+    design's, the bit-level Dadda tree that synthesis uses)."""
+    return _emit(width, fmt, rows, stages, tree)
 
 
 def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int | None = None,

@@ -188,12 +188,13 @@ class MuTestbench:
         self.rb = row_bits(rows)
         self.cnt = {c: getattr(dut, f"cnt_{c}") for c in COUNTERS}
         self._clock = None
+        self.period_ns = 10
 
     async def start(self, reset_cycles: int = 3) -> None:
         """Start the clock and hold reset (streams idle)."""
         dut = self.dut
         if self._clock is None:
-            self._clock = Clock(dut.clk, 10, unit="ns")
+            self._clock = Clock(dut.clk, self.period_ns, unit="ns")
             self._clock.start()
         dut.w__valid.value = 0
         dut.x__valid.value = 0
