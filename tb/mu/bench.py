@@ -16,9 +16,9 @@ Measured at D = 64 E4M3 on the 2-core machine (2026-12-02), fast mode / simulato
 * word-level tree, flat build (``HW_SIM_FLAT=1``, 108 s): 7.6k / 13.0k;
 * the same with ``--threads 2``: 9.7k / 16.1k.
 
-The budget is not met: the bit-level Dadda tree (one named signal per full adder, ~140k per D = 64
-unit) is what the simulator spends its time on, and even the word-level variant evaluates 4,096
-lanes per cycle at about 13k cycles/s before any testbench code runs.
+The budget is not met: the bit-level Dadda tree (one named signal per adder cell, ~2,400 per
+column, ~150k per D = 64 unit) is what the simulator spends its time on, and even the word-level
+variant evaluates 4,096 lanes per cycle at about 13k cycles/s before any testbench code runs.
 """
 
 import argparse
