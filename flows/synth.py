@@ -33,7 +33,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 __all__ = ["SynthError", "MemoryLimitError", "SynthResult", "run_yosys", "synthesize", "yosys_version",
@@ -204,7 +204,8 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
     ltp : bool
         Report the generic logic depth (``ltp``). Yosys's ``ltp`` is recursive: on a very deep
         netlist it exhausts yowasp's WebAssembly call stack, and the run is then repeated without
-        it (the result's ``ltp_levels`` is None).
+        it (the result's ``ltp_levels`` is None; its runtime and peak include the failed attempt,
+        whose log is kept as ``yosys-ltp-failed.log``).
 
     Raises
     ------
@@ -248,9 +249,13 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
         errs = [ln for ln in (logtext + "\n" + outtext).splitlines() if "ERROR" in ln or "error" in ln]
         oom = any(k in (logtext + outtext) for k in ("out of memory", "bad_alloc", "memory allocation"))
         if ltp and "call stack exhausted" in logtext + outtext:
-            return run_yosys(verilog, top, workdir, lib, flatten=flatten, booth=booth,
-                             clock_ps=clock_ps, children=children, limit_mb=limit_mb,
-                             timeout_s=timeout_s, use_cache=use_cache, ltp=False)
+            # keep the failed attempt's log, and count its time and memory in the result
+            if log.exists():
+                log.replace(workdir / "yosys-ltp-failed.log")
+            r = run_yosys(verilog, top, workdir, lib, flatten=flatten, booth=booth,
+                          clock_ps=clock_ps, children=children, limit_mb=limit_mb,
+                          timeout_s=timeout_s, use_cache=use_cache, ltp=False)
+            return replace(r, runtime_s=r.runtime_s + runtime, peak_mb=max(r.peak_mb, peak))
         if oom:
             raise MemoryLimitError(f"Yosys ran out of yowasp's 4 GiB WebAssembly memory on {top}; use "
                                    f"the hierarchical flow or a smaller design. Log: {log}")

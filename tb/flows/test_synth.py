@@ -46,6 +46,30 @@ def test_combinational_design_reports_an_input_to_output_path(tmp_path):
 
 
 @needs_osu
+def test_ltp_stack_exhaustion_reruns_without_it_and_counts_both_runs(tmp_path, monkeypatch):
+    """Yosys's recursive ``ltp`` can exhaust yowasp's call stack on a deep netlist: the run is
+    repeated without it, and the result's runtime and peak include the failed attempt."""
+    import flows.synth as S
+
+    real, calls = S._run, []
+
+    def fake_first(cmd, cwd, log, limit_mb, timeout_s):
+        calls.append((cwd / "synth.ys").read_text())
+        if len(calls) == 1:      # the first attempt "fails" as yowasp does
+            log.write_text("ERROR: call stack exhausted\n")
+            (cwd / "yosys.stdout").write_text("")
+            return 1, 7.5, 3000.0
+        return real(cmd, cwd, log, limit_mb, timeout_s)
+
+    monkeypatch.setattr(S, "_run", fake_first)
+    r = run_yosys(PIPE, "pipe", tmp_path, L.load(OSU), use_cache=False)
+    assert len(calls) == 2 and "ltp" in calls[0] and "ltp" not in calls[1]
+    assert r.ltp_levels is None and r.area > 0
+    assert r.runtime_s > 7.5 and r.peak_mb == 3000.0
+    assert "call stack exhausted" in (tmp_path / "yosys-ltp-failed.log").read_text()
+
+
+@needs_osu
 def test_registered_design_reports_a_register_to_register_path(tmp_path):
     lib = L.load(OSU)
     r = run_yosys(PIPE, "pipe", tmp_path, lib, use_cache=False)
