@@ -205,7 +205,8 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
         Report the generic logic depth (``ltp``). Yosys's ``ltp`` is recursive: on a very deep
         netlist it exhausts yowasp's WebAssembly call stack, and the run is then repeated without
         it (the result's ``ltp_levels`` is None; its runtime and peak include the failed attempt,
-        whose log is kept as ``yosys-ltp-failed.log``).
+        whose log is kept as ``yosys-ltp-failed.log``). The cache remembers the failure, so a
+        later run of the same module goes straight to the run without ``ltp``.
 
     Raises
     ------
@@ -227,6 +228,12 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
     workdir.mkdir(parents=True, exist_ok=True)
     if use_cache and (cache / "done.json").is_file():
         meta = json.loads((cache / "done.json").read_text())
+        if meta.get("ltp_failed"):   # known to exhaust the call stack: go to the run without ltp
+            r = run_yosys(verilog, top, workdir, lib, flatten=flatten, booth=booth,
+                          clock_ps=clock_ps, children=children, limit_mb=limit_mb,
+                          timeout_s=timeout_s, use_cache=use_cache, ltp=False)
+            return replace(r, runtime_s=r.runtime_s + meta["runtime_s"],
+                           peak_mb=max(r.peak_mb, meta["peak_mb"]))
         for f in ("yosys.log", "stat.txt", "mapped.json", "ltp.txt", "synth.ys"):
             if (cache / f).exists() and cache.resolve() != workdir.resolve():
                 shutil.copyfile(cache / f, workdir / f)
@@ -254,7 +261,11 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
                 log.replace(workdir / "yosys-ltp-failed.log")
             r = run_yosys(verilog, top, workdir, lib, flatten=flatten, booth=booth,
                           clock_ps=clock_ps, children=children, limit_mb=limit_mb,
-                          timeout_s=timeout_s, use_cache=use_cache, ltp=False)
+                          timeout_s=max(1.0, timeout_s - runtime), use_cache=use_cache, ltp=False)
+            if use_cache:   # remember the failure: later runs go straight to the one without ltp
+                cache.mkdir(parents=True, exist_ok=True)
+                (cache / "done.json").write_text(json.dumps(
+                    {"ltp_failed": True, "runtime_s": runtime, "peak_mb": peak}))
             return replace(r, runtime_s=r.runtime_s + runtime, peak_mb=max(r.peak_mb, peak))
         if oom:
             raise MemoryLimitError(f"Yosys ran out of yowasp's 4 GiB WebAssembly memory on {top}; use "

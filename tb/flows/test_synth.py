@@ -48,7 +48,8 @@ def test_combinational_design_reports_an_input_to_output_path(tmp_path):
 @needs_osu
 def test_ltp_stack_exhaustion_reruns_without_it_and_counts_both_runs(tmp_path, monkeypatch):
     """Yosys's recursive ``ltp`` can exhaust yowasp's call stack on a deep netlist: the run is
-    repeated without it, and the result's runtime and peak include the failed attempt."""
+    repeated without it, the result's runtime and peak include the failed attempt, and the cache
+    remembers the failure (a second run starts no Yosys at all)."""
     import flows.synth as S
 
     real, calls = S._run, []
@@ -62,11 +63,17 @@ def test_ltp_stack_exhaustion_reruns_without_it_and_counts_both_runs(tmp_path, m
         return real(cmd, cwd, log, limit_mb, timeout_s)
 
     monkeypatch.setattr(S, "_run", fake_first)
-    r = run_yosys(PIPE, "pipe", tmp_path, L.load(OSU), use_cache=False)
+    monkeypatch.setattr(S, "CACHE_ROOT", tmp_path / "cache")
+    lib = L.load(OSU)
+    r = run_yosys(PIPE, "pipe", tmp_path / "w", lib)
     assert len(calls) == 2 and "ltp" in calls[0] and "ltp" not in calls[1]
-    assert r.ltp_levels is None and r.area > 0
+    assert r.ltp_levels is None and r.area > 0 and not r.cached
     assert r.runtime_s > 7.5 and r.peak_mb == 3000.0
-    assert "call stack exhausted" in (tmp_path / "yosys-ltp-failed.log").read_text()
+    assert "call stack exhausted" in (tmp_path / "w" / "yosys-ltp-failed.log").read_text()
+    again = run_yosys(PIPE, "pipe", tmp_path / "w2", lib)
+    assert len(calls) == 2, "the cached failure should skip both Yosys runs"
+    assert again.cached and again.ltp_levels is None and again.area == r.area
+    assert again.runtime_s == pytest.approx(r.runtime_s) and again.peak_mb == 3000.0
 
 
 @needs_osu

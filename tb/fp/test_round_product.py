@@ -3,8 +3,8 @@
 The SAT proof (``make prove DESIGN=bf16_mul``) covers every input of the whole multiplier; these
 tests check the helpers exhaustively on small widths and the multiplier on the corner cases of the
 path (subnormal operands, results around the underflow and overflow edges) against the integer
-model, so a failure points at a block. The rounder is generic over the target format; E5M2
-(exhaustively) and FP32 (edge vectors) products are checked against ml_dtypes/numpy.
+model, so a failure points at a block. The rounders are generic over the target format; E5M2
+(exhaustively in ``full``) and FP32 (edge vectors) products are checked against ml_dtypes/numpy.
 """
 
 import itertools
@@ -138,7 +138,8 @@ def test_booth4_edges_against_model(subnormals):
 
 
 class _Product(wiring.Component):
-    """RawMultiply of ``fmt`` and the rounder its ``arch`` uses (booth4: ProductRoundPack)."""
+    """RawMultiply of ``fmt`` and the rounder its ``arch`` uses (booth4: ProductRoundPack, else
+    RoundPack), wired as :class:`hw.fp.bf16_mul.Bf16Multiplier` wires them for BF16."""
 
     def __init__(self, fmt, arch):
         self._fmt, self._arch = fmt, arch
@@ -169,8 +170,12 @@ def _products(fmt, arch, a, b) -> np.ndarray:
 
 
 def _check_against_ml_dtypes(fmt, a, b, got):
-    """``got`` == the single RNE rounding of the exact product (the float32 product of two codes
-    with at most 12-bit significands is exact; ml_dtypes/numpy round it once), NaN as NaN."""
+    """``got`` == the single RNE rounding of the exact product, NaN as the canonical NaN; return
+    the reference results (as float32).
+
+    The reference multiplies in float32: exact for E5M2 codes (3-bit significands), and for FP32
+    numpy's float32 multiply is itself the correctly rounded product (gradual underflow); ml_dtypes
+    then rounds the exact float32 product to E5M2 once."""
     with np.errstate(over="ignore", invalid="ignore"):
         prod = fmt.to_ml(a).astype(np.float32) * fmt.to_ml(b).astype(np.float32)
     want = prod.astype(fmt.ml_dtype) if fmt.bits < 32 else prod
@@ -180,39 +185,69 @@ def _check_against_ml_dtypes(fmt, a, b, got):
     bad = np.nonzero((got != want_codes) & ~nan)[0]
     assert bad.size == 0, (f"{bad.size} wrong products, first: a={a[bad[0]]:#x} b={b[bad[0]]:#x} "
                            f"got {int(got[bad[0]]):#x} want {int(want_codes[bad[0]]):#x}")
+    return want.astype(np.float32)
 
 
-@pytest.mark.parametrize("every", [pytest.param(False, id="every8th"),
-                                   pytest.param(True, marks=pytest.mark.full, id="every")])
-def test_product_round_pack_e5m2(every):
-    """ProductRoundPack is generic over the target format: E5M2 x E5M2 products (subnormal
-    operands and results, overflow to Inf, Inf and NaN operands) round as ml_dtypes does. ``full``
-    runs all 65,536 pairs; quick, every a with every 8th b (a rotating eighth) and the specials."""
+def _classes(fmt, a, b, res) -> dict:
+    """How many rounded products ``res`` of finite operands overflow, are subnormal, normal or
+    zero; how many are NaN."""
+    finite = np.isfinite(fmt.to_ml(a).astype(np.float32)) & np.isfinite(fmt.to_ml(b).astype(np.float32))
+    tiny = float(np.finfo(fmt.ml_dtype).tiny)
+    mag = np.abs(res)
+    return {"overflow": int((finite & np.isinf(res)).sum()),
+            "subnormal": int((finite & (mag > 0) & (mag < tiny)).sum()),
+            "normal": int((finite & (mag >= tiny) & np.isfinite(res)).sum()),
+            "zero": int((finite & (mag == 0)).sum()), "nan": int(np.isnan(res).sum())}
+
+
+@pytest.mark.parametrize("arch,every", [
+    pytest.param("booth4", False, id="booth4-subset"),
+    pytest.param("behavioral", False, id="behavioral-subset"),
+    pytest.param("booth4", True, marks=pytest.mark.full, id="booth4-every")])
+def test_e5m2_products(arch, every):
+    """The rounders are generic over the target format: E5M2 x E5M2 products through booth4's
+    ProductRoundPack (and the behavioral RoundPack) round as ml_dtypes does. ``full``: all 65,536
+    pairs; quick: every a with a rotating eighth of b, and every a with each zero, subnormal, Inf
+    and NaN b."""
     fmt = get_format("fp8_e5m2")
     a, b = (g.ravel() for g in np.meshgrid(np.arange(256), np.arange(256), indexing="ij"))
     if not every:
-        keep = (b % 8 == (a // 8) % 8) | (b & 0x7C == 0x7C) | (b & 0x7F == 0)  # + Inf/NaN/zero b
+        keep = (b % 8 == (a // 8) % 8) | (b & 0x7C == 0x7C) | (b & 0x7C == 0)
         a, b = a[keep], b[keep]
-    _check_against_ml_dtypes(fmt, a, b, _products(fmt, "booth4", a, b))
+    res = _check_against_ml_dtypes(fmt, a, b, _products(fmt, arch, a, b))
+    c = _classes(fmt, a, b, res)
+    assert min(c.values()) >= 100, c     # every class of result is exercised
 
 
-def test_product_round_pack_fp32_random():
-    """FP32 x FP32 through booth4's rounder against numpy's float32 product (correctly rounded,
-    gradual underflow): random operands around the underflow and overflow edges (a 24 x 24 booth
-    multiplier is slow in the Python simulator: 200 products)."""
-    fmt = get_format("fp32")
-    rng = np.random.default_rng(11)
-    n = 200
-    ea = rng.integers(0, 256, n)
-    # the second exponent puts the product near the subnormal range, the overflow edge or anywhere
-    target = rng.choice([127 - 126, 127 + 127, 127 + 30], n) + rng.integers(-26, 3, n)
-    eb = np.clip(target - ea + 127, 0, 255)
-    swap = rng.integers(0, 2, n).astype(bool)
-    ea, eb = np.where(swap, eb, ea), np.where(swap, ea, eb)
+def _fp32_vectors(rng, n):
+    """Finite operands whose product lands near the smallest normal (subnormal results), near the
+    largest finite (overflow) or anywhere, some with a subnormal operand, then the specials."""
+    kind = rng.integers(0, 3, n)                                          # product's biased exponent:
+    target = np.choose(kind, [1 + rng.integers(-26, 3, n),               # around the smallest normal,
+                              254 + rng.integers(-2, 3, n),              # the largest finite,
+                              rng.integers(2, 254, n)])                  # anywhere
+    lo, hi = np.maximum(1, target + 127 - 254), np.minimum(254, target + 127 - 1)
+    ea = lo + (rng.random(n) * (hi - lo + 1)).astype(np.int64)
+    eb = target + 127 - ea                                                # both in [1, 254]
+    sub = rng.random(n) < 0.15                                            # a subnormal operand
+    ea[sub], eb[sub] = 0, rng.integers(100, 255, int(sub.sum()))
     man = rng.integers(0, 1 << 23, (2, n))
-    man[:, : n // 8] &= rng.integers(0, 2, (2, n // 8)) * ((1 << 23) - 1)  # some zero mantissas
     sgn = rng.integers(0, 2, (2, n))
     a = (sgn[0] << 31) | (ea << 23) | man[0]
     b = (sgn[1] << 31) | (eb << 23) | man[1]
-    _check_against_ml_dtypes(fmt, a.astype(np.uint64), b.astype(np.uint64),
-                             _products(fmt, "booth4", a, b))
+    specials = np.array([0x0, 0x80000000, 0x1, 0x7FFFFF, 0x800000, 0x7F7FFFFF, 0x7F800000,
+                         0xFF800000, 0x7FC00001, 0x3F800000])
+    sa, sb = (g.ravel() for g in np.meshgrid(specials, specials, indexing="ij"))
+    return (np.concatenate([a, sa]).astype(np.uint64), np.concatenate([b, sb]).astype(np.uint64))
+
+
+def test_fp32_products():
+    """FP32 x FP32 through booth4's rounder against numpy's float32 product: 160 products around
+    the underflow and overflow edges and the 100 pairs of specials (a 24 x 24 booth multiplier is
+    slow in the Python simulator)."""
+    fmt = get_format("fp32")
+    a, b = _fp32_vectors(np.random.default_rng(11), 160)
+    res = _check_against_ml_dtypes(fmt, a, b, _products(fmt, "booth4", a, b))
+    c = _classes(fmt, a, b, res)
+    assert c["overflow"] >= 15 and c["subnormal"] >= 20 and c["normal"] >= 50, c
+    assert c["zero"] >= 1 and c["nan"] >= 10, c
