@@ -9,20 +9,23 @@ and the simulator's own rate with no Python code per cycle (a bound on any testb
     HW_SIM_FLAT=1 python -m tb.mu.bench --widths 64 --tree words --beats 8000   # fastest variant
 
 Budgets (issue 4): Verilator build of D = 128 <= 10 min; cocotb >= 20k x-beats/s at D = 64.
-Measured at D = 64 E4M3 on the 2-core machine (2026-12-02), fast mode / simulator alone:
+Measured at D = 64 E4M3, 20,000 beats, on the 2-core machine (2026-12-03), fast mode / simulator
+alone (docs/mu_interface.md has the table and the build times):
 
-* Dadda tree, hierarchical build (what the tests use): 241 x-beats/s / 289 cycles/s;
-* word-level tree (``--tree words``: same exact sum, one wide add per node), hierarchical: 3.1k / 4.2k;
-* word-level tree, flat build (``HW_SIM_FLAT=1``, 108 s): 7.6k / 13.0k;
-* the same with ``--threads 2``: 9.7k / 16.1k.
+* Dadda tree, hierarchical build (what the tests use): 247 x-beats/s / 287 cycles/s;
+* word-level tree (``--tree words``: same exact sum, one wide add per node), hierarchical:
+  2,847 / 3,662;
+* word-level tree, flat build (``HW_SIM_FLAT=1``): 7,302 / 11,027;
+* the same with ``--threads 2``: 7,773 / 13,253.
 
 The budget is not met: the bit-level Dadda tree (one named signal per adder cell, ~2,400 per
 column, ~150k per D = 64 unit) is what the simulator spends its time on, and even the word-level
-variant evaluates 4,096 lanes per cycle at about 13k cycles/s before any testbench code runs.
+variant evaluates 4,096 lanes per cycle at 11-13k cycles/s before any testbench code runs.
 """
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -34,25 +37,66 @@ from .harness import SIM_BUILD_ARGS, SIM_HIER_BLOCKS, emit_unit
 
 
 def _build_args(threads: int) -> tuple:
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, not {threads}")
     return SIM_BUILD_ARGS + (("--threads", str(threads)) if threads > 1 else ())
+
+
+def _folder(variant: str, threads: int) -> str:
+    """One build folder per configuration (threads, ``HW_SIM_FLAT``), so none overwrites another."""
+    flat = os.environ.get("HW_SIM_FLAT", "0") not in ("", "0")
+    return f"{variant}-bench" + (f"-t{threads}" if threads > 1 else "") + ("-flat" if flat else "")
 
 
 def build_seconds(width: int, fmt: str, rows: int, fresh: bool = True,
                   tree: str | None = None, threads: int = 1) -> tuple[float, str]:
-    """Time one Verilator build of the unit; return (seconds, build folder name)."""
+    """Time one Verilator build of the unit.
+
+    Parameters
+    ----------
+    width, fmt, rows :
+        Unit parameters.
+    fresh : bool
+        Delete the build folder first (a full build; else an incremental one).
+    tree : str or None
+        Column tree architecture (:data:`hw.mu.tree.TREE_ARCHS`; None: the design's default).
+    threads : int
+        Verilator model threads (``--threads``).
+
+    Returns
+    -------
+    tuple of (float, str)
+        Build seconds and the build folder's name.
+    """
     verilog, _, variant, _ = emit_unit(width, fmt, rows, tree=tree)
-    name = f"{variant}-bench"
+    name = _folder(variant, threads)
     return sim.build(name, verilog, "mu", hier_blocks=SIM_HIER_BLOCKS,
                      build_args=_build_args(threads), fresh=fresh), name
 
 
 def sim_rate(width: int, fmt: str, rows: int, beats: int, exact: bool,
              tree: str | None = None, threads: int = 1) -> dict:
-    """Run the ``bench`` cocotb test; return its JSON (x_beats_per_s, cycles_per_s, ...)."""
+    """Run the ``bench`` cocotb test on the build of :func:`build_seconds`.
+
+    Parameters
+    ----------
+    beats : int
+        x beats of the full-rate run.
+    exact : bool
+        The testbench's exact mode (two triggers per cycle) instead of the fast one.
+    width, fmt, rows, tree, threads :
+        As :func:`build_seconds`.
+
+    Returns
+    -------
+    dict
+        ``x_beats``, ``cycles``, ``wall_s``, ``x_beats_per_s``, ``cycles_per_s`` and
+        ``simulator_cycles_per_s`` (the simulator alone, no Python per cycle).
+    """
     verilog, latency, variant, _ = emit_unit(width, fmt, rows, tree=tree)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "bench.json"
-        sim.run(f"{variant}-bench", verilog, "mu", "tb.mu.mu_cocotb", testcase="bench",
+        sim.run(_folder(variant, threads), verilog, "mu", "tb.mu.mu_cocotb", testcase="bench",
                 env={"MU_WIDTH": width, "MU_FMT": fmt, "MU_ROWS": rows, "MU_LATENCY": latency,
                      "MU_BENCH": beats, "MU_BENCH_OUT": out, "MU_BENCH_EXACT": int(exact)},
                 hier_blocks=SIM_HIER_BLOCKS, build_args=_build_args(threads))

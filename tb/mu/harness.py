@@ -25,7 +25,13 @@ SIM_BUILD_ARGS = sim.FAST_BUILD_ARGS
 
 def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None,
                 tree: str | None = None) -> dict:
-    """Parsed ``mu`` parameters (raises ``OptionError`` naming a bad one)."""
+    """Parsed ``mu`` parameters (``stages``, ``tree``: None for the design's default).
+
+    Raises
+    ------
+    OptionError
+        Naming a bad parameter.
+    """
     given = {"width": width, "fmt": fmt, "rows": rows}
     if stages is not None:
         given["stages"] = stages
@@ -49,8 +55,19 @@ def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None,
               tree: str | None = None):
     """Verilog text, latency, variant name and generation seconds of one unit (cached per process).
 
-    ``tree`` picks the column's tree architecture (:data:`hw.mu.tree.TREE_ARCHS`; default: the
-    design's, the bit-level Dadda tree that synthesis uses)."""
+    Parameters
+    ----------
+    width, fmt, rows, stages :
+        Unit parameters (``stages`` None: the design's default).
+    tree : str or None
+        Column tree architecture (:data:`hw.mu.tree.TREE_ARCHS`; None: the design's default, the
+        bit-level Dadda tree that synthesis maps).
+
+    Returns
+    -------
+    tuple
+        ``(verilog, latency, variant, seconds)``.
+    """
     return _emit(width, fmt, rows, stages, tree)
 
 

@@ -16,6 +16,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import Timer
 
+from hw.formats import get_format
+
 from . import stimulus
 from .program import Program
 from .stream import bursty_pause, cycle_pause, random_pause
@@ -160,13 +162,26 @@ async def bench(dut):
     rate = prog.n_beats / wall
     tb.log.info("bench: %d x beats, %d cycles in %.2f s: %.0f x-beats/s, %.0f cycles/s",
                 prog.n_beats, res.cycles, wall, rate, res.cycles / wall)
-    # The simulator alone: the clock runs (cocotb's clock driver, in C++) while no Python code runs
-    # per cycle. This bounds any testbench of this RTL on this simulator build.
-    raw_cycles = max(1000, res.cycles)
+    # The simulator alone: the clock runs (cocotb's GPI clock, in C++) while no Python code runs
+    # per cycle, with the datapath busy: x valid on every cycle (the last beat again, on the tile
+    # still active, one result row per beat) and y always ready. This bounds any testbench of this
+    # RTL on this simulator build.
+    dut = tb.dut
+    base = WIDTH * get_format(FMT).bits
+    beat = prog.x_beats()[-1] & ~(1 << base)               # no swap: stay on the active tile
+    dut.x__payload.value = beat | (0b110 << base)           # first and last: a row per beat
+    dut.w__valid.value = 0
+    dut.y__ready.value = 1
+    dut.x__valid.value = 1
+    raw_cycles = max(2000, res.cycles)
+    x0 = tb.counters()["x_beats"]
     t0 = time.perf_counter()
     await Timer(raw_cycles * tb.period_ns, unit="ns")
     raw = raw_cycles / (time.perf_counter() - t0)
-    tb.log.info("bench: simulator alone %.0f cycles/s", raw)
+    dut.x__valid.value = 0
+    busy = tb.counters()["x_beats"] - x0
+    assert busy >= raw_cycles - 2, f"the datapath idled: {busy} x beats in {raw_cycles} cycles"
+    tb.log.info("bench: simulator alone %.0f cycles/s (%d x beats)", raw, busy)
     out = os.environ.get("MU_BENCH_OUT")
     if out:
         with open(out, "w") as fh:

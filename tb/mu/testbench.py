@@ -194,7 +194,8 @@ class MuTestbench:
         """Start the clock and hold reset (streams idle)."""
         dut = self.dut
         if self._clock is None:
-            self._clock = Clock(dut.clk, self.period_ns, unit="ns")
+            # the GPI (C++) clock: no Python wake-up per edge unless a test awaits one
+            self._clock = Clock(dut.clk, self.period_ns, unit="ns", impl="gpi")
             self._clock.start()
         dut.w__valid.value = 0
         dut.x__valid.value = 0
