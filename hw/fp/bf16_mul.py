@@ -34,13 +34,13 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..formats import get_format
+from ..formats import FloatFormat, get_format
 from .booth import Booth4Multiplier
 from .round import RoundPack
 from .round_product import ProductRoundPack, product_fields, product_layout, shift_width
 from .unpack import Unpack, raw_layout, unpack_exp_width
 
-__all__ = ["Bf16Multiplier", "RawMultiply", "ARCHS", "cut_points"]
+__all__ = ["Bf16Multiplier", "RawMultiply", "product_rounder", "ARCHS", "cut_points"]
 
 ARCHS = ("behavioral", "booth4")
 BF16 = get_format("bf16")
@@ -52,6 +52,14 @@ def cut_points(stages: int) -> list:
         return []
     base = {1: ["out"], 2: ["raw", "out"]}.get(stages, ["in", "raw", "out"])
     return base + ["out"] * max(0, stages - 3)
+
+
+def product_rounder(mul: "RawMultiply") -> wiring.Component:
+    """The rounder that packs ``mul``'s raw product into its format: :class:`ProductRoundPack`
+    (the product-specific path) for ``booth4``, the general :class:`RoundPack` otherwise."""
+    kind = ProductRoundPack if mul.arch == "booth4" else RoundPack
+    return kind(mul.fmt, sig_width=len(mul.raw.sig), exp_width=len(mul.raw.exp),
+                subnormals=mul.subnormals)
 
 
 class RawMultiply(wiring.Component):
@@ -94,6 +102,18 @@ class RawMultiply(wiring.Component):
         else:
             layout = raw_layout(sw, ew)
         super().__init__({"a": In(fmt.bits), "b": In(fmt.bits), "raw": Out(layout)})
+
+    @property
+    def arch(self) -> str:
+        return self._arch
+
+    @property
+    def fmt(self) -> FloatFormat:
+        return self._fmt
+
+    @property
+    def subnormals(self) -> bool:
+        return self._subnormals
 
     def elaborate(self, platform):
         m = Module()
@@ -197,13 +217,7 @@ class Bf16Multiplier(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.mul = mul = RawMultiply(arch=self._arch, subnormals=self._subnormals)
-        if self._arch == "booth4":
-            rnd = ProductRoundPack(BF16, sig_width=len(mul.raw.sig), exp_width=len(mul.raw.exp),
-                                   subnormals=self._subnormals)
-        else:
-            rnd = RoundPack(BF16, sig_width=len(mul.raw.sig), exp_width=len(mul.raw.exp),
-                            subnormals=self._subnormals)
-        m.submodules.rnd = rnd
+        m.submodules.rnd = rnd = product_rounder(mul)
         if self._stages == 0:
             m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.b), rnd.raw.eq(mul.raw),
                          self.p.eq(rnd.code)]

@@ -9,10 +9,7 @@ import pytest
 
 from flows import liberty as L
 from flows.flow import run
-
-OSU = L.OSU018_DEFAULT
-needs_osu = pytest.mark.skipif(not OSU.is_file(), reason="OSU 0.18um liberty not installed "
-                               "(apt-get install qflow-tech-osu018); .ci/run installs it")
+from tb.flows import OSU, needs_osu, quiet
 
 AREA = "synth__design__instance__area__stdcell"
 DELAY = "synth__timing__critical_path__delay_ps"
@@ -20,7 +17,6 @@ DELAY = "synth__timing__critical_path__delay_ps"
 
 def _both(tmp_path, params):
     lib = L.load(OSU)
-    quiet = lambda *_: None  # noqa: E731
     flat = run("bf16_bank", params, flow="flat", lib=lib, outdir=tmp_path / "flat", log=quiet).metrics
     hier = run("bf16_bank", params, flow="hier", lib=lib, outdir=tmp_path / "hier", log=quiet).metrics
     assert hier["flow__mode"] == "hier" and flat["flow__mode"] == "flat"
@@ -67,7 +63,7 @@ def test_block_model_is_exact_on_a_registered_boundary(tmp_path):
     """A block whose paths all end in registers: the parent sees in2reg/reg2out, no in2out."""
     lib = L.load(OSU)
     out = run("bf16_bank", {"lanes": 2, "stages": 3}, flow="hier", lib=lib, outdir=tmp_path,
-              log=lambda *_: None)
+              log=quiet)
     import json
 
     models = json.loads((tmp_path / "block_models.json").read_text())

@@ -18,11 +18,9 @@ from flows import liberty as L
 from flows.flow import run
 from flows.hier import synth_hier
 from hw import hier
+from tb.flows import OSU, needs_osu, quiet
 
-OSU = L.OSU018_DEFAULT
-pytestmark = [pytest.mark.quick,
-              pytest.mark.skipif(not OSU.is_file(), reason="OSU 0.18um liberty not installed "
-                                 "(apt-get install qflow-tech-osu018); .ci/run installs it")]
+pytestmark = [pytest.mark.quick, needs_osu]
 
 
 class _Macro(wiring.Component):
@@ -71,7 +69,6 @@ def reports(tmp_path_factory):
     netlist = hier.emit(_Top(), "top")
     lib = L.load(OSU)
     work = tmp_path_factory.mktemp("macros")
-    quiet = lambda *_: None  # noqa: E731
     return (synth_hier(netlist, lib, work / "with", macros={"t_sram"}, log=quiet),
             synth_hier(netlist, lib, work / "without", log=quiet))
 
@@ -104,4 +101,4 @@ def test_flat_flow_refuses_macros(tmp_path):
     """Flattened, the placeholder's undriven outputs would let Yosys delete the logic behind it."""
     with pytest.raises(ValueError, match=r"black-box macros \(spad_sram_.*FLOW=hier"):
         run("slice", {"units": 1, "width": 8, "spad_bytes": 256}, flow="flat", lib=L.load(OSU),
-            outdir=tmp_path, log=lambda *_: None)
+            outdir=tmp_path, log=quiet)

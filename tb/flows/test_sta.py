@@ -9,12 +9,10 @@ import pytest
 
 from flows import liberty as L
 from flows.sta import Sta
+from tb.flows import OSU, needs_osu
 
 pytestmark = pytest.mark.quick
 
-OSU = L.OSU018_DEFAULT
-needs_osu = pytest.mark.skipif(not OSU.is_file(), reason="OSU 0.18um liberty not installed "
-                               "(apt-get install qflow-tech-osu018); .ci/run installs it")
 
 
 def _raw_tables(cell_name, out_pin, related):

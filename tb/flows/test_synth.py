@@ -6,12 +6,10 @@ from flows import liberty as L
 from flows.flow import resolve_library
 from flows.sta import Sta
 from flows.synth import MemoryLimitError, SynthError, run_yosys
+from tb.flows import OSU, needs_osu
 
 pytestmark = pytest.mark.quick
 
-OSU = L.OSU018_DEFAULT
-needs_osu = pytest.mark.skipif(not OSU.is_file(), reason="OSU 0.18um liberty not installed "
-                               "(apt-get install qflow-tech-osu018); .ci/run installs it")
 
 ADDER = """
 module adder(input [7:0] a, input [7:0] b, output [8:0] s);

@@ -17,9 +17,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from hw.formats import get_format
-from hw.fp.bf16_mul import Bf16Multiplier, RawMultiply
-from hw.fp.round import RoundPack
-from hw.fp.round_product import ProductRoundPack, at_least, increment
+from hw.fp.bf16_mul import Bf16Multiplier, RawMultiply, product_rounder
+from hw.fp.round_product import at_least, increment
 from tb.fp.bf16_ref import bf16_mul_ref
 
 pytestmark = pytest.mark.quick
@@ -138,8 +137,8 @@ def test_booth4_edges_against_model(subnormals):
 
 
 class _Product(wiring.Component):
-    """RawMultiply of ``fmt`` and the rounder its ``arch`` uses (booth4: ProductRoundPack, else
-    RoundPack), wired as :class:`hw.fp.bf16_mul.Bf16Multiplier` wires them for BF16."""
+    """RawMultiply of ``fmt`` and its rounder (:func:`hw.fp.bf16_mul.product_rounder`, as in
+    :class:`hw.fp.bf16_mul.Bf16Multiplier`), combinational."""
 
     def __init__(self, fmt, arch):
         self._fmt, self._arch = fmt, arch
@@ -148,9 +147,7 @@ class _Product(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.mul = mul = RawMultiply(arch=self._arch, subnormals=True, fmt=self._fmt)
-        kind = ProductRoundPack if self._arch == "booth4" else RoundPack
-        m.submodules.rnd = rnd = kind(self._fmt, sig_width=len(mul.raw.sig),
-                                      exp_width=len(mul.raw.exp), subnormals=True)
+        m.submodules.rnd = rnd = product_rounder(mul)
         m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.b), rnd.raw.eq(mul.raw), self.p.eq(rnd.code)]
         return m
 
