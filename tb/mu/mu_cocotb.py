@@ -16,8 +16,6 @@ import cocotb
 import numpy as np
 from cocotb.triggers import Timer
 
-from hw.formats import get_format
-
 from . import stimulus
 from .program import Program
 from .stream import bursty_pause, cycle_pause, random_pause
@@ -167,9 +165,10 @@ async def bench(dut):
     # still active, one result row per beat) and y always ready. This bounds any testbench of this
     # RTL on this simulator build.
     dut = tb.dut
-    base = WIDTH * get_format(FMT).bits
-    beat = prog.x_beats()[-1] & ~(1 << base)               # no swap: stay on the active tile
-    dut.x__payload.value = beat | (0b110 << base)           # first and last: a row per beat
+    again = Program(WIDTH, FMT, ROWS, x=prog.x[-1:], swap=np.zeros(1, bool),  # no swap: the tile
+                    first=np.ones(1, bool), last=np.ones(1, bool),            # still active, a row
+                    row=np.zeros(1, np.int64))                                # per beat
+    dut.x__payload.value = again.x_beats()[0]
     dut.w__valid.value = 0
     dut.y__ready.value = 1
     dut.x__valid.value = 1
