@@ -40,7 +40,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(PY) -m ruff check hw tb flows
+	$(PY) -m ruff check hw tb flows perf
 
 test: lint
 	mkdir -p build

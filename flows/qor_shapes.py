@@ -1,4 +1,4 @@
-"""Adapter to the real-model shape catalog (:mod:`tb.tiles.shapes`) for equal-silicon comparisons.
+"""Adapter to the real-model shape catalog (:mod:`perf.shapes`) for equal-silicon comparisons.
 
 The catalog lists every matmul of one decode step of each model (MiniLM, Llama-3.1-8B, Phi-2,
 gpt-oss-120b, DeepSeek-R1) at a given batch, and its ``cost`` gives useful MACs and cycles on a unit
@@ -11,7 +11,7 @@ __all__ = ["available", "model_costs", "slice80"]
 
 def _shapes():
     try:
-        from tb.tiles import shapes
+        from perf import shapes
     except ImportError:
         return None
     return shapes
@@ -39,6 +39,6 @@ def model_costs(batch: int, width: int):
 
 
 def slice80(width: int):
-    """Padding of the 80-wide slice on a unit of width ``width`` (see ``tb.tiles.shapes.slice80``)."""
+    """Padding of the 80-wide slice on a unit of width ``width`` (see ``perf.shapes.slice80``)."""
     shapes = _shapes()
     return None if shapes is None else shapes.slice80(width)

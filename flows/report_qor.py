@@ -6,7 +6,7 @@ variants by architecture, and writes tables, PNG plots under ``reports/plots/`` 
 claim of the seed study. Any cell whose metrics do not exist yet reads ``not measured yet``: the
 report never fills a gap with an estimate. Equal-silicon performance combines measured fmax and area
 with cycle counts from the unit's throughput contract (``docs/mu_interface.md``) for the real model
-shapes of the tile catalog (``tb/tiles/shapes.py``, via :mod:`flows.qor_shapes`).
+shapes of the tile catalog (``perf/shapes.py``, via :mod:`flows.qor_shapes`).
 
 Run it with ``python -m flows report-qor`` (``make qor`` runs it after the sweep).
 """

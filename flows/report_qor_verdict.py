@@ -40,12 +40,12 @@ def _ratio(a, b):
 def perf_section(grid) -> list[str]:
     L = ["## Performance at equal silicon", "",
          "Useful MACs per second per mm^2 = useful MACs / cycles x fmax / area, summed over each model's "
-         "matmuls in one decode step (shapes and cycles from the tile catalog `tb/tiles/shapes.py`: the "
+         "matmuls in one decode step (shapes and cycles from the tile catalog `perf/shapes.py`: the "
          "unit's throughput contract, zero padding included, fill latency left out, enough accumulator "
          "rows assumed); area and fmax measured on rows = 1 units. Unit: GMAC/s/mm^2.", ""]
     table = perf_table(grid)
     if table is None:
-        return L + [f"{NOT_MEASURED}: the shape catalog (`tb/tiles/shapes.py`) is not available yet.", ""]
+        return L + [f"{NOT_MEASURED}: the shape catalog (`perf/shapes.py`) is not available yet.", ""]
     L += ["| format | model | batch | D=32 | D=64 | D=128 | 32/64 | 64/128 |",
           "|---|---|---|---|---|---|---|---|"]
     for (fmt, m, b), row in table.items():
@@ -175,7 +175,7 @@ def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slope
     pad_claim = "Padding an 80-wide slice wastes 60% of bytes at D=64 and 128, 20% at D=32."
     w = {d: qor_shapes.slice80(d) for d in WIDTHS}
     if any(v is None for v in w.values()):
-        rows.append((pad_claim, NOT_MEASURED, "can't tell", "needs the shape catalog (tb/tiles/shapes.py)"))
+        rows.append((pad_claim, NOT_MEASURED, "can't tell", "needs the shape catalog (perf/shapes.py)"))
     else:
         txt = "; ".join(f"D={d}: padded to {v['padded']}, {v['waste_1d']:.1%} of fetched bytes = "
                         f"{v['overhead_1d']:.0%} of useful bytes" for d, v in w.items())

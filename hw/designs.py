@@ -7,7 +7,15 @@ declares its options once; ``python -m hw gen``, ``make synth`` and the sweeps a
 import importlib
 from dataclasses import dataclass, field
 
-__all__ = ["Option", "Design", "DESIGNS", "get_design", "OptionError", "power_of_two"]
+from .formats import MATRIX_FORMATS
+
+__all__ = ["Option", "Design", "DESIGNS", "get_design", "OptionError", "power_of_two", "MU_WIDTHS",
+           "STUDY_WIDTHS"]
+
+#: Every width D a matrix unit can be generated at.
+MU_WIDTHS = (8, 16, 32, 64, 128)
+#: The widths the cross-width study, the real-tile corpus and the reports compare.
+STUDY_WIDTHS = (32, 64, 128)
 
 
 class OptionError(ValueError):
@@ -172,9 +180,10 @@ DESIGNS: dict[str, Design] = {
                _BF16_OPTIONS + (Option("lanes", 8, power_of_two(1, 64), help="multipliers",
                                        tag=lambda v: f"n{v}"),)),
         Design("mu", "hw.mu.matrix_unit:MatrixUnit", "DxD FP8/FP4 matrix unit with FP32 accumulation", (
-            Option("width", 64, power_of_two(8, 128), help="D: array width (power of two, 8..128)",
+            Option("width", 64, power_of_two(MU_WIDTHS[0], MU_WIDTHS[-1]),
+                   help="D: array width (power of two, 8..128)",
                    tag=lambda v: f"w{v}"),
-            Option("fmt", "fp8_e4m3", choices=("fp8_e4m3", "fp8_e5m2", "fp4_e2m1"),
+            Option("fmt", "fp8_e4m3", choices=MATRIX_FORMATS,
                    help="element format", tag=lambda v: v),
             Option("rows", 1, int_at_least(1), help="accumulator rows (batch rows)",
                    tag=lambda v: "" if v == 1 else f"r{v}"),
@@ -188,9 +197,9 @@ DESIGNS: dict[str, Design] = {
                "matrix units + scratchpad + HBM feed port, run by matmul commands", (
                    Option("units", 2, int_at_least(1), help="matrix units (1..64)",
                           tag=lambda v: f"u{v}"),
-                   Option("width", 8, power_of_two(8, 128), help="D: each unit's width",
+                   Option("width", 8, power_of_two(MU_WIDTHS[0], MU_WIDTHS[-1]), help="D: each unit's width",
                           tag=lambda v: f"w{v}"),
-                   Option("fmt", "fp8_e4m3", choices=("fp8_e4m3", "fp8_e5m2", "fp4_e2m1"),
+                   Option("fmt", "fp8_e4m3", choices=MATRIX_FORMATS,
                           help="element format", tag=lambda v: v),
                    Option("spad_bytes", 16384, int_at_least(1),
                           help="scratchpad bytes (words of 4*D bytes)", tag=lambda v: f"sp{v}"),

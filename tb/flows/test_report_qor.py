@@ -11,8 +11,8 @@ import pytest
 
 from flows import qor_shapes, report_qor
 from flows.report_qor import NOT_MEASURED
-from tb.tiles import shapes
-from tb.tiles.shapes import Matmul
+from perf import shapes
+from perf.shapes import Matmul
 
 BLOCK = "synth__design__instance__area__stdcell__"
 

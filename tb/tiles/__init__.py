@@ -10,7 +10,6 @@ module              holds
 ``exact``           an independent exact model of the numerics contract (finite operands)
 ``replay``          one run through ``tb/mu/model.py`` (+ RTL via ``rtl``); errors and costs
 ``rtl``             the adapter to the matrix unit's cocotb replay harness (``tb.mu.replay``)
-``shapes``          shapes of real models and the padding / cycle model of the throughput contract
 ``report``          ``reports/regression.md`` and ``reports/padding.md``
 =================== =========================================================================
 

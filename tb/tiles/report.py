@@ -10,7 +10,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from . import shapes
+from perf import shapes
+
 from .corpus import cache_dir
 from .replay import RunResult
 

@@ -24,9 +24,11 @@ counters on real MiniLM tiles by the regression (reports/regression.md).
 import math
 from dataclasses import dataclass
 
+from hw.designs import STUDY_WIDTHS
+
 __all__ = ["Matmul", "MODELS", "catalog", "cost", "slice80", "WIDTHS"]
 
-WIDTHS = (32, 64, 128)
+WIDTHS = STUDY_WIDTHS
 #: Context length assumed for the attention products of the LLMs (MiniLM: its 256-token maximum).
 CONTEXT = 4096
 

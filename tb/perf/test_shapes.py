@@ -2,8 +2,8 @@
 
 import pytest
 
-from tb.tiles import shapes
-from tb.tiles.shapes import Matmul
+from perf import shapes
+from perf.shapes import Matmul
 
 
 def test_slice80_by_hand():
