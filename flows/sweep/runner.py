@@ -17,38 +17,27 @@ A job result may carry files (``{"_files": {relpath: text}}``): the driver write
 repository (only below ``reports/`` or ``build/``), so outputs of jobs run on remote Ray nodes land
 here too, and cached results restore deleted outputs.
 
-Command line (``python -m flows sweep``)::
-
-    python -m flows sweep --design mu --grid width=32,64 --grid fmt=fp8_e4m3,fp4_e2m1 --jobs 2
-    python -m flows sweep --call tb.tiles.replay:run_one --grid width=32,64 --executor ray
+Synthesis jobs are built by :mod:`flows.sweep.synth_jobs`; the command line
+(``python -m flows sweep``) is :mod:`flows.sweep.cli`.
 """
 
-import argparse
 import hashlib
-import itertools
 import json
 import os
 import re
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..paths import BUILD, REPO
 from .executors import EXECUTORS, make_executor
 
-__all__ = ["Job", "Outcome", "run", "synth_job", "synth_jobs", "job_key", "main", "REPO", "SWEEP_DIR",
-           "SweepError"]
+__all__ = ["Job", "Outcome", "run", "job_key", "summary", "SWEEP_DIR", "SweepError"]
 
-REPO = Path(__file__).resolve().parent.parent
 #: Logs, records and the cache (``SWEEP_DIR`` in the environment overrides it).
-SWEEP_DIR = Path(os.environ.get("SWEEP_DIR") or REPO / "build" / "sweep")
+SWEEP_DIR = Path(os.environ.get("SWEEP_DIR") or BUILD / "sweep")
 # Bump when the meaning of a cached record changes.
 CACHE_VERSION = 1
-# Inputs of a synthesis job: the generators and the flow (not the sweep/report code itself);
-# :func:`synth_inputs` narrows "hw" to the design's own package plus the shared hw/*.py modules.
-SYNTH_INPUTS = ("hw", "flows")
-SYNTH_INPUTS_EXCLUDE = ("flows/sweep.py", "flows/executors.py", "flows/report_qor.py", "flows/qor.py",
-                        "flows/report_qor_plots.py", "flows/report_qor_verdict.py", "flows/qor_shapes.py")
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.+=-]+$")
 
@@ -324,151 +313,3 @@ def summary(outcomes: list[Outcome], root: Path = REPO) -> str:
     for o in by["failed"]:
         lines.append(f"  FAILED {o.job.name} ({o.attempts} attempts): {o.error}; log: {_rel(o.log, root)}")
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------------------------------
-# Synthesis jobs
-
-
-def _qor_synthesize(design, params, liberty, clock_ps, booth=False):
-    """Call the QoR flow (``flows.synth.synthesize``) on one variant; return ``(metrics, outdir)``."""
-    try:
-        from . import synth
-    except ImportError as e:
-        raise RuntimeError(f"the QoR flow (flows/synth.py) is not available: {e}") from None
-    api = getattr(synth, "synthesize", None)
-    if api is None:
-        raise RuntimeError("flows/synth.py has no synthesize(design, params, ...) entry point")
-    return api(design, params, liberty=liberty, clock_ps=clock_ps, booth=booth)
-
-
-def synth_job(design: str, params: dict, liberty: str | None = None, clock_ps: float | None = None,
-              booth: bool = False) -> dict:
-    """Worker side of a synthesis job: run the QoR flow on one variant, return its metrics and files.
-
-    Returns
-    -------
-    dict
-        ``metrics`` (the flow's metrics dict), ``variant``, ``outdir`` (relative) and ``_files``:
-        the text outputs of ``reports/qor/<variant>/`` so the driver has them even after a remote run.
-    """
-    metrics, outdir = _qor_synthesize(design, params, liberty, clock_ps, booth)
-    outdir = Path(outdir).resolve()
-    files = {}
-    for f in sorted(outdir.iterdir()):
-        if f.is_file() and f.stat().st_size < 20_000_000:
-            try:
-                files[str(f.relative_to(REPO))] = f.read_text()
-            except (UnicodeDecodeError, ValueError):
-                continue
-    return {"metrics": metrics, "variant": outdir.name, "outdir": _rel(outdir, REPO), "_files": files}
-
-
-def synth_inputs(design, root: Path = REPO) -> tuple:
-    """Cache inputs of a synthesis of ``design`` (a :class:`hw.designs.Design`): the package holding
-    its generator (``hw/mu`` for ``hw.mu.matrix_unit:MatrixUnit``), the shared ``hw/*.py`` modules
-    and ``flows/``; other generators' edits then leave its cached results valid."""
-    pkg = design.factory.split(":")[0].rsplit(".", 1)[0].replace(".", "/")
-    if pkg == "hw" or not (root / pkg).is_dir():
-        return SYNTH_INPUTS
-    shared = tuple(sorted(str(f.relative_to(root)) for f in (root / "hw").glob("*.py")))
-    return (pkg,) + shared + ("flows",)
-
-
-def synth_jobs(design: str, grid: dict, liberty: str | None = None,
-               clock_ps: float | None = None) -> list[Job]:
-    """One synthesis :class:`Job` per point of the cross product ``grid`` (option -> values)."""
-    from hw.designs import get_design
-
-    d = get_design(design)
-    # The flow reads $LIBERTY when no liberty is given: make it part of the job (and of its cache key).
-    liberty = liberty or os.environ.get("LIBERTY") or None
-    lib_input = (str(Path(liberty).resolve()),) if liberty and Path(liberty).is_file() else ()
-    keys = list(grid)
-    jobs = []
-    for values in itertools.product(*(grid[k] for k in keys)):
-        # Strings, so that the registry parses and validates them (it passes non-strings through).
-        given = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in zip(keys, values, strict=True)}
-        given = {k: ("on" if v == "true" else "off" if v == "false" else v) for k, v in given.items()}
-        parsed = d.params(given)  # validates early, with the registry's messages
-        name = d.variant(parsed)
-        jobs.append(Job(name, "flows.sweep:synth_job",
-                        {"design": design, "params": {k: parsed[k] for k in keys},
-                         "liberty": liberty, "clock_ps": clock_ps},
-                        inputs=synth_inputs(d) + lib_input, exclude=SYNTH_INPUTS_EXCLUDE))
-    return jobs
-
-
-def call_jobs(func: str, grid: dict) -> list[Job]:
-    """One :class:`Job` calling ``func(**point)`` per point of ``grid``; inputs: the hw/tb/flows code."""
-    keys = list(grid)
-    base = func.rpartition(":")[2].replace(".", "_")
-    jobs = []
-    for values in itertools.product(*(grid[k] for k in keys)):
-        kw = dict(zip(keys, values, strict=True))
-        varying = [k for k in keys if len(grid[k]) > 1]
-        name = "-".join([base] + [re.sub(r"[^A-Za-z0-9_.+=-]", "_", f"{k}={kw[k]}") for k in varying])
-        jobs.append(Job(name, func, kw, inputs=("hw", "tb", "flows"), exclude=SYNTH_INPUTS_EXCLUDE))
-    return jobs
-
-
-def _parse_grid(items: list[str]) -> dict:
-    grid = {}
-    for it in items or []:
-        k, sep, v = it.partition("=")
-        if not sep or not k or not v:
-            raise SweepError(f"--grid {it!r}: expected name=v1,v2,...")
-        vals = []
-        for s in v.split(","):
-            try:
-                vals.append(json.loads(s))
-            except json.JSONDecodeError:
-                vals.append(s)
-        grid[k.replace("-", "_")] = vals
-    return grid
-
-
-def add_run_args(p: argparse.ArgumentParser) -> None:
-    """Options shared by ``sweep`` and ``qor``."""
-    p.add_argument("--jobs", "-j", type=int, default=None, help="parallel jobs (default: CPU count)")
-    p.add_argument("--executor", choices=sorted(EXECUTORS), default="local",
-                   help="local process pool, or a Ray cluster (RAY_ADDRESS; else a local Ray instance)")
-    p.add_argument("--retries", type=int, default=1, help="extra attempts for a failed job (default 1)")
-    p.add_argument("--force", action="store_true", help="ignore cached results")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-def main(argv=None) -> int:
-    """``python -m flows sweep``: run a grid of synthesis or function jobs."""
-    p = argparse.ArgumentParser(prog="python -m flows sweep", description=__doc__.split("\n\n")[0])
-    what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--design", help="synthesize variants of this registered design (hw/designs.py)")
-    what.add_argument("--call", metavar="MODULE:FUNC", help="call this function once per grid point")
-    p.add_argument("--grid", action="append", metavar="NAME=V1,V2",
-                   help="a swept option (repeatable; the sweep is the cross product)")
-    p.add_argument("--liberty", default=os.environ.get("LIBERTY") or None)
-    p.add_argument("--clock-ps", type=float, default=float(os.environ["CLOCK_PS"])
-                   if os.environ.get("CLOCK_PS") else None)
-    add_run_args(p)
-    a = p.parse_args(argv)
-    try:
-        grid = _parse_grid(a.grid)
-        if a.design:
-            jobs = synth_jobs(a.design, grid, a.liberty, a.clock_ps)
-        else:
-            jobs = call_jobs(a.call, grid)
-        t0 = time.monotonic()
-        outs = run(jobs, a.executor, a.jobs, a.retries, a.force, not a.no_progress)
-    except (SweepError, ValueError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("sweep interrupted; finished jobs are cached (rerun to continue)", file=sys.stderr)
-        return 130
-    print(summary(outs))
-    print(f"sweep: wall time {time.monotonic() - t0:.1f} s; logs under {_rel(SWEEP_DIR, REPO)}/<job>/log")
-    return 0 if all(o.ok for o in outs) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -36,11 +36,11 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-__all__ = ["SynthError", "MemoryLimitError", "SynthResult", "run_yosys", "synthesize", "yosys_version",
-           "CACHE_ROOT"]
+from ..paths import BUILD
 
-CACHE_ROOT = Path(os.environ.get("QOR_CACHE_DIR") or
-                  Path(__file__).resolve().parent.parent / "build" / "qor-cache")
+__all__ = ["SynthError", "MemoryLimitError", "SynthResult", "run_yosys", "yosys_version", "CACHE_ROOT"]
+
+CACHE_ROOT = Path(os.environ.get("QOR_CACHE_DIR") or BUILD / "qor-cache")
 #: yowasp runs Yosys as 32-bit WebAssembly: its heap cannot exceed 4 GiB. Stop before that.
 MEMORY_LIMIT_MB = float(os.environ.get("QOR_MEMORY_LIMIT_MB", 3700))
 _SCRIPT_VERSION = "6"
@@ -193,7 +193,7 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
     top : str
     workdir : Path
         Where the run's files go (``synth.ys``, ``yosys.log``, ``mapped.json``, ``stat.txt``).
-    lib : flows.liberty.Library
+    lib : flows.synth.liberty.Library
         Target library (``lib.generic``: Yosys's internal gates).
     flatten, booth : bool
         ``synth -flatten``; ``synth -booth`` (Yosys's own Booth multiplier mapping).
@@ -305,16 +305,3 @@ def _result(top, workdir, runtime, peak, cached):
     return SynthResult(top, Path(workdir), mod, stat_text, ltp, ncells, _parse_area(stat_text), 0.0,
                        runtime, peak, cached, Path(workdir) / "yosys.log")
 
-
-def synthesize(design: str, params: dict | None = None, *, liberty=None, clock_ps=None, flow="auto",
-               booth=False, outdir=None, log=print):
-    """Whole QoR flow on one registered design variant (what ``make synth`` runs).
-
-    Returns ``(metrics, outdir)``: the ``metrics.json`` dictionary and the report directory
-    ``reports/qor/<variant>/``. See :func:`flows.flow.run` for the parameters.
-    """
-    from .flow import run
-
-    out = run(design, params, liberty=liberty, clock_ps=clock_ps, flow=flow, booth=booth, outdir=outdir,
-              log=log)
-    return out.metrics, out.outdir
