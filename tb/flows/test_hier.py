@@ -7,8 +7,8 @@ different networks, not only the composition arithmetic.
 
 import pytest
 
-from flows import liberty as L
-from flows.flow import run
+from flows.synth import liberty as L
+from flows.synth.flow import run
 from tb.flows import OSU, needs_osu, quiet
 
 AREA = "synth__design__instance__area__stdcell"

@@ -2,10 +2,10 @@
 
 import pytest
 
-from flows import liberty as L
-from flows.flow import resolve_library
-from flows.sta import Sta
-from flows.synth import MemoryLimitError, SynthError, run_yosys
+from flows.synth import liberty as L
+from flows.synth.flow import resolve_library
+from flows.synth.sta import Sta
+from flows.synth.yosys import MemoryLimitError, SynthError, run_yosys
 from tb.flows import OSU, needs_osu
 
 pytestmark = pytest.mark.quick
@@ -48,7 +48,7 @@ def test_ltp_stack_exhaustion_reruns_without_it_and_counts_both_runs(tmp_path, m
     """Yosys's recursive ``ltp`` can exhaust yowasp's call stack on a deep netlist: the run is
     repeated without it, the result's runtime and peak include the failed attempt, and the cache
     remembers the failure (a second run starts no Yosys at all)."""
-    import flows.synth as S
+    import flows.synth.yosys as S
 
     real, calls = S._run, []
 
@@ -157,7 +157,7 @@ def test_liberty_search_order(tmp_path):
 
 @needs_osu
 def test_flow_writes_the_reports_with_metrics2_1_names(tmp_path):
-    from flows.flow import run
+    from flows.synth.flow import run
 
     out = run("bf16_mul", {"arch": "booth4", "stages": "2"}, outdir=tmp_path, log=lambda *_: None)
     for f in ("metrics.json", "synth_stat.txt", "timing.txt", "yosys.log"):
