@@ -232,57 +232,63 @@ def run(jobs: list[Job], executor: str = "local", n_jobs: int | None = None, ret
             todo.append((job, key, log))
 
     if todo:
-        _sigterm_as_interrupt()
-        ex = make_executor(executor, n_jobs)
-        pending = {}
-        counts = {"ok": 0, "failed": 0, "cached": len(outcomes)}
-
-        def submit(job, key, log, attempt):
-            payload = {"name": job.name, "func": job.func, "kwargs": job.kwargs,
-                       "attempt": attempt, "log": str(log), "lock": lock}
-            pending[ex.submit(payload)] = (job, key, log, attempt)
-
-        try:
-            for job, key, log in todo:
-                log.parent.mkdir(parents=True, exist_ok=True)
-                log.write_text("")  # a fresh log per run; attempts append to it
-                submit(job, key, log, 1)
-            while pending:
-                for handle, rec in ex.wait(pending.keys()):
-                    job, key, log, attempt = pending.pop(handle)
-                    if rec.get("log"):
-                        log.write_text(rec["log"])
-                    info = {k: rec.get(k) for k in ("ok", "error", "runtime_s", "host")}
-                    info.update(name=job.name, key=key, attempt=attempt, func=job.func, kwargs=job.kwargs)
-                    if rec["ok"]:
-                        _write_files(rec["result"], root)
-                        (cache / f"{key}.json").write_text(json.dumps(
-                            {"name": job.name, "key": key, "runtime_s": rec["runtime_s"],
-                             "result": rec["result"]}, sort_keys=True))
-                        outcomes[job.name] = Outcome(job, "ok", rec["result"], attempts=attempt,
-                                                     runtime_s=rec["runtime_s"], log=log)
-                        counts["ok"] += 1
-                        bar.update()
-                    elif attempt <= retries:
-                        bar.write(f"sweep: {job.name} failed (attempt {attempt}/{retries + 1}): "
-                                  f"{rec['error']}; retrying; log: {_rel(log, root)}")
-                        submit(job, key, log, attempt + 1)
-                    else:
-                        outcomes[job.name] = Outcome(job, "failed", error=rec["error"], attempts=attempt,
-                                                     runtime_s=rec.get("runtime_s", 0.0), log=log)
-                        counts["failed"] += 1
-                        bar.write(f"sweep: {job.name} FAILED after {attempt} attempt(s): {rec['error']}; "
-                                  f"log: {_rel(log, root)}")
-                        bar.update()
-                    (log.parent / "result.json").write_text(json.dumps(
-                        dict(info, result=rec.get("result")), indent=1, sort_keys=True, default=str))
-                    bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in counts.items()))
-        except BaseException:
-            ex.close(abort=True, pending=list(pending))
-            raise
-        ex.close()
+        _execute(todo, executor, n_jobs, retries, lock, cache, root, outcomes, bar)
     bar.close()
     return [outcomes[j.name] for j in jobs]
+
+
+def _execute(todo, executor, n_jobs, retries, lock, cache: Path, root: Path, outcomes: dict, bar) -> None:
+    """Run the ``(job, key, log)`` entries of ``todo`` on an executor, with retries; fill ``outcomes``
+    and store successful results in ``cache``."""
+    _sigterm_as_interrupt()
+    ex = make_executor(executor, n_jobs)
+    pending = {}
+    counts = {"ok": 0, "failed": 0, "cached": len(outcomes)}
+
+    def submit(job, key, log, attempt):
+        payload = {"name": job.name, "func": job.func, "kwargs": job.kwargs,
+                   "attempt": attempt, "log": str(log), "lock": lock}
+        pending[ex.submit(payload)] = (job, key, log, attempt)
+
+    try:
+        for job, key, log in todo:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text("")  # a fresh log per run; attempts append to it
+            submit(job, key, log, 1)
+        while pending:
+            for handle, rec in ex.wait(pending.keys()):
+                job, key, log, attempt = pending.pop(handle)
+                if rec.get("log"):
+                    log.write_text(rec["log"])
+                info = {k: rec.get(k) for k in ("ok", "error", "runtime_s", "host")}
+                info.update(name=job.name, key=key, attempt=attempt, func=job.func, kwargs=job.kwargs)
+                if rec["ok"]:
+                    _write_files(rec["result"], root)
+                    (cache / f"{key}.json").write_text(json.dumps(
+                        {"name": job.name, "key": key, "runtime_s": rec["runtime_s"],
+                         "result": rec["result"]}, sort_keys=True))
+                    outcomes[job.name] = Outcome(job, "ok", rec["result"], attempts=attempt,
+                                                 runtime_s=rec["runtime_s"], log=log)
+                    counts["ok"] += 1
+                    bar.update()
+                elif attempt <= retries:
+                    bar.write(f"sweep: {job.name} failed (attempt {attempt}/{retries + 1}): "
+                              f"{rec['error']}; retrying; log: {_rel(log, root)}")
+                    submit(job, key, log, attempt + 1)
+                else:
+                    outcomes[job.name] = Outcome(job, "failed", error=rec["error"], attempts=attempt,
+                                                 runtime_s=rec.get("runtime_s", 0.0), log=log)
+                    counts["failed"] += 1
+                    bar.write(f"sweep: {job.name} FAILED after {attempt} attempt(s): {rec['error']}; "
+                              f"log: {_rel(log, root)}")
+                    bar.update()
+                (log.parent / "result.json").write_text(json.dumps(
+                    dict(info, result=rec.get("result")), indent=1, sort_keys=True, default=str))
+                bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in counts.items()))
+    except BaseException:
+        ex.close(abort=True, pending=list(pending))
+        raise
+    ex.close()
 
 
 def _sigterm_as_interrupt() -> None:
