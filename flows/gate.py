@@ -27,6 +27,7 @@ import json
 import math
 from pathlib import Path
 
+from . import metric_keys as K
 from .paths import BUILD, PUBLISHED_QOR
 
 __all__ = ["GATED", "DEFAULT_VARIANTS", "compare", "rules_for", "check", "GateError", "RULES"]
@@ -36,10 +37,10 @@ CHECK_DIR = BUILD / "qor-check"
 
 #: Metrics the gate watches: their comparison and the padding of the golden limit.
 GATED = {
-    "synth__design__instance__area__stdcell": ("<=", 0.02),
-    "synth__design__instance__area__ge": ("<=", 0.02),
-    "synth__timing__critical_path__delay_ps": ("<=", 0.02),
-    "synth__timing__critical_path__levels": ("<=", 0.05),
+    K.AREA: ("<=", 0.02),
+    K.GE: ("<=", 0.02),
+    K.CP_PS: ("<=", 0.02),
+    K.CP_LV: ("<=", 0.05),
 }
 
 #: Variants gated (``make qor-check``): the BF16 multiplier, the matrix unit at D = 8 and 32, and

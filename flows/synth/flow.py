@@ -21,6 +21,7 @@ design is ``Design.variant(params)`` plus the library's short name (``bf16_mul-b
 
 import hashlib
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,8 +250,6 @@ def read_verilog(files, top: str) -> tuple:
     ValueError
         No file given, a file missing or empty, or no ``module <top>`` in any of them.
     """
-    import re
-
     if not files:
         raise ValueError("no Verilog given: pass --verilog FILE (repeatable) or VERILOG=file.v")
     if not top or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", top):
