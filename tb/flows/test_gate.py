@@ -85,8 +85,7 @@ def test_committed_rules_cover_the_gated_variants():
 
 needs_osu = pytest.mark.skipif(not L.OSU018_DEFAULT.is_file(), reason="OSU 0.18um liberty not installed "
                                "(apt-get install qflow-tech-osu018); .ci/run installs it")
-#: Gated in the quick set: about a minute from a cold Yosys cache on two shared cores (BF16 3 s,
-#: D = 8 unit 15 s, slice 40 s: its units reuse the D = 8 blocks); seconds when cached.
+#: Gated in the quick set: the small points (the slice's units reuse the D = 8 unit's cached blocks).
 QUICK = ["bf16_mul-booth4-s0-osu018", "mu-w8-fp8_e4m3-osu018", "slice-u2-w8-fp8_e4m3-sp16384-osu018"]
 FULL = "mu-w32-fp8_e4m3-osu018"
 
