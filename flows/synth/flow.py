@@ -124,6 +124,7 @@ def _dirs(variant, outdir, reports_dir):
 
 
 def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb) -> _Synthesized:
+    """One Yosys run of the whole design, timed flat."""
     r = run_yosys(verilog, top, work / "flat", lib, booth=booth, clock_ps=clock_ps, limit_mb=limit_mb)
     area, seq, cells = own_area(lib, r.netlist)
     return _Synthesized(area, seq, cells, Sta(lib, r.netlist).run(), r.ltp_levels, r.stat_text,
@@ -131,6 +132,8 @@ def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb) -> _Synthesized:
 
 
 def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _Synthesized:
+    """Each distinct block once (:func:`flows.synth.hier.synth_hier`), composed; per-block areas,
+    statistics and timing sections for the reports."""
     h = synth_hier(netlist, lib, work / "hier", booth=booth, clock_ps=clock_ps, limit_mb=limit_mb,
                    log=log, macros=macros)
     block_areas = {b.name: b.area * b.instances for b in h.blocks.values() if b.name != h.top}
