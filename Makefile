@@ -7,10 +7,18 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-# Generator options (empty: the design's default). Make variable = upper-case option name.
-DESIGN_VARS := ARCH STAGES SUBNORMALS LANES WIDTH FMT ROWS TREE UNITS FEED_BYTES SPAD_BYTES
-SETS = $(foreach v,$(DESIGN_VARS),$(if $($(v)),--set $(shell echo $(v) | tr A-Z a-z)=$($(v))))
+# Generator options (empty: the design's default). Make variable = upper-case option name; the list
+# is every option of the design registry (`python -m hw options --make-vars`), read when a recipe
+# needs it. An option the chosen design does not have is an error from the flow, not ignored.
+DESIGN_VARS = $(shell $(PY) -m hw options --make-vars)
+SETS = $(strip $(foreach v,$(DESIGN_VARS),$(if $($(v)),--set $(shell echo $(v) | tr A-Z a-z)=$($(v)))))
+# User Verilog instead of a registered design: VERILOG="a.v b.v" TOP=module
+VERILOG ?=
+TOP ?=
+# PUBLISH=1: write the committed reports/qor/<variant>/ (default build/reports/qor/<variant>/)
+PUBLISH ?=
 export LIBERTY ?=
+# target period in ps for ABC (a positive number; checked before Yosys runs)
 export CLOCK_PS ?=
 # flat, hier (each marked block once, composed) or auto (hier when the design has marked blocks)
 export FLOW ?= auto
@@ -20,12 +28,15 @@ PYTEST_WORKERS ?= 2
 .PHONY: venv test test-full lint synth prove qor qor-check qor-update clean help
 
 help:
-	@echo "make synth DESIGN=mu WIDTH=64 FMT=fp8_e4m3   synthesize, report area/timing (reports/qor/)"
+	@echo "make synth DESIGN=mu WIDTH=64 FMT=fp8_e4m3   synthesize, report area/timing (build/reports/qor/)"
+	@echo "make synth VERILOG=my.v TOP=my_top           the same flow on your own Verilog"
 	@echo "make test                                    lint + unit tests + quick regression"
 	@echo "make test-full                               the whole regression"
 	@echo "make prove DESIGN=bf16_mul                   formal equivalence booth4 == behavioral"
 	@echo "make qor / qor-check / qor-update            cross-width report, regression gate, goldens"
-	@echo "  synth options: LIBERTY=cells.lib CLOCK_PS=period FLOW=auto|flat|hier; BF16 side by side:"
+	@echo "  synth options: LIBERTY=cells.lib CLOCK_PS=period FLOW=auto|flat|hier PUBLISH=1 (to reports/qor/);"
+	@echo "  design options: $$($(PY) -m hw options --make-vars 2>/dev/null || echo 'see python -m hw list')"
+	@echo "  BF16 side by side:"
 	@echo "  $(PY) -m flows bf16-compare (reports/qor/bf16_mul_comparison.md)"
 
 $(STAMP): pyproject.toml
@@ -50,8 +61,14 @@ test-full: lint
 	mkdir -p build
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --junitxml=build/junit-full.xml
 
+SYNTH_WHERE = $(if $(PUBLISH),--publish)
+
 synth: $(STAMP)
-	$(PY) -m flows synth --design $(DESIGN) $(SETS)
+ifneq ($(strip $(VERILOG)),)
+	$(PY) -m flows synth $(foreach f,$(VERILOG),--verilog $(f)) $(if $(TOP),--top $(TOP)) $(SETS) $(SYNTH_WHERE)
+else
+	$(PY) -m flows synth --design $(DESIGN) $(SETS) $(SYNTH_WHERE)
+endif
 
 prove: $(STAMP)
 	$(PY) -m flows prove --design $(DESIGN)

@@ -3,27 +3,37 @@
 Commands
 --------
 ``synth --design D [--set k=v ...] [--liberty F] [--clock-ps P] [--flow auto|flat|hier] [--yosys-booth]``
-    Synthesize one design variant and write ``reports/qor/<variant>/`` (``make synth``).
-``check [--update]``
+    Synthesize one registered design variant (``make synth``).
+``synth --verilog FILE [--verilog FILE ...] --top NAME [...]``
+    Synthesize user Verilog with the same library, STA and metrics (``make synth VERILOG=... TOP=...``).
+    Reports go to ``build/reports/qor/<variant>/``; ``--publish`` writes the committed
+    ``reports/qor/<variant>/``, ``--reports-dir DIR`` writes ``DIR/<variant>/``.
+``check [--update] [--variant NAME ...]``
     The QoR regression gate against ``reports/qor/rules-base.json`` (``make qor-check/qor-update``).
 ``bf16-compare``
     Generate ``reports/qor/bf16_mul_comparison.md`` (all BF16 multiplier variants side by side).
-``prove``, ``qor``, ``sweep``, ``report-qor``
-    Provided by other modules (``flows/prove.py``, the sweep and cross-width report); dispatched
-    lazily, with a message naming what is missing when they are not there.
+``prove``
+    Formal equivalence of two architectures (:mod:`flows.prove`, ``make prove``).
+``qor``
+    The width x format sweep and the cross-width report (:mod:`flows.sweep.qor`, ``make qor``).
+``sweep``
+    Any grid of synthesis or function jobs (:mod:`flows.sweep.cli`).
+``report-qor``
+    Only the cross-width report (:mod:`flows.report.qor`).
 """
 
 import argparse
-import importlib
 import os
 import sys
 
-#: command -> (module, issue that implements it)
-_LAZY = {
-    "prove": ("flows.prove", "issue 2 (BF16 multiplier: formal equivalence)"),
-    "qor": ("flows.qor", "issue 7 (QoR comparison across widths)"),
-    "sweep": ("flows.sweep", "issue 7 (sweeps)"),
-    "report-qor": ("flows.report_qor", "issue 7 (cross-width report)"),
+from .paths import PUBLISHED_QOR
+
+#: Commands with their own argument parser: name -> (module, one-line help).
+_DELEGATED = {
+    "prove": ("flows.prove", "formal equivalence of two architectures"),
+    "qor": ("flows.sweep.qor", "width x format synthesis sweep, then the cross-width report"),
+    "sweep": ("flows.sweep.cli", "run a grid of synthesis or function jobs"),
+    "report-qor": ("flows.report.qor", "regenerate reports/qor_comparison.md from the metrics"),
 }
 
 
@@ -41,72 +51,83 @@ def _parse_sets(items):
 def _parser():
     p = argparse.ArgumentParser(prog="python -m flows", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("synth", help="synthesize one design variant, report area and timing")
+    s = sub.add_parser("synth", help="synthesize a design variant or user Verilog, report area and timing")
     s.add_argument("--design", default=os.environ.get("DESIGN") or "mu")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="generator option (repeatable), e.g. --set arch=booth4 --set stages=0")
+    s.add_argument("--verilog", action="append", default=[], metavar="FILE",
+                   help="synthesize this Verilog instead of a registered design (repeatable; needs --top)")
+    s.add_argument("--top", default=None, help="top module of --verilog")
     s.add_argument("--liberty", default=None, help="liberty file (default: $LIBERTY, $PDK_ROOT, OSU 0.18um)")
-    s.add_argument("--clock-ps", type=float, default=None, help="target period for ABC (default: $CLOCK_PS)")
+    s.add_argument("--clock-ps", default=None, help="target period for ABC in ps (default: $CLOCK_PS)")
     s.add_argument("--flow", choices=("auto", "flat", "hier"), default=os.environ.get("FLOW") or "auto",
                    help="flat, by blocks (hier) or auto: by blocks when the design has marked blocks")
     s.add_argument("--yosys-booth", action="store_true", help="map multipliers with Yosys's synth -booth")
-    s.add_argument("--outdir", default=None, help="report directory (default reports/qor/<variant>)")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--publish", action="store_true",
+                       help="write the committed reports/qor/<variant>/ "
+                       "(default build/reports/qor/<variant>/)")
+    where.add_argument("--reports-dir", default=None, help="write DIR/<variant>/")
+    where.add_argument("--outdir", default=None, help="write exactly this report directory")
     c = sub.add_parser("check", help="QoR regression gate against reports/qor/rules-base.json")
-    c.add_argument("--update", action="store_true", help="refresh the golden values instead")
+    c.add_argument("--update", action="store_true", help="refresh the golden limits instead")
+    c.add_argument("--variant", action="append", default=None, metavar="NAME",
+                   help="check only this gated variant (repeatable)")
     sub.add_parser("bf16-compare", help="write reports/qor/bf16_mul_comparison.md")
-    for name, (_, issue) in _LAZY.items():
-        sub.add_parser(name, add_help=False, help=f"(from {issue})")
+    for name, (_, text) in _DELEGATED.items():
+        sub.add_parser(name, add_help=False, help=text)
     return p
+
+
+def _synth(args):
+    from .synth.flow import run, run_verilog
+
+    clock = args.clock_ps if args.clock_ps is not None else os.environ.get("CLOCK_PS") or None
+    reports_dir = PUBLISHED_QOR if args.publish else args.reports_dir
+    if args.verilog or args.top:
+        if args.set:
+            raise ValueError("--set applies to registered designs; with --verilog, give --top only")
+        run_verilog(args.verilog, args.top, liberty=args.liberty, clock_ps=clock, booth=args.yosys_booth,
+                    outdir=args.outdir, reports_dir=reports_dir)
+        return 0
+    run(args.design, _parse_sets(args.set), liberty=args.liberty, clock_ps=clock, flow=args.flow,
+        booth=args.yosys_booth, outdir=args.outdir, reports_dir=reports_dir)
+    return 0
 
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in _LAZY:
-        mod_name, issue = _LAZY[argv[0]]
-        try:
-            mod = importlib.import_module(mod_name)
-        except ModuleNotFoundError as e:
-            if e.name != mod_name:
-                raise
-            print(f"python -m flows {argv[0]}: not available yet: {mod_name.replace('.', '/')}.py is "
-                  f"implemented by {issue}.", file=sys.stderr)
-            return 2
-        return mod.main(argv[1:])
+    if argv and argv[0] in _DELEGATED:
+        import importlib
+
+        return importlib.import_module(_DELEGATED[argv[0]][0]).main(argv[1:])
     args = _parser().parse_args(argv)
     from hw.designs import OptionError
 
-    from .liberty import LibertyError
-    from .sta import StaError
-    from .synth import SynthError
+    from .gate import GateError
+    from .synth.liberty import LibertyError
+    from .synth.sta import StaError
+    from .synth.yosys import SynthError
 
     try:
         if args.cmd == "synth":
-            from .flow import run
-
-            clock = args.clock_ps if args.clock_ps is not None else (
-                float(os.environ["CLOCK_PS"]) if os.environ.get("CLOCK_PS") else None)
-            run(args.design, _parse_sets(args.set), liberty=args.liberty, clock_ps=clock, flow=args.flow,
-                booth=args.yosys_booth, outdir=args.outdir)
-            return 0
+            return _synth(args)
         if args.cmd == "check":
             from .gate import check
 
-            return check(update=args.update)
+            return check(update=args.update, names=args.variant)
         if args.cmd == "bf16-compare":
-            from .compare import main as compare_main
+            from .bf16_compare import main as compare_main
 
             return compare_main()
-    except (OptionError, LibertyError, SynthError, StaError) as e:
+    except (OptionError, LibertyError, SynthError, StaError, GateError) as e:
         print(f"python -m flows {args.cmd}: error: {e}", file=sys.stderr)
         return 2
-    except Exception as e:  # a gate/rules problem or a generator refusing its parameters
-        from .gate import GateError
-
-        if isinstance(e, (GateError, ValueError, TypeError)) and not os.environ.get("FLOWS_DEBUG"):
-            print(f"python -m flows {args.cmd}: error: {e} (FLOWS_DEBUG=1 shows the traceback)",
-                  file=sys.stderr)
-            return 2
-        raise
+    except (ValueError, TypeError) as e:  # a generator refusing its parameters, a bad CLOCK_PS
+        if os.environ.get("FLOWS_DEBUG"):
+            raise
+        print(f"python -m flows {args.cmd}: error: {e} (FLOWS_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -7,7 +7,7 @@ that measures and prints, not a test.
 
 Usage::
 
-    python -m flows.bench_mu                       # D = 32, 64, 128 x all three formats
+    python -m flows.bench_mu                       # the study widths x every matrix format
     python -m flows.bench_mu --width 128 --fmt fp8_e5m2
 """
 
@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 
+from hw.designs import STUDY_WIDTHS
 from hw.formats import MATRIX_FORMATS
 
 BUDGET_S = 60.0
@@ -45,11 +46,12 @@ def measure(width: int, fmt: str) -> dict:
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m flows.bench_mu", description=__doc__.splitlines()[0])
-    p.add_argument("--width", type=int, action="append", help="D (repeatable; default 32 64 128)")
+    p.add_argument("--width", type=int, action="append",
+                   help=f"D (repeatable; default {' '.join(map(str, STUDY_WIDTHS))})")
     p.add_argument("--fmt", action="append", choices=MATRIX_FORMATS,
                    help="format (repeatable; default all)")
     args = p.parse_args(argv)
-    widths = args.width or [32, 64, 128]
+    widths = args.width or list(STUDY_WIDTHS)
     fmts = args.fmt or list(MATRIX_FORMATS)
     print(f"{'variant':<24} {'gen s':>7} {'wall s':>7} {'Verilog MB':>10} {'modules':>7} "
           f"{'peak MB':>8}  budget {BUDGET_S:.0f} s")

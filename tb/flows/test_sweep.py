@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from flows import sweep
-from flows.sweep import Job, SweepError
+from flows.sweep import cli
+from flows.sweep import runner as sweep
+from flows.sweep.runner import Job, SweepError
 
 F = "tb.flows.sweep_jobs"
 
@@ -109,18 +110,18 @@ def test_bad_input_is_reported(env):
 
 
 def test_cli_grid_of_calls(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(sweep, "SWEEP_DIR", tmp_path / "sweep")
+    monkeypatch.setattr(cli, "SWEEP_DIR", tmp_path / "sweep")
     cd = tmp_path / "calls"
     real_run = sweep.run
-    monkeypatch.setattr(sweep, "run", lambda *a, **k: real_run(*a, sweep_dir=tmp_path / "sweep", **k))
-    rc = sweep.main(["--call", f"{F}:square", "--grid", "x=2,7", "--grid", f"calls_dir={cd}",
+    monkeypatch.setattr(cli, "run", lambda *a, **k: real_run(*a, sweep_dir=tmp_path / "sweep", **k))
+    rc = cli.main(["--call", f"{F}:square", "--grid", "x=2,7", "--grid", f"calls_dir={cd}",
                      "--jobs", "2", "--no-progress"])
     out = capsys.readouterr().out
     assert rc == 0 and "2 jobs: 2 ran, 0 cached, 0 failed" in out
     assert calls(cd, "square7") == 1
-    rc = sweep.main(["--call", f"{F}:boom", "--grid", f"calls_dir={cd}", "--retries", "0", "--no-progress"])
+    rc = cli.main(["--call", f"{F}:boom", "--grid", f"calls_dir={cd}", "--retries", "0", "--no-progress"])
     assert rc == 1 and "FAILED" in capsys.readouterr().out
-    assert sweep.main(["--design", "mu", "--grid", "width=48", "--no-progress"]) == 2
+    assert cli.main(["--design", "mu", "--grid", "width=48", "--no-progress"]) == 2
     assert "power of two" in capsys.readouterr().err
 
 
@@ -158,7 +159,7 @@ def test_interrupt_stops_running_jobs(env, monkeypatch):
     import time
 
     root, sd, cd = env
-    from flows import executors
+    from flows.sweep import executors
 
     real_wait = executors.LocalExecutor.wait
 

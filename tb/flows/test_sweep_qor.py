@@ -1,11 +1,16 @@
 """The QoR sweep's job list and the synthesis job wrapper (the flow itself is stubbed here)."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
-from flows import qor, sweep
-from flows import synth as flow_synth
+from flows.paths import REPO
+from flows.sweep import qor, synth_jobs
+from flows.sweep import runner as sweep
+from flows.synth import flow as flow_synth
+from hw.designs import STUDY_WIDTHS
+from hw.formats import MATRIX_FORMATS
 
 
 def test_qor_jobs_cover_the_grid_cheapest_first():
@@ -13,13 +18,13 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     names = [j.name for j in jobs]
     assert names[:3] == ["bf16_mul-behavioral-s0", "bf16_mul-booth4-s0", "bf16_mul-behavioral-s0-ysbooth"]
     mu = names[3:]
-    assert mu == [f"mu-w{d}-{f}" for d in (32, 64, 128) for f in ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1")]
+    assert mu == [f"mu-w{d}-{f}" for d in STUDY_WIDTHS for f in MATRIX_FORMATS]
     j = jobs[3]
-    assert j.func == "flows.sweep:synth_job"
-    assert j.inputs[0] == "hw/mu" and "hw/hier.py" in j.inputs and j.inputs[-1] == "flows"
+    assert j.func == "flows.sweep.synth_jobs:synth_job"
+    assert j.inputs[0] == "hw/mu" and "hw/hier.py" in j.inputs and "flows/synth" in j.inputs
     assert "hw/fp" not in j.inputs and jobs[0].inputs[0] == "hw/fp"
     assert j.kwargs == {"design": "mu", "params": {"width": 32, "fmt": "fp8_e4m3"}, "liberty": None,
-                        "clock_ps": None}
+                        "clock_ps": None, "publish": True}
     assert jobs[2].kwargs["booth"] is True
     assert [j.name for j in qor.qor_jobs((64,), ("fp4_e2m1",), bf16=False)] == ["mu-w64-fp4_e2m1"]
     with pytest.raises(ValueError, match="power of two"):
@@ -28,37 +33,57 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
         qor.qor_jobs((32,), ("fp6",), bf16=False)
 
 
+def test_bad_clock_is_refused_before_any_job(capsys):
+    assert qor.main(["--clock-ps", "-5", "--no-bf16", "--widths", "32", "--no-progress"]) == 2
+    assert "CLOCK_PS must be a positive number" in capsys.readouterr().err
+
+
+def test_flow_inputs_are_the_synthesis_package_and_what_it_imports():
+    """Derived from the files: flows/synth plus the flows modules it imports, nothing above it."""
+    got = synth_jobs.flow_inputs()
+    assert "flows/synth" in got and "flows/metric_keys.py" in got and "flows/paths.py" in got
+    assert not any(p.startswith(("flows/report", "flows/sweep", "flows/gate")) for p in got)
+    for p in got:
+        assert (REPO / p).exists(), p
+
+
 def test_synth_cache_key_follows_the_generator_not_the_report(tmp_path):
-    for rel in ("hw/mu/a.py", "flows/synth.py", "flows/report_qor.py"):
+    for rel in ("hw/mu/a.py", "flows/synth/yosys.py", "flows/metric_keys.py", "flows/report/qor.py"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x = 1\n")
-    j = sweep.Job("mu-w32", "flows.sweep:synth_job", {"design": "mu"}, inputs=sweep.SYNTH_INPUTS,
-                  exclude=sweep.SYNTH_INPUTS_EXCLUDE)
+    j = sweep.Job("mu-w32", synth_jobs.SYNTH_FUNC, {"design": "mu"},
+                  inputs=("hw/mu", "flows/synth", "flows/metric_keys.py"))
     k0 = sweep.job_key(j, tmp_path)
-    (tmp_path / "flows/report_qor.py").write_text("x = 2\n")
+    (tmp_path / "flows/report/qor.py").write_text("x = 2\n")
     assert sweep.job_key(j, tmp_path) == k0
     (tmp_path / "hw/mu/a.py").write_text("x = 2\n")
     k1 = sweep.job_key(j, tmp_path)
     assert k1 != k0
-    (tmp_path / "flows/synth.py").write_text("x = 2\n")
-    assert sweep.job_key(j, tmp_path) != k1
+    (tmp_path / "flows/synth/yosys.py").write_text("x = 2\n")
+    k2 = sweep.job_key(j, tmp_path)
+    assert k2 != k1
+    (tmp_path / "flows/metric_keys.py").write_text("x = 2\n")
+    assert sweep.job_key(j, tmp_path) != k2
 
 
 def test_synth_job_returns_metrics_and_report_files(monkeypatch):
-    out = sweep.REPO / "build" / "test_sweep_qor" / "mu-w8-test"
+    out = REPO / "build" / "test_sweep_qor" / "mu-w8-test"
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").write_text('{"a": 1}')
     (out / "timing.txt").write_text("path")
     seen = {}
 
-    def fake(design, params, *, liberty=None, clock_ps=None, booth=False):
-        seen.update(design=design, params=params, liberty=liberty, clock_ps=clock_ps, booth=booth)
-        return {"a": 1}, out
+    def fake(design, params, *, liberty=None, clock_ps=None, booth=False, reports_dir=None):
+        seen.update(design=design, params=params, liberty=liberty, clock_ps=clock_ps, booth=booth,
+                    reports_dir=reports_dir)
+        return SimpleNamespace(metrics={"a": 1}, outdir=out)
 
-    monkeypatch.setattr(flow_synth, "synthesize", fake)
-    r = sweep.synth_job("mu", {"width": 8}, liberty="x.lib", clock_ps=1000.0)
+    monkeypatch.setattr(flow_synth, "run", fake)
+    r = synth_jobs.synth_job("mu", {"width": 8}, liberty="x.lib", clock_ps=1000.0)
     assert seen == {"design": "mu", "params": {"width": 8}, "liberty": "x.lib", "clock_ps": 1000.0,
-                    "booth": False}
+                    "booth": False, "reports_dir": REPO / "build" / "reports" / "qor"}
+    synth_jobs.synth_job("mu", {"width": 8}, publish=True)
+    assert seen["reports_dir"] == REPO / "reports" / "qor"
     assert r["metrics"] == {"a": 1} and r["variant"] == "mu-w8-test"
     assert r["_files"] == {"build/test_sweep_qor/mu-w8-test/metrics.json": '{"a": 1}',
                            "build/test_sweep_qor/mu-w8-test/timing.txt": "path"}

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from flows import sweep
-from flows.sweep import Job
+from flows.sweep import runner as sweep
+from flows.sweep.runner import Job
 
 ray = pytest.importorskip("ray", reason="ray is a main dependency: reinstall with 'make venv'")
 

@@ -3,11 +3,15 @@
 import math
 from pathlib import Path
 
-from .report_qor import AREA, CATEGORIES, CONTROL, CP_LV, CP_PS, FMAX, FORMATS, MEMORY, WIDTHS, YOSYS_TIME
+from ..metric_keys import AREA, CP_LV, CP_PS, FMAX, MEMORY, YOSYS_TIME
+from .common import CATEGORIES, CONTROL, FORMATS, WIDTHS, breakdown, measured_formats
+from .verdict import perf_table
 
 __all__ = ["make_plots"]
 
-MARKERS = {"fp8_e4m3": "o", "fp8_e5m2": "s", "fp4_e2m1": "^"}
+#: One marker per format, in the registry's order (cycled if there are more formats).
+_MARKER_CYCLE = "os^vDP*Xh<>p"
+MARKERS = {f: _MARKER_CYCLE[i % len(_MARKER_CYCLE)] for i, f in enumerate(FORMATS)}
 
 
 def _series(grid, key, fmt, f=lambda d, v: v):
@@ -21,24 +25,10 @@ def _save(fig, path: Path, made: list):
     made.append(path)
 
 
-def make_plots(grid, slopes, plots_dir: Path) -> list[Path]:
-    """Write the plots that have data; return their paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .report_qor_verdict import perf_table
-
-    plots_dir.mkdir(parents=True, exist_ok=True)
-    made = []
-    if not grid:
-        return made
-    ticks = dict(xticks=[math.log2(d) for d in WIDTHS], xticklabels=[str(d) for d in WIDTHS])
-
-    # Area and area per MAC.
+def _plot_area(grid, plt, ticks, plots_dir, made) -> None:
+    """Area and area per MAC."""
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    for fmt in FORMATS:
+    for fmt in measured_formats(grid):
         s = _series(grid, AREA, fmt)
         if s:  # area is > 0 whenever measured
             a1.plot([math.log2(d) for d, _ in s], [v / 1e6 for _, v in s], marker=MARKERS[fmt], label=fmt)
@@ -51,9 +41,11 @@ def make_plots(grid, slopes, plots_dir: Path) -> list[Path]:
     _save(fig, plots_dir / "qor_area.png", made)
     plt.close(fig)
 
-    # Critical path against log2 D, with the fitted slope.
+
+def _plot_critical_path(grid, slopes, plt, ticks, plots_dir, made) -> None:
+    """Critical path against log2 D, with the fitted slope."""
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    for fmt in FORMATS:
+    for fmt in measured_formats(grid):
         for ax, key in ((a1, CP_LV), (a2, CP_PS)):
             s = _series(grid, key, fmt)
             if not s:
@@ -73,11 +65,13 @@ def make_plots(grid, slopes, plots_dir: Path) -> list[Path]:
     _save(fig, plots_dir / "qor_critical_path.png", made)
     plt.close(fig)
 
-    # fmax, flow runtime and memory.
+
+def _plot_fmax_runtime(grid, plt, ticks, plots_dir, made) -> None:
+    """fmax, flow runtime and memory."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for ax, key, title, unit in ((axes[0], FMAX, "fmax", "MHz"), (axes[1], YOSYS_TIME, "Yosys runtime", "s"),
                                  (axes[2], MEMORY, "Flow peak memory", "MB")):
-        for fmt in FORMATS:
+        for fmt in measured_formats(grid):
             s = _series(grid, key, fmt)
             if s:
                 ax.plot([math.log2(d) for d, _ in s], [v for _, v in s], marker=MARKERS[fmt], label=fmt)
@@ -88,10 +82,11 @@ def make_plots(grid, slopes, plots_dir: Path) -> list[Path]:
     _save(fig, plots_dir / "qor_fmax_runtime.png", made)
     plt.close(fig)
 
-    # Per-block breakdown (stacked bars) where measured.
-    from .report_qor import breakdown
 
-    bars = [(f"{d}\n{fmt}", breakdown(grid[(d, fmt)])) for fmt in FORMATS for d in WIDTHS if (d, fmt) in grid]
+def _plot_breakdown(grid, plt, plots_dir, made) -> None:
+    """Per-block breakdown (stacked bars) where measured."""
+    bars = [(f"{d}\n{fmt}", breakdown(grid[(d, fmt)]))
+            for fmt in measured_formats(grid) for d in WIDTHS if (d, fmt) in grid]
     bars = [(lab, b) for lab, b in bars if b is not None]
     if bars:
         fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(bars)), 4))
@@ -107,7 +102,9 @@ def make_plots(grid, slopes, plots_dir: Path) -> list[Path]:
         _save(fig, plots_dir / "qor_breakdown.png", made)
         plt.close(fig)
 
-    # Equal silicon.
+
+def _plot_equal_silicon(grid, plt, ticks, plots_dir, made) -> None:
+    """Equal silicon: useful MACs per second per mm^2, per model."""
     table = perf_table(grid)
     if table and any(v is not None for r in table.values() for v in r.values()):
         models = sorted({m for _, m, _ in table})
@@ -130,4 +127,23 @@ def make_plots(grid, slopes, plots_dir: Path) -> list[Path]:
         axes[0][0].legend(fontsize=7)
         _save(fig, plots_dir / "qor_equal_silicon.png", made)
         plt.close(fig)
+
+
+def make_plots(grid, slopes, plots_dir: Path) -> list[Path]:
+    """Write the plots that have data; return their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    made = []
+    if not grid:
+        return made
+    ticks = dict(xticks=[math.log2(d) for d in WIDTHS], xticklabels=[str(d) for d in WIDTHS])
+    _plot_area(grid, plt, ticks, plots_dir, made)
+    _plot_critical_path(grid, slopes, plt, ticks, plots_dir, made)
+    _plot_fmax_runtime(grid, plt, ticks, plots_dir, made)
+    _plot_breakdown(grid, plt, plots_dir, made)
+    _plot_equal_silicon(grid, plt, ticks, plots_dir, made)
     return made

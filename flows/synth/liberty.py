@@ -20,11 +20,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..paths import BUILD
+
 __all__ = ["Table", "Arc", "Cell", "Library", "LibertyError", "find_liberty", "load",
            "generic_library", "OSU018_DEFAULT", "NO_LIBERTY_NOTE"]
 
 OSU018_DEFAULT = Path("/usr/share/qflow/tech/osu018/osu018_stdcells.lib")
-CACHE_DIR = Path(__file__).resolve().parent.parent / "build" / "qor-cache" / "liberty"
+CACHE_DIR = BUILD / "qor-cache" / "liberty"
 _FORMAT = 3  # bump when the cached JSON layout changes
 
 NO_LIBERTY_NOTE = (

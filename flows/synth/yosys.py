@@ -36,11 +36,11 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-__all__ = ["SynthError", "MemoryLimitError", "SynthResult", "run_yosys", "synthesize", "yosys_version",
-           "CACHE_ROOT"]
+from ..paths import BUILD
 
-CACHE_ROOT = Path(os.environ.get("QOR_CACHE_DIR") or
-                  Path(__file__).resolve().parent.parent / "build" / "qor-cache")
+__all__ = ["SynthError", "MemoryLimitError", "SynthResult", "run_yosys", "yosys_version", "CACHE_ROOT"]
+
+CACHE_ROOT = Path(os.environ.get("QOR_CACHE_DIR") or BUILD / "qor-cache")
 #: yowasp runs Yosys as 32-bit WebAssembly: its heap cannot exceed 4 GiB. Stop before that.
 MEMORY_LIMIT_MB = float(os.environ.get("QOR_MEMORY_LIMIT_MB", 3700))
 _SCRIPT_VERSION = "6"
@@ -193,7 +193,7 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
     top : str
     workdir : Path
         Where the run's files go (``synth.ys``, ``yosys.log``, ``mapped.json``, ``stat.txt``).
-    lib : flows.liberty.Library
+    lib : flows.synth.liberty.Library
         Target library (``lib.generic``: Yosys's internal gates).
     flatten, booth : bool
         ``synth -flatten``; ``synth -booth`` (Yosys's own Booth multiplier mapping).
@@ -226,15 +226,18 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
     cache = CACHE_ROOT / "synth" / key
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    def without_ltp(timeout):
+        return run_yosys(verilog, top, workdir, lib, flatten=flatten, booth=booth, clock_ps=clock_ps,
+                         children=children, limit_mb=limit_mb, timeout_s=timeout, use_cache=use_cache,
+                         ltp=False)
+
     if use_cache and (cache / "done.json").is_file():
         meta = json.loads((cache / "done.json").read_text())
         if meta.get("ltp_failed"):   # known to exhaust the call stack: go to the run without ltp
-            r = run_yosys(verilog, top, workdir, lib, flatten=flatten, booth=booth,
-                          clock_ps=clock_ps, children=children, limit_mb=limit_mb,
-                          timeout_s=timeout_s, use_cache=use_cache, ltp=False)
+            r = without_ltp(timeout_s)
             return replace(r, runtime_s=r.runtime_s + meta["runtime_s"],
                            peak_mb=max(r.peak_mb, meta["peak_mb"]))
-        for f in ("yosys.log", "stat.txt", "mapped.json", "ltp.txt", "synth.ys"):
+        for f in _CACHED_FILES:
             if (cache / f).exists() and cache.resolve() != workdir.resolve():
                 shutil.copyfile(cache / f, workdir / f)
         return _result(top, workdir, meta["runtime_s"], meta["peak_mb"], True)
@@ -251,41 +254,54 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
     cmd = _yosys_cmd() + ["-q", "-l", "yosys.log", "-s", "synth.ys"]
     rc, runtime, peak = _run(cmd, workdir, log, limit_mb or MEMORY_LIMIT_MB, timeout_s)
     if rc != 0 or not (workdir / "mapped.json").is_file():
-        logtext = log.read_text(errors="replace") if log.exists() else ""
-        outtext = (workdir / "yosys.stdout").read_text(errors="replace")
-        errs = [ln for ln in (logtext + "\n" + outtext).splitlines() if "ERROR" in ln or "error" in ln]
-        oom = any(k in (logtext + outtext) for k in ("out of memory", "bad_alloc", "memory allocation"))
-        if ltp and "call stack exhausted" in logtext + outtext:
+        if ltp and _failure(top, workdir, log, rc) == "ltp":
             # keep the failed attempt's log, and count its time and memory in the result
             if log.exists():
                 log.replace(workdir / "yosys-ltp-failed.log")
-            r = run_yosys(verilog, top, workdir, lib, flatten=flatten, booth=booth,
-                          clock_ps=clock_ps, children=children, limit_mb=limit_mb,
-                          timeout_s=max(1.0, timeout_s - runtime), use_cache=use_cache, ltp=False)
+            r = without_ltp(max(1.0, timeout_s - runtime))
             if use_cache:   # remember the failure: later runs go straight to the one without ltp
                 cache.mkdir(parents=True, exist_ok=True)
                 (cache / "done.json").write_text(json.dumps(
                     {"ltp_failed": True, "runtime_s": runtime, "peak_mb": peak}))
             return replace(r, runtime_s=r.runtime_s + runtime, peak_mb=max(r.peak_mb, peak))
-        if oom:
-            raise MemoryLimitError(f"Yosys ran out of yowasp's 4 GiB WebAssembly memory on {top}; use "
-                                   f"the hierarchical flow or a smaller design. Log: {log}")
-        first = errs[0].strip() if errs else f"exit code {rc}"
-        raise SynthError(f"Yosys failed on {top}: {first}. Full log: {log}")
+        _failure(top, workdir, log, rc, raise_=True)
     (workdir / "cells.lib").unlink(missing_ok=True)
-    # Keep the cache small: the mapped netlist, stats, log and script (no liberty copy).
     if use_cache:
-        tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
-        tmp.mkdir(parents=True, exist_ok=True)
-        for f in ("yosys.log", "stat.txt", "mapped.json", "ltp.txt", "synth.ys"):
-            if (workdir / f).exists():
-                shutil.copyfile(workdir / f, tmp / f)
-        (tmp / "done.json").write_text(json.dumps({"runtime_s": runtime, "peak_mb": peak}))
-        if cache.exists():
-            shutil.rmtree(tmp)
-        else:
-            tmp.rename(cache)
+        _store(cache, workdir, runtime, peak)
     return _result(top, workdir, runtime, peak, False)
+
+
+#: What the cache keeps of a run: the mapped netlist, stats, log and script (no liberty copy).
+_CACHED_FILES = ("yosys.log", "stat.txt", "mapped.json", "ltp.txt", "synth.ys")
+
+
+def _store(cache: Path, workdir: Path, runtime, peak) -> None:
+    """Copy a successful run into the cache (atomically: a rename of a private directory)."""
+    tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+    tmp.mkdir(parents=True, exist_ok=True)
+    for f in _CACHED_FILES:
+        if (workdir / f).exists():
+            shutil.copyfile(workdir / f, tmp / f)
+    (tmp / "done.json").write_text(json.dumps({"runtime_s": runtime, "peak_mb": peak}))
+    if cache.exists():
+        shutil.rmtree(tmp)
+    else:
+        tmp.rename(cache)
+
+
+def _failure(top, workdir: Path, log: Path, rc, raise_=False):
+    """Classify a failed run: ``"ltp"`` when ``ltp`` exhausted the call stack; with ``raise_``, raise
+    :class:`MemoryLimitError` or :class:`SynthError` quoting Yosys's first error line."""
+    logtext = log.read_text(errors="replace") if log.exists() else ""
+    outtext = (workdir / "yosys.stdout").read_text(errors="replace")
+    if not raise_:
+        return "ltp" if "call stack exhausted" in logtext + outtext else "other"
+    errs = [ln for ln in (logtext + "\n" + outtext).splitlines() if "ERROR" in ln or "error" in ln]
+    if any(k in (logtext + outtext) for k in ("out of memory", "bad_alloc", "memory allocation")):
+        raise MemoryLimitError(f"Yosys ran out of yowasp's 4 GiB WebAssembly memory on {top}; use "
+                               f"the hierarchical flow or a smaller design. Log: {log}")
+    first = errs[0].strip() if errs else f"exit code {rc}"
+    raise SynthError(f"Yosys failed on {top}: {first}. Full log: {log}")
 
 
 def _result(top, workdir, runtime, peak, cached):
@@ -305,16 +321,3 @@ def _result(top, workdir, runtime, peak, cached):
     return SynthResult(top, Path(workdir), mod, stat_text, ltp, ncells, _parse_area(stat_text), 0.0,
                        runtime, peak, cached, Path(workdir) / "yosys.log")
 
-
-def synthesize(design: str, params: dict | None = None, *, liberty=None, clock_ps=None, flow="auto",
-               booth=False, outdir=None, log=print):
-    """Whole QoR flow on one registered design variant (what ``make synth`` runs).
-
-    Returns ``(metrics, outdir)``: the ``metrics.json`` dictionary and the report directory
-    ``reports/qor/<variant>/``. See :func:`flows.flow.run` for the parameters.
-    """
-    from .flow import run
-
-    out = run(design, params, liberty=liberty, clock_ps=clock_ps, flow=flow, booth=booth, outdir=outdir,
-              log=log)
-    return out.metrics, out.outdir

@@ -9,15 +9,17 @@ import datetime
 import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
-__all__ = ["build", "tool_versions", "git_revision", "AREA_KEYS", "DELAY_KEYS"]
+from .. import metric_keys as K
+from ..paths import REPO
+from .sta import fmax_mhz
 
-REPO = Path(__file__).resolve().parent.parent
+__all__ = ["build", "tool_versions", "git_revision", "CAVEAT"]
 
-AREA_KEYS = ("synth__design__instance__area__stdcell", "synth__design__instance__area__ge",
-             "synth__design__instance__area__sequential")
-DELAY_KEYS = ("synth__timing__critical_path__delay_ps",)
+#: What every number of this flow leaves out.
+CAVEAT = ("Yosys + ABC mapping with a simple NLDM STA: no placement, no routing, no wire load; "
+          "commercial synthesis is typically smaller (Yosys-only vs commercial on IHP 130nm: +53% "
+          "area, arXiv 2512.06122).")
 
 
 def tool_versions() -> dict:
@@ -45,29 +47,34 @@ def git_revision() -> str:
 
 
 def build(*, design, variant, params, lib, area, seq_area, cells, worst, ltp, runtime_s, peak_mb,
-          flow, block_areas=None, clock_ps=None, booth=False, cached=False, sta_defaults=None) -> dict:
-    """Metrics dictionary of one run (see module docstring for units)."""
-    from .sta import fmax_mhz
+          flow, block_areas=None, clock_ps=None, booth=False, cached=False, sta_defaults=None,
+          yosys_s=0.0, hier=None) -> dict:
+    """Metrics dictionary of one run (see module docstring for units).
 
+    ``hier`` (a :class:`flows.synth.hier.HierReport`) adds the top's own worst path.
+    """
     ge = lib.ge_area if not lib.generic else 1.0
     generic = lib.generic
     m = {
-        "synth__design__instance__area__stdcell": round(area, 3),
-        "synth__design__instance__area__ge": round(area / ge, 2),
-        "synth__design__instance__count__stdcell": cells,
-        "synth__design__instance__area__sequential": round(seq_area, 3),
-        "synth__timing__critical_path__delay_ps": None if generic else round(worst.delay_ps, 1),
-        "synth__timing__critical_path__levels": worst.levels,
-        "synth__timing__critical_path__kind": worst.kind,
-        "synth__timing__logic_depth__generic": ltp,
-        "synth__timing__fmax_mhz": None if generic else (round(fmax_mhz(worst.delay_ps), 1)
-                                                         if fmax_mhz(worst.delay_ps) else None),
-        "flow__runtime__seconds": round(runtime_s, 2),
-        "flow__memory__peak_mb": round(peak_mb, 1),
-        "flow__cache__hit": cached,
+        K.AREA: round(area, 3),
+        K.GE: round(area / ge, 2),
+        K.CELLS: cells,
+        K.SEQ: round(seq_area, 3),
+        K.CP_PS: None if generic else round(worst.delay_ps, 1),
+        K.CP_LV: worst.levels,
+        K.CP_KIND: worst.kind,
+        K.DEPTH: ltp,
+        K.FMAX: None if generic or not fmax_mhz(worst.delay_ps) else round(fmax_mhz(worst.delay_ps), 1),
+        K.RUNTIME: round(runtime_s, 2),
+        K.MEMORY: round(peak_mb, 1),
+        K.CACHE_HIT: cached,
+        K.YOSYS_TIME: round(yosys_s, 2),
     }
+    if hier is not None and hier.top_own is not None and not generic:
+        m[K.CP_PS_TOP_OWN] = round(hier.top_own.delay_ps, 1)
+        m[K.CP_LV_TOP_OWN] = hier.top_own.levels
     for block, a in sorted((block_areas or {}).items()):
-        m[f"synth__design__instance__area__stdcell__{block}"] = round(a, 3)
+        m[K.block_area(block)] = round(a, 3)
     m["design"] = design
     m["variant"] = variant
     m["design__params"] = {k: v for k, v in params.items()}
@@ -81,9 +88,7 @@ def build(*, design, variant, params, lib, area, seq_area, cells, worst, ltp, ru
     m["flow__tools"] = tool_versions()
     m["flow__git_revision"] = git_revision()
     m["flow__date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    m["flow__caveat"] = ("Yosys + ABC mapping with a simple NLDM STA: no placement, no routing, no "
-                         "wire load; commercial synthesis is typically smaller (Yosys-only vs "
-                         "commercial on IHP 130nm: +53% area, arXiv 2512.06122).")
+    m["flow__caveat"] = CAVEAT
     if generic:
         m["flow__note"] = ("generic gate library: every area is in gate equivalents (not um^2) and "
                            "timing in logic levels (technology-independent)")

@@ -1,152 +1,52 @@
 """The cross-width QoR report: ``reports/qor_comparison.md`` and its plots, from our own metrics only.
 
-Reads every ``reports/qor/<variant>/metrics.json`` written by the QoR flow (METRICS2.1 names, see
-``flows/synth.py``), groups matrix-unit variants by width D and element format and BF16 multiplier
-variants by architecture, and writes tables, PNG plots under ``reports/plots/`` and a verdict on each
-claim of the seed study. Any cell whose metrics do not exist yet reads ``not measured yet``: the
-report never fills a gap with an estimate. Equal-silicon performance combines measured fmax and area
-with cycle counts from the unit's throughput contract (``docs/mu_interface.md``) for the real model
-shapes of the tile catalog (``perf/shapes.py``, via :mod:`flows.qor_shapes`).
+Reads every ``reports/qor/<variant>/metrics.json`` written by the QoR flow (names in
+:mod:`flows.metric_keys`), groups matrix-unit variants by width D and element format and BF16
+multiplier variants by architecture, and writes tables, PNG plots under ``reports/plots/`` and a
+verdict on each claim of the seed study. Widths and formats come from the registry; a format with no
+measured point is left out of the tables and named in a note, and a missing cell reads
+``not measured yet``: the report never fills a gap with an estimate. Equal-silicon performance
+combines measured fmax and area with cycle counts from the unit's throughput contract
+(``docs/mu_interface.md``) for the real model shapes of :mod:`perf.shapes`.
 
 Run it with ``python -m flows report-qor`` (``make qor`` runs it after the sweep).
 """
 
 import argparse
 import datetime
-import json
 import math
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Point", "load_points", "generate", "fit_slope", "main", "NOT_MEASURED"]
+from ..metric_keys import AREA, CACHE_HIT, CELLS, CP_LV, CP_PS, DEPTH, FMAX, GE, MEMORY, RUNTIME, YOSYS_TIME
+from ..paths import PUBLISHED_QOR, REPO
+from . import plots as rp
+from . import verdict as rv
+from .common import (
+    CATEGORIES,
+    CONTROL,
+    FORMATS,
+    NOT_MEASURED,
+    WIDTHS,
+    Point,
+    breakdown,
+    fit_slope,
+    load_points,
+    measured_formats,
+    mu_grid,
+    sig,
+)
+from .common import fmt_value as fv
 
-REPO = Path(__file__).resolve().parent.parent
-NOT_MEASURED = "not measured yet"
-WIDTHS = (32, 64, 128)
-FORMATS = ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1")
-BATCHES = (1, 8)
-
-# METRICS2.1 keys written by the QoR flow (issue 3).
-AREA = "synth__design__instance__area__stdcell"
-GE = "synth__design__instance__area__ge"
-CELLS = "synth__design__instance__count__stdcell"
-SEQ = "synth__design__instance__area__sequential"
-CP_PS = "synth__timing__critical_path__delay_ps"
-CP_LV = "synth__timing__critical_path__levels"
-DEPTH = "synth__timing__logic_depth__generic"
-FMAX = "synth__timing__fmax_mhz"
-RUNTIME = "flow__runtime__seconds"
-YOSYS_TIME = "synth__runtime__yosys_seconds"
-MEMORY = "flow__memory__peak_mb"
-BLOCK = AREA + "__"
-# Block (module name prefix) -> category of the per-block breakdown (docs/mu_interface.md).
-CATEGORIES = (("mu_lane", "multipliers"), ("mu_tree", "compressor tree"), ("mu_acc", "accumulate"),
-              ("mu_wbuf", "weight storage"), ("mu_col", "column glue"))
-CONTROL = "control (top, outside the columns)"
+__all__ = ["generate", "block_paths", "timing_suspects", "provenance", "main"]
 
 YOSYS_CAVEAT = ("All numbers come from Yosys (yowasp) synthesis with ABC technology mapping and our own "
                 "static timing analysis over the liberty's tables: no placement, no routing, no wire load "
                 "(unless stated), no clock tree. A published Yosys-vs-commercial comparison on IHP 130 nm "
                 "found Yosys about 53% larger (arXiv 2512.06122): read areas as relative between widths, "
                 "not as absolute silicon.")
-
-
-@dataclass
-class Point:
-    """One synthesized variant: its metrics and the parameters read from them (or its name)."""
-
-    variant: str
-    design: str
-    params: dict
-    metrics: dict
-    path: Path
-    extra: dict = field(default_factory=dict)
-
-    def get(self, key):
-        v = self.metrics.get(key)
-        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _parse_variant(name: str) -> tuple:
-    """Design and parameters from a variant name such as ``mu-w64-fp8_e4m3-osu018``."""
-    parts = name.split("-")
-    design, params = parts[0], {}
-    for p in parts[1:]:
-        if p in FORMATS:
-            params["fmt"] = p
-        elif design == "mu" and re.fullmatch(r"w\d+", p):
-            params["width"] = int(p[1:])
-        elif design == "mu" and re.fullmatch(r"r\d+", p):
-            params["rows"] = int(p[1:])
-        elif re.fullmatch(r"s\d+", p):
-            params["stages"] = int(p[1:])
-        elif p in ("behavioral", "booth4", "yosysbooth", "booth"):
-            params["arch"] = p
-        elif p == "ftz":
-            params["subnormals"] = False
-    return design, params
-
-
-def load_points(qor_dir: Path) -> list[Point]:
-    """Every ``<qor_dir>/*/metrics.json``; unreadable files are an error naming the file."""
-    points = []
-    for f in sorted(Path(qor_dir).glob("*/metrics.json")):
-        try:
-            m = json.loads(f.read_text())
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{f}: not valid JSON ({e}); rerun 'make qor' to regenerate it") from None
-        design, params = _parse_variant(f.parent.name)
-        given = m.get("params") or m.get("design__params") or {}
-        if isinstance(given, dict):
-            params.update(given)
-        design = m.get("design") if isinstance(m.get("design"), str) else design
-        if design == "mu":
-            params.setdefault("rows", 1)
-        points.append(Point(f.parent.name, design, params, m, f))
-    return points
-
-
-def fit_slope(xs, ys):
-    """Least-squares slope of ys over xs; None with fewer than two distinct xs."""
-    pts = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None]
-    if len({x for x, _ in pts}) < 2:
-        return None
-    mx = sum(x for x, _ in pts) / len(pts)
-    my = sum(y for _, y in pts) / len(pts)
-    return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
-
-
-def _fmt(v, digits=0, unit=""):
-    if v is None:
-        return NOT_MEASURED
-    if isinstance(v, float) and digits == 0 and abs(v) >= 100:
-        return f"{v:,.0f}{unit}"
-    return f"{v:,.{digits}f}{unit}"
-
-
-def _lib(p: Point):
-    lib = p.metrics.get("flow__liberty")
-    return lib.get("short") if isinstance(lib, dict) else lib
-
-
-def main_library(points):
-    """The library the report compares on: OSU 0.18 um when present, else the most used one."""
-    libs = [_lib(p) for p in points if p.design == "mu"]
-    if not libs:
-        return None
-    return "osu018" if "osu018" in libs else max(set(libs), key=libs.count)
-
-
-def sig(v, n=3):
-    """``v`` to ``n`` significant digits without exponent notation (``not measured yet`` for None)."""
-    if v is None:
-        return NOT_MEASURED
-    if v == 0 or abs(v) >= 10 ** (n - 1):
-        return f"{v:,.0f}"
-    return f"{v:.{max(0, n - 1 - math.floor(math.log10(abs(v))))}f}"
 
 
 _BLOCK_RE = re.compile(r"^---- block (\S+) .*\nworst path: (\S+) .*\n\s+delay ([0-9.]+) \S+\s+levels (\d+)",
@@ -180,19 +80,19 @@ def block_timing_section(grid) -> list[str]:
          "whole depth.", "",
          "| D | format | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
     paths = {k: block_paths(p) for k, p in grid.items()}
-    for fmt in FORMATS:
+    for fmt in measured_formats(grid):
         for d in WIDTHS:
             b = paths.get((d, fmt), {})
             L.append(f"| {d} | {fmt} | " + " | ".join(
                 f"{b[c][0]:,.0f} / {b[c][1]}" if c in b else NOT_MEASURED for c in cols) + " |")
     L += ["", "| format | " + " | ".join(f"{c} levels per doubling" for c in cols) + " |",
           "|---|" + "---|" * len(cols)]
-    for fmt in FORMATS:
+    for fmt in measured_formats(grid):
         ds = [d for d in WIDTHS if paths.get((d, fmt))]
         cells = []
         for c in cols:
             pts = [(math.log2(d), paths[(d, fmt)][c][1]) for d in ds if c in paths[(d, fmt)]]
-            cells.append(_fmt(fit_slope([x for x, _ in pts], [y for _, y in pts]), 2))
+            cells.append(fv(fit_slope([x for x, _ in pts], [y for _, y in pts]), 2))
         L.append(f"| {fmt} | " + " | ".join(cells) + " |")
     return L + [""]
 
@@ -206,35 +106,6 @@ def timing_suspects(grid) -> dict:
         if ps is not None and lv and ps / lv > 2000:
             out[(d, fmt)] = (f"D={d} {fmt}: {ps:,.0f} ps over {lv} levels ({ps / lv:,.0f} ps per level); "
                              f"see `{p.path.parent.name}/timing.txt`")
-    return out
-
-
-def mu_grid(points) -> dict:
-    """(D, fmt) -> Point for the default matrix units (rows = 1, default stages) on the main library."""
-    lib = main_library(points)
-    grid = {}
-    for p in points:
-        if p.design == "mu" and _lib(p) == lib and p.params.get("rows", 1) == 1 and p.params.get(
-                "stages", 2) == 2 and "width" in p.params and "fmt" in p.params:
-            grid[(p.params["width"], p.params["fmt"])] = p
-    return grid
-
-
-def breakdown(p: Point) -> dict | None:
-    """Category -> area (um^2) from the per-block metrics; control = total - the blocks."""
-    total = p.get(AREA)
-    blocks = {k[len(BLOCK):]: v for k, v in p.metrics.items()
-              if k.startswith(BLOCK) and isinstance(v, (int, float))}
-    if total is None or not blocks:
-        return None
-    out = {c: 0.0 for _, c in CATEGORIES}
-    for name, area in blocks.items():
-        for prefix, cat in CATEGORIES:
-            if name.startswith(prefix):
-                out[cat] += area
-    if not any(out.values()):
-        return None
-    out[CONTROL] = total - sum(out.values())
     return out
 
 
@@ -278,15 +149,133 @@ def provenance(points) -> list[str]:
     ]
 
 
+def _mu_table(grid) -> tuple:
+    """Area, timing and flow cost per width and format; ``(lines, timing suspects)``."""
+    L = []
+    L += ["## Matrix unit: area, timing and flow cost", "",
+          "Area per MAC = area / (D x D) (the unit issues D x D MACs per activation beat). Rows = 1, "
+          "default pipeline stages. Yosys time: the synthesis runs of all blocks (kept from the first run "
+          "when cached); flow wall time: generation, synthesis, STA and reports of the run that wrote the "
+          "metrics.", "",
+          "| D | format | area (um^2) | area (GE) | cells | area/MAC (um^2) | critical path (ps) | levels "
+          "| generic depth | fmax (MHz) | Yosys time (s) | flow wall time (s) | peak memory (MB) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for fmt in measured_formats(grid):
+        for d in WIDTHS:
+            p = grid.get((d, fmt))
+            keys = (AREA, GE, CELLS, CP_PS, CP_LV, DEPTH, FMAX, YOSYS_TIME, RUNTIME, MEMORY)
+            g = {k: (p.get(k) if p else None) for k in keys}
+            a = g[AREA]
+            per_mac = a / (d * d) if a is not None else None
+            cached = " (Yosys cached)" if p and p.metrics.get(CACHE_HIT) else ""
+            L.append(f"| {d} | {fmt} | {fv(a)} | {fv(g[GE])} | {fv(g[CELLS])} | {fv(per_mac, 1)} | "
+                     f"{fv(g[CP_PS])} | {fv(g[CP_LV])} | {fv(g[DEPTH])} | {sig(g[FMAX])} | "
+                     f"{fv(g[YOSYS_TIME], 1)} | {fv(g[RUNTIME], 1)}{cached} | {fv(g[MEMORY])} |")
+    L.append("")
+    missing = [f for f in FORMATS if f not in measured_formats(grid)]
+    if missing:
+        L += [f"Formats {NOT_MEASURED} (no matrix-unit point, left out of the tables): "
+              f"{', '.join(missing)}.", ""]
+    sus = timing_suspects(grid)
+    if sus:
+        L += ["**Timing to read with care**: these critical paths spend more than 2 ns per logic level, "
+              "far beyond a gate of the library; the usual cause is a net driving hundreds of pins timed "
+              "with its full load and no buffer tree. The fmax and equal-silicon figures below inherit it:",
+              ""]
+        L += [f"- {x}" for x in sus.values()] + [""]
+    return L, sus
+
+
+def _depth_section(grid) -> tuple:
+    """Critical path against log2 D and the block paths; ``(lines, slopes, column slopes, tree slopes)``."""
+    L = []
+    L += ["## Critical path against log2 D", "",
+          "Least-squares slope over the measured widths; needs at least two widths of a format.", "",
+          "| format | widths measured | levels per doubling | generic depth per doubling | ps per doubling |",
+          "|---|---|---|---|---|"]
+    slopes = {}
+    for fmt in measured_formats(grid):
+        pts = [(math.log2(d), grid[(d, fmt)]) for d in WIDTHS if (d, fmt) in grid]
+        xs = [x for x, _ in pts]
+        s = {k: fit_slope(xs, [p.get(k) for _, p in pts]) for k in (CP_LV, DEPTH, CP_PS)}
+        slopes[fmt] = s
+        L.append(f"| {fmt} | {', '.join(str(2 ** int(x)) for x in xs) or 'none'} | {fv(s[CP_LV], 2)} | "
+                 f"{fv(s[DEPTH], 2)} | {fv(s[CP_PS], 0)} |")
+    L.append("")
+    L += block_timing_section(grid)
+    col_slopes, tree_slopes = {}, {}
+    for slopes_of, block in ((col_slopes, "column"), (tree_slopes, "tree")):
+        for fmt in measured_formats(grid):
+            pts = [(math.log2(d), block_paths(grid[(d, fmt)]).get(block))
+                   for d in WIDTHS if (d, fmt) in grid]
+            pts = [(x, c[1]) for x, c in pts if c]
+            slopes_of[fmt] = fit_slope([x for x, _ in pts], [y for _, y in pts])
+    return L, slopes, col_slopes, tree_slopes
+
+
+def _breakdown_section(grid) -> tuple:
+    """Per-block area and control share; ``(lines, control share per point)``."""
+    L = []
+    L += ["## Per-block area and control share", "",
+          "Blocks as marked by the generator (docs/mu_interface.md); control is the top level outside the "
+          "columns (total minus the blocks).", ""]
+    cats = [c for _, c in CATEGORIES] + [CONTROL]
+    L += ["| D | format | " + " | ".join(f"{c} (um^2)" for c in cats) + " | control share |",
+          "|---|---|" + "---|" * (len(cats) + 1)]
+    shares = {}
+    for fmt in measured_formats(grid):
+        for d in WIDTHS:
+            p = grid.get((d, fmt))
+            b = breakdown(p) if p else None
+            if b is None:
+                L.append(f"| {d} | {fmt} | " + " | ".join([NOT_MEASURED] * (len(cats) + 1)) + " |")
+                continue
+            share = b[CONTROL] / p.get(AREA)
+            shares[(d, fmt)] = share
+            L.append(f"| {d} | {fmt} | " + " | ".join(fv(b[c]) for c in cats) + f" | {share:.2%} |")
+    L.append("")
+    return L, shares
+
+
+def _bf16_section(points, qor_dir) -> list:
+    """The BF16 multiplier table."""
+    L = []
+    bf = [p for p in points if p.design in ("bf16_mul", "bf16_bank")]
+    L += ["## BF16 multiplier architectures", ""]
+    if bf:
+        L += ["| variant | area (um^2) | area (GE) | critical path (ps) | levels | area x delay (um^2 ns) |",
+              "|---|---|---|---|---|---|"]
+        for p in bf:
+            a, t = p.get(AREA), p.get(CP_PS)
+            L.append(f"| {p.variant} | {fv(a)} | {fv(p.get(GE))} | {fv(t)} | {fv(p.get(CP_LV))} | "
+                     f"{fv(a * t / 1000 if a is not None and t is not None else None)} |")
+    else:
+        L.append(f"{NOT_MEASURED}: no BF16 multiplier metrics under `{qor_dir.name}/`.")
+    L.append("")
+    return L
+
+
+def _plots_section(made, plots_dir, rel) -> list:
+    """Links to the plots (and the knee plot of the slice's feed sweep when it exists)."""
+    L = []
+    L += ["## Plots", ""]
+    knee_png = plots_dir / "knee.png"  # the slice's feed sweep (tb/slice/knee.py), when it has run
+    if knee_png.exists():
+        made = made + [knee_png]
+    if made:
+        L += [f"![{Path(f).stem}]({rel(f)})" for f in made]
+    else:
+        L.append(f"{NOT_MEASURED}: no matrix-unit metrics to plot.")
+    L.append("")
+    return L
+
+
 def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
              knee_file: Path | None = None) -> str:
     """Write the report (and plots); return its text.
 
     ``knee_file``: the slice's feed sweep (default ``reports/knee.csv`` next to ``qor_dir``).
     """
-    from . import report_qor_plots as rp
-    from . import report_qor_verdict as rv
-
     points = load_points(qor_dir)
     grid = mu_grid(points)
     rel = lambda f: Path(f).relative_to(out_md.parent) if Path(f).is_relative_to(out_md.parent) else f  # noqa: E731
@@ -301,109 +290,12 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
               "reruns them all:", ""]
         L += [f"- {p.variant}: revision {p.metrics.get('flow__git_revision')}, {p.metrics.get('flow__date')}"
               for _, p in sorted(grid.items())] + [""]
-
-    # Area, timing, runtime per width and format.
-    L += ["## Matrix unit: area, timing and flow cost", "",
-          "Area per MAC = area / (D x D) (the unit issues D x D MACs per activation beat). Rows = 1, "
-          "default pipeline stages. Yosys time: the synthesis runs of all blocks (kept from the first run "
-          "when cached); flow wall time: generation, synthesis, STA and reports of the run that wrote the "
-          "metrics.", "",
-          "| D | format | area (um^2) | area (GE) | cells | area/MAC (um^2) | critical path (ps) | levels "
-          "| generic depth | fmax (MHz) | Yosys time (s) | flow wall time (s) | peak memory (MB) |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for fmt in FORMATS:
-        for d in WIDTHS:
-            p = grid.get((d, fmt))
-            keys = (AREA, GE, CELLS, CP_PS, CP_LV, DEPTH, FMAX, YOSYS_TIME, RUNTIME, MEMORY)
-            g = {k: (p.get(k) if p else None) for k in keys}
-            a = g[AREA]
-            per_mac = a / (d * d) if a is not None else None
-            cached = " (Yosys cached)" if p and p.metrics.get("flow__cache__hit") else ""
-            L.append(f"| {d} | {fmt} | {_fmt(a)} | {_fmt(g[GE])} | {_fmt(g[CELLS])} | {_fmt(per_mac, 1)} | "
-                     f"{_fmt(g[CP_PS])} | {_fmt(g[CP_LV])} | {_fmt(g[DEPTH])} | {sig(g[FMAX])} | "
-                     f"{_fmt(g[YOSYS_TIME], 1)} | {_fmt(g[RUNTIME], 1)}{cached} | {_fmt(g[MEMORY])} |")
-    L.append("")
-    sus = timing_suspects(grid)
-    if sus:
-        L += ["**Timing to read with care**: these critical paths spend more than 2 ns per logic level, "
-              "far beyond a gate of the library; the usual cause is a net driving hundreds of pins timed "
-              "with its full load and no buffer tree. The fmax and equal-silicon figures below inherit it:",
-              ""]
-        L += [f"- {x}" for x in sus.values()] + [""]
-
-    # Levels per doubling.
-    L += ["## Critical path against log2 D", "",
-          "Least-squares slope over the measured widths; needs at least two widths of a format.", "",
-          "| format | widths measured | levels per doubling | generic depth per doubling | ps per doubling |",
-          "|---|---|---|---|---|"]
-    slopes = {}
-    for fmt in FORMATS:
-        pts = [(math.log2(d), grid[(d, fmt)]) for d in WIDTHS if (d, fmt) in grid]
-        xs = [x for x, _ in pts]
-        s = {k: fit_slope(xs, [p.get(k) for _, p in pts]) for k in (CP_LV, DEPTH, CP_PS)}
-        slopes[fmt] = s
-        L.append(f"| {fmt} | {', '.join(str(2 ** int(x)) for x in xs) or 'none'} | {_fmt(s[CP_LV], 2)} | "
-                 f"{_fmt(s[DEPTH], 2)} | {_fmt(s[CP_PS], 0)} |")
-    L.append("")
-    L += block_timing_section(grid)
-    col_slopes, tree_slopes = {}, {}
-    for slopes_of, block in ((col_slopes, "column"), (tree_slopes, "tree")):
-        for fmt in FORMATS:
-            pts = [(math.log2(d), block_paths(grid[(d, fmt)]).get(block))
-                   for d in WIDTHS if (d, fmt) in grid]
-            pts = [(x, c[1]) for x, c in pts if c]
-            slopes_of[fmt] = fit_slope([x for x, _ in pts], [y for _, y in pts])
-
-    # Per-block breakdown.
-    L += ["## Per-block area and control share", "",
-          "Blocks as marked by the generator (docs/mu_interface.md); control is the top level outside the "
-          "columns (total minus the blocks).", ""]
-    cats = [c for _, c in CATEGORIES] + [CONTROL]
-    L += ["| D | format | " + " | ".join(f"{c} (um^2)" for c in cats) + " | control share |",
-          "|---|---|" + "---|" * (len(cats) + 1)]
-    shares = {}
-    for fmt in FORMATS:
-        for d in WIDTHS:
-            p = grid.get((d, fmt))
-            b = breakdown(p) if p else None
-            if b is None:
-                L.append(f"| {d} | {fmt} | " + " | ".join([NOT_MEASURED] * (len(cats) + 1)) + " |")
-                continue
-            share = b[CONTROL] / p.get(AREA)
-            shares[(d, fmt)] = share
-            L.append(f"| {d} | {fmt} | " + " | ".join(_fmt(b[c]) for c in cats) + f" | {share:.2%} |")
-    L.append("")
-
-    # Equal silicon.
-    L += rv.perf_section(grid)
-
-    # BF16 multipliers.
-    bf = [p for p in points if p.design in ("bf16_mul", "bf16_bank")]
-    L += ["## BF16 multiplier architectures", ""]
-    if bf:
-        L += ["| variant | area (um^2) | area (GE) | critical path (ps) | levels | area x delay (um^2 ns) |",
-              "|---|---|---|---|---|---|"]
-        for p in bf:
-            a, t = p.get(AREA), p.get(CP_PS)
-            L.append(f"| {p.variant} | {_fmt(a)} | {_fmt(p.get(GE))} | {_fmt(t)} | {_fmt(p.get(CP_LV))} | "
-                     f"{_fmt(a * t / 1000 if a is not None and t is not None else None)} |")
-    else:
-        L.append(f"{NOT_MEASURED}: no BF16 multiplier metrics under `{qor_dir.name}/`.")
-    L.append("")
-
-    # Plots.
+    table, sus = _mu_table(grid)
+    depth, slopes, col_slopes, tree_slopes = _depth_section(grid)
+    blocks, shares = _breakdown_section(grid)
     made = rp.make_plots(grid, slopes, plots_dir) if plots else []
-    L += ["## Plots", ""]
-    knee_png = plots_dir / "knee.png"  # the slice's feed sweep (tb/slice/knee.py), when it has run
-    if knee_png.exists():
-        made = made + [knee_png]
-    if made:
-        L += [f"![{Path(f).stem}]({rel(f)})" for f in made]
-    else:
-        L.append(f"{NOT_MEASURED}: no matrix-unit metrics to plot.")
-    L.append("")
-
-    # Verdicts.
+    L += table + depth + blocks + rv.perf_section(grid) + _bf16_section(points, qor_dir)
+    L += _plots_section(made, plots_dir, rel)
     L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.csv", sus,
                             col_slopes, tree_slopes)
     text = "\n".join(L) + "\n"
@@ -415,7 +307,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
 def main(argv=None) -> int:
     """``python -m flows report-qor``."""
     p = argparse.ArgumentParser(prog="python -m flows report-qor", description=__doc__.split("\n\n")[0])
-    p.add_argument("--qor-dir", type=Path, default=REPO / "reports" / "qor")
+    p.add_argument("--qor-dir", type=Path, default=PUBLISHED_QOR)
     p.add_argument("--out", type=Path, default=REPO / "reports" / "qor_comparison.md")
     p.add_argument("--plots", type=Path, default=REPO / "reports" / "plots")
     a = p.parse_args(argv)

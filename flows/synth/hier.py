@@ -12,7 +12,7 @@ Area
     area of all instances of that block (own logic), so the per-block values add up to the design.
 
 Timing
-    Each block gets an extracted timing model (:class:`flows.sta.BlockTiming`) from its own netlist:
+    Each block gets an extracted timing model (:class:`flows.synth.sta.BlockTiming`) from its own netlist:
     worst reg->reg inside, input bus -> register (setup included), clock -> output bit, and input bus
     -> output bit for combinational paths, each with its logic levels, and the capacitance of every
     input bit. In the parent the block is a macro cell: its input pins are end points adding
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .sta import BlockTiming, Sta, extract_model, port_bits
-from .synth import run_yosys
+from .yosys import run_yosys
 
 __all__ = ["BlockReport", "HierReport", "synth_hier", "own_area"]
 
@@ -60,7 +60,7 @@ class BlockReport:
     peak_mb: float
     cached: bool
     ltp: int | None
-    worst: object        # flows.sta.Result of the block with its children as macros
+    worst: object        # flows.synth.sta.Result of the block with its children as macros
     model: BlockTiming
     stat_text: str
     log: Path
@@ -76,7 +76,7 @@ class HierReport:
     area: float
     seq_area: float
     cells: int
-    worst: object        # flows.sta.Result at the top (blocks as macros)
+    worst: object        # flows.synth.sta.Result at the top (blocks as macros)
     runtime_s: float
     peak_mb: float
     top_own: object = None  # the top's own logic: worst path with the blocks' internal reg->reg left out
@@ -102,11 +102,11 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
     Parameters
     ----------
     netlist : hw.hier.Netlist
-    lib : flows.liberty.Library
+    lib : flows.synth.liberty.Library
     workroot : Path
         One work directory per module is made below it.
     sta_opts : dict or None
-        Extra keyword arguments for :class:`flows.sta.Sta` (input_slew, output_load, wire cap).
+        Extra keyword arguments for :class:`flows.synth.sta.Sta` (input_slew, output_load, wire cap).
     macros : iterable of str
         Black-box modules (empty placeholders whose area is modelled elsewhere); their pins are
         timed as ideal registers in the parent (:func:`_ideal_register_pins`).

@@ -1,10 +1,11 @@
 """``python -m flows qor`` (``make qor``): synthesize every width and format, then write the report.
 
-The sweep is D in {32, 64, 128} x {fp8_e4m3, fp8_e5m2, fp4_e2m1} matrix units plus the BF16
-multiplier architectures, run by :mod:`flows.sweep` (local pool or Ray, cached by content hash so a
-rerun only synthesizes what changed), followed by :mod:`flows.report_qor`, which writes
-``reports/qor_comparison.md`` and ``reports/plots/qor_*.png``. Failed points are listed and the
-report says "not measured yet" for them; the exit status is 1 when any point failed.
+The sweep is every study width (``hw.designs.STUDY_WIDTHS``) x every matrix format
+(``hw.formats.MATRIX_FORMATS``) plus the BF16 multiplier architectures, run by
+:mod:`flows.sweep.runner` (local pool or Ray, cached by content hash so a rerun only synthesizes
+what changed) into the committed ``reports/qor/<variant>/``, followed by :mod:`flows.report.qor`,
+which writes ``reports/qor_comparison.md`` and ``reports/plots/qor_*.png``. Failed points are
+listed and the report says "not measured yet" for them; the exit status is 1 when any point failed.
 
 Examples::
 
@@ -17,7 +18,13 @@ import argparse
 import sys
 import time
 
-from . import report_qor, sweep
+from hw.designs import STUDY_WIDTHS
+from hw.formats import MATRIX_FORMATS
+
+from ..report import qor as report_qor
+from .cli import add_run_args, clock_from_env
+from .runner import Job, SweepError, run, summary
+from .synth_jobs import synth_jobs
 
 __all__ = ["qor_jobs", "main", "BF16_ARCHS"]
 
@@ -29,47 +36,52 @@ def _csv(text, conv=str):
     return tuple(conv(t) for t in text.split(",") if t.strip()) if text else ()
 
 
-def qor_jobs(widths=report_qor.WIDTHS, formats=report_qor.FORMATS, bf16=True, liberty=None,
+def qor_jobs(widths=STUDY_WIDTHS, formats=MATRIX_FORMATS, bf16=True, liberty=None,
              clock_ps=None) -> list:
-    """The sweep's jobs, cheapest first (small widths, then larger; BF16 multipliers first)."""
+    """The sweep's jobs, cheapest first (small widths, then larger; BF16 multipliers first).
+
+    Every job publishes its reports under ``reports/qor/``.
+    """
     jobs = []
     if bf16:
         for arch, booth in BF16_ARCHS:
-            for j in sweep.synth_jobs("bf16_mul", {"arch": [arch], "stages": [0]}, liberty, clock_ps):
+            for j in synth_jobs("bf16_mul", {"arch": [arch], "stages": [0]}, liberty, clock_ps, True):
                 if booth:
-                    j = sweep.Job(j.name + "-ysbooth", j.func, dict(j.kwargs, booth=True), j.inputs,
+                    j = Job(j.name + "-ysbooth", j.func, dict(j.kwargs, booth=True), j.inputs,
                                   j.exclude)
                 jobs.append(j)
     for d in sorted(widths):
-        jobs += sweep.synth_jobs("mu", {"width": [d], "fmt": list(formats)}, liberty, clock_ps)
+        jobs += synth_jobs("mu", {"width": [d], "fmt": list(formats)}, liberty, clock_ps, True)
     return jobs
 
 
 def main(argv=None) -> int:
     """Run the QoR sweep and write the cross-width report."""
     p = argparse.ArgumentParser(prog="python -m flows qor", description=__doc__.split("\n\n")[0])
-    p.add_argument("--widths", default="32,64,128", help="matrix-unit widths (comma separated)")
-    p.add_argument("--formats", default=",".join(report_qor.FORMATS), help="element formats")
+    p.add_argument("--widths", default=",".join(map(str, STUDY_WIDTHS)),
+                   help="matrix-unit widths (comma separated)")
+    p.add_argument("--formats", default=",".join(MATRIX_FORMATS), help="element formats")
     p.add_argument("--no-bf16", action="store_true", help="leave out the BF16 multiplier points")
     p.add_argument("--report-only", action="store_true", help="only regenerate the report from metrics")
     p.add_argument("--liberty", default=None, help="liberty file (default: the flow's: $LIBERTY, OSU 0.18um)")
-    p.add_argument("--clock-ps", type=float, default=None)
-    sweep.add_run_args(p)
+    p.add_argument("--clock-ps", default=None, help="target period for ABC in ps")
+    add_run_args(p)
     a = p.parse_args(argv)
     rc = 0
     if not a.report_only:
         try:
-            jobs = qor_jobs(_csv(a.widths, int), _csv(a.formats), not a.no_bf16, a.liberty, a.clock_ps)
+            jobs = qor_jobs(_csv(a.widths, int), _csv(a.formats), not a.no_bf16, a.liberty,
+                            clock_from_env(a.clock_ps))
             t0 = time.monotonic()
-            outs = sweep.run(jobs, a.executor, a.jobs, a.retries, a.force, not a.no_progress)
-        except (sweep.SweepError, ValueError, RuntimeError) as e:
+            outs = run(jobs, a.executor, a.jobs, a.retries, a.force, not a.no_progress)
+        except (SweepError, ValueError, RuntimeError) as e:
             print(f"python -m flows qor: error: {e}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             print("python -m flows qor: interrupted; finished jobs are cached (rerun to continue, "
                   "or --report-only for a report of what exists)", file=sys.stderr)
             return 130
-        print(sweep.summary(outs))
+        print(summary(outs))
         print(f"qor: sweep wall time {time.monotonic() - t0:.1f} s")
         rc = 0 if all(o.ok for o in outs) else 1
     rrc = report_qor.main([])

@@ -1,13 +1,29 @@
-"""Equal-silicon performance and the verdict on each claim of the seed study (for report_qor)."""
+"""Equal-silicon performance and the verdict on each claim of the seed study (for :mod:`flows.report.qor`)."""
 
 import csv
 import math
 from pathlib import Path
 
-from . import qor_shapes
-from .report_qor import AREA, BATCHES, CP_LV, DEPTH, FMAX, FORMATS, NOT_MEASURED, WIDTHS, _fmt, sig
+from perf import shapes
 
-__all__ = ["model_perf", "perf_table", "perf_section", "verdict_section"]
+from ..metric_keys import AREA, CP_LV, DEPTH, FMAX
+from .common import BATCHES, FORMATS, NOT_MEASURED, WIDTHS, measured_formats, sig
+from .common import fmt_value as fv
+
+__all__ = ["model_costs", "model_perf", "perf_table", "perf_section", "verdict_section", "knee_from_csv"]
+
+
+def model_costs(batch: int, width: int) -> dict:
+    """``{model: (useful MACs, cycles)}`` of one decode step at ``batch`` on a unit of width ``width``.
+
+    Sums :func:`perf.shapes.cost` over the matmuls of :func:`perf.shapes.catalog`.
+    """
+    out = {}
+    for mm in shapes.catalog(batch):
+        c = shapes.cost(mm, width)
+        macs, cyc = out.get(mm.model, (0.0, 0.0))
+        out[mm.model] = (macs + c["macs_useful"], cyc + c["cycles"])
+    return out
 
 
 def model_perf(p, macs_cycles):
@@ -20,12 +36,10 @@ def model_perf(p, macs_cycles):
 
 
 def perf_table(grid):
-    """{(fmt, model, batch): {D: MACs/s/mm^2 or None}}; None when there is no shape catalog."""
-    if not qor_shapes.available():
-        return None
+    """{(fmt, model, batch): {D: MACs/s/mm^2 or None}} for the formats measured in ``grid``."""
     out = {}
-    costs = {(b, d): qor_shapes.model_costs(b, d) for b in BATCHES for d in WIDTHS}
-    for fmt in FORMATS:
+    costs = {(b, d): model_costs(b, d) for b in BATCHES for d in WIDTHS}
+    for fmt in measured_formats(grid):
         for m in costs[(BATCHES[0], WIDTHS[0])]:
             for b in BATCHES:
                 out[(fmt, m, b)] = {d: (model_perf(grid[(d, fmt)], costs[(b, d)][m])
@@ -44,16 +58,16 @@ def perf_section(grid) -> list[str]:
          "unit's throughput contract, zero padding included, fill latency left out, enough accumulator "
          "rows assumed); area and fmax measured on rows = 1 units. Unit: GMAC/s/mm^2.", ""]
     table = perf_table(grid)
-    if table is None:
-        return L + [f"{NOT_MEASURED}: the shape catalog (`perf/shapes.py`) is not available yet.", ""]
-    L += ["| format | model | batch | D=32 | D=64 | D=128 | 32/64 | 64/128 |",
-          "|---|---|---|---|---|---|---|---|"]
+    pairs = list(zip(WIDTHS, WIDTHS[1:], strict=False))
+    L += ["| format | model | batch | " + " | ".join(f"D={d}" for d in WIDTHS) + " | "
+          + " | ".join(f"{a}/{b}" for a, b in pairs) + " |",
+          "|---|---|---|" + "---|" * (len(WIDTHS) + len(pairs))]
     for (fmt, m, b), row in table.items():
         if all(v is None for v in row.values()):
             continue
-        g = {d: (v / 1e9 if v is not None else None) for d, v in row.items()}
-        L.append(f"| {fmt} | {m} | {b} | {sig(g[32])} | {sig(g[64])} | {sig(g[128])} | "
-                 f"{_fmt(_ratio(row[32], row[64]), 2)} | {_fmt(_ratio(row[64], row[128]), 2)} |")
+        L.append(f"| {fmt} | {m} | {b} | " + " | ".join(
+            sig(row[d] / 1e9 if row[d] is not None else None) for d in WIDTHS) + " | "
+            + " | ".join(fv(_ratio(row[a], row[c]), 2) for a, c in pairs) + " |")
     if not any(any(v is not None for v in r.values()) for r in table.values()):
         L.append(f"{NOT_MEASURED}: no matrix unit has both area and fmax measured.")
     return L + [""]
@@ -102,13 +116,9 @@ def knee_from_csv(f):
     return out or None
 
 
-def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slopes=None,
-                    tree_slopes=None) -> list[str]:
-    """The verdict table; ``suspects``: (D, fmt) points whose timing is flagged (their fmax and levels
-    are not used for a verdict)."""
-    suspects = set(suspects)
+def _knee_rows(knee_file) -> list:
+    """The knee claim, from the slice's feed sweep."""
     rows = []
-    # 1. Knee.
     knee = knee_from_csv(knee_file)
     knee_claim = "A unit of width D starves at exactly D bytes/cycle of feed."
     if knee:
@@ -131,7 +141,12 @@ def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slope
                      "needs the slice's feed-rate sweep (reports/knee.csv); by our unit's throughput "
                      "contract the weight-feed bound is D*b/8 bytes/cycle (b = element bits), i.e. D for "
                      "FP8 and D/2 for FP4, which is a design property, not a measurement"))
-    # 2. Levels per doubling.
+    return rows
+
+
+def _levels_rows(slopes, suspects, col_slopes, tree_slopes) -> list:
+    """The levels-per-doubling claim."""
+    rows = []
     lv_claim = "Each doubling of D added about four gate levels to the critical path."
     meas = {f: s[CP_LV] for f, s in slopes.items() if s[CP_LV] is not None}
     depth = {f: s[DEPTH] for f, s in slopes.items() if s[DEPTH] is not None}
@@ -171,23 +186,30 @@ def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slope
     else:
         rows.append((lv_claim, txt or NOT_MEASURED, "can't tell",
                      "needs the critical path of at least two widths of one format"))
-    # 3. Padding.
+    return rows
+
+
+def _padding_rows() -> list:
+    """The padding claim, from the shape catalog."""
+    rows = []
     pad_claim = "Padding an 80-wide slice wastes 60% of bytes at D=64 and 128, 20% at D=32."
-    w = {d: qor_shapes.slice80(d) for d in WIDTHS}
-    if any(v is None for v in w.values()):
-        rows.append((pad_claim, NOT_MEASURED, "can't tell", "needs the shape catalog (perf/shapes.py)"))
-    else:
-        txt = "; ".join(f"D={d}: padded to {v['padded']}, {v['waste_1d']:.1%} of fetched bytes = "
-                        f"{v['overhead_1d']:.0%} of useful bytes" for d, v in w.items())
-        want = {32: 0.20, 64: 0.60, 128: 0.60}
-        ok = all(abs(w[d]["overhead_1d"] - want[d]) < 0.005 for d in WIDTHS)
-        rows.append((pad_claim, txt, "agree" if ok else "disagree",
-                     "from the padding rule of the shape catalog (80 rounded up to whole D tiles); the "
-                     "study's percentages are padding relative to the useful bytes (relative to the fetched "
-                     "bytes they are 37.5% and 16.7%); an 80 x 80 block padded both ways wastes more "
-                     f"({w[64]['overhead_2d']:.0%} at D=64); the replay regression's byte counters "
-                     "(reports/regression.md) check the rule on RTL"))
-    # 4, 5. Equal silicon.
+    w = {d: shapes.slice80(d) for d in (32, 64, 128)}
+    txt = "; ".join(f"D={d}: padded to {v['padded']}, {v['waste_1d']:.1%} of fetched bytes = "
+                    f"{v['overhead_1d']:.0%} of useful bytes" for d, v in w.items())
+    want = {32: 0.20, 64: 0.60, 128: 0.60}
+    ok = all(abs(w[d]["overhead_1d"] - want[d]) < 0.005 for d in want)
+    rows.append((pad_claim, txt, "agree" if ok else "disagree",
+                 "from the padding rule of the shape catalog (80 rounded up to whole D tiles); the "
+                 "study's percentages are padding relative to the useful bytes (relative to the fetched "
+                 "bytes they are 37.5% and 16.7%); an 80 x 80 block padded both ways wastes more "
+                 f"({w[64]['overhead_2d']:.0%} at D=64); the replay regression's byte counters "
+                 "(reports/regression.md) check the rule on RTL"))
+    return rows
+
+
+def _equal_silicon_rows(grid, suspects) -> list:
+    """The two equal-silicon claims."""
+    rows = []
     table = perf_table(grid)
     claims = ((64, 128, "At equal silicon 64 beat 128 on everything, at every feed rate.", "all"),
               (32, 64, "At equal silicon 32 edged out 64.", "edge"))
@@ -217,7 +239,12 @@ def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slope
             v = "agree" if gm > 1 else "disagree"
             why = f"geometric mean ratio {'above' if gm > 1 else 'at or below'} 1 at full feed"
         rows.append((claim, txt, v, why))
-    # 6. Control cost.
+    return rows
+
+
+def _control_rows(shares) -> list:
+    """The control-cost claim."""
+    rows = []
     sh = {k: v for k, v in shares.items()}
     if sh:
         txt = "; ".join(f"D={d} {f}: {v:.1%}" for (d, f), v in sorted(sh.items()))
@@ -228,7 +255,12 @@ def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slope
     else:
         rows.append(("The fixed control cost of small units is 3-6x smaller than modelled.", NOT_MEASURED,
                      "can't tell", "needs per-block areas; the study's modelled value is also unpublished"))
-    # 7. Clock speed.
+    return rows
+
+
+def _clock_rows(grid, suspects) -> list:
+    """The clock-speed claim."""
+    rows = []
     fm = {(d, f): p.get(FMAX) for (d, f), p in grid.items() if p.get(FMAX) is not None}
     fmts = [f for f in FORMATS if sum((d, f) in fm for d in WIDTHS) >= 2]
     if fmts:
@@ -248,8 +280,20 @@ def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slope
     else:
         rows.append(("Wider arrays cannot be clocked as fast.", NOT_MEASURED, "can't tell",
                      "needs fmax at two widths of one format"))
+    return rows
+
+
+def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slopes=None,
+                    tree_slopes=None) -> list[str]:
+    """The verdict table; ``suspects``: (D, fmt) points whose timing is flagged (their fmax and levels
+    are not used for a verdict)."""
+    suspects = set(suspects)
+    rows = (_knee_rows(knee_file) + _levels_rows(slopes, suspects, col_slopes, tree_slopes)
+            + _padding_rows() + _equal_silicon_rows(grid, suspects) + _control_rows(shares)
+            + _clock_rows(grid, suspects))
     L = ["## Verdict on the study's claims", "",
          "Claims from the seed study (shared context 002); measurements from this report only.", "",
          "| claim | our measurement | verdict | why |", "|---|---|---|---|"]
     L += [f"| {c} | {m} | {v} | {w} |" for c, m, v, w in rows]
     return L + [""]
+

@@ -8,7 +8,7 @@ arrival times and transitions (slews) through them, separately for rising and fa
   per sink (default 0: Yosys places nothing, so there is no wire to measure).
 * **Cell delay and output slew** come from ``cell_rise``/``cell_fall`` and ``rise_transition``/
   ``fall_transition`` at (load, input slew) with the liberty's bilinear interpolation and linear
-  extrapolation (:class:`flows.liberty.Table`). ``timing_sense`` picks which input edge drives which
+  extrapolation (:class:`flows.synth.liberty.Table`). ``timing_sense`` picks which input edge drives which
   output edge (negative_unate: input fall -> output rise); non_unate arcs take both. Where several
   arcs reach a net the latest arrival wins and the output slew is the largest (as OpenSTA does).
 * **Start points**: primary inputs arrive at 0 ps with slew ``input_slew``; flop outputs at the
@@ -154,7 +154,7 @@ class Sta:
 
     Parameters
     ----------
-    lib : flows.liberty.Library
+    lib : flows.synth.liberty.Library
     module : dict
         ``json["modules"][name]`` from Yosys ``write_json`` (cells mapped to ``lib``).
     models : dict[str, BlockTiming] or None

@@ -1,0 +1,53 @@
+"""The metric names of ``metrics.json``, in ORFS METRICS2.1 style (``stage__object__metric__qualifier``).
+
+Every module that writes or reads a metric (the flow, the gate, the reports, the tests) imports its
+name from here, so a rename happens in one place. Areas are in the liberty's area unit (um^2 for
+real libraries, gate equivalents for the generic one), delays in ps.
+"""
+
+__all__ = ["AREA", "GE", "CELLS", "SEQ", "CP_PS", "CP_LV", "CP_KIND", "DEPTH", "FMAX", "YOSYS_TIME",
+           "RUNTIME", "MEMORY", "CACHE_HIT", "BLOCK_AREA", "block_area", "MACRO_AREA", "AREA_WITH_MACROS",
+           "MACROS", "CP_PS_TOP_OWN", "CP_LV_TOP_OWN"]
+
+#: Standard-cell area of the whole design.
+AREA = "synth__design__instance__area__stdcell"
+#: The same area in NAND2 gate equivalents.
+GE = "synth__design__instance__area__ge"
+#: Number of standard cells.
+CELLS = "synth__design__instance__count__stdcell"
+#: Area of the sequential cells (flip-flops, latches).
+SEQ = "synth__design__instance__area__sequential"
+#: Worst path delay (None with the generic library, whose delays are levels).
+CP_PS = "synth__timing__critical_path__delay_ps"
+#: Logic levels on the worst path.
+CP_LV = "synth__timing__critical_path__levels"
+#: ``reg->reg``, ``in->reg``, ``reg->out`` or ``in->out``.
+CP_KIND = "synth__timing__critical_path__kind"
+#: Yosys ``ltp`` depth over its generic gates, before technology mapping.
+DEPTH = "synth__timing__logic_depth__generic"
+#: 1 / worst delay.
+FMAX = "synth__timing__fmax_mhz"
+#: Time spent in Yosys (all blocks; kept from the first run when cached).
+YOSYS_TIME = "synth__runtime__yosys_seconds"
+#: Wall time of the whole flow run.
+RUNTIME = "flow__runtime__seconds"
+#: Peak resident memory of Yosys.
+MEMORY = "flow__memory__peak_mb"
+#: Whether every Yosys run came from the content-hashed cache.
+CACHE_HIT = "flow__cache__hit"
+#: Prefix of the per-block area (all instances of a block, own logic only): ``BLOCK_AREA + name``.
+BLOCK_AREA = AREA + "__"
+#: Modelled area of the black-box macros (not in :data:`AREA`).
+MACRO_AREA = "synth__design__instance__area__macros"
+#: :data:`AREA` plus :data:`MACRO_AREA`.
+AREA_WITH_MACROS = "synth__design__instance__area__stdcell_plus_macros"
+#: The list of black-box macros with their modelled areas.
+MACROS = "synth__design__macros"
+#: Worst path of a hierarchical top's own logic (the blocks' internal reg->reg paths left out).
+CP_PS_TOP_OWN = CP_PS + "__top_own"
+CP_LV_TOP_OWN = CP_LV + "__top_own"
+
+
+def block_area(block: str) -> str:
+    """Name of the per-block area metric of module ``block``."""
+    return BLOCK_AREA + block

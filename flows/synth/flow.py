@@ -1,0 +1,312 @@
+"""One QoR run: generate (or read) the Verilog, synthesize flat or by blocks, time it, write reports.
+
+:func:`run` takes a registered design (``make synth DESIGN=...``); :func:`run_verilog` takes any
+user Verilog (``make synth VERILOG=... TOP=...``). Both go through the same Yosys script, liberty,
+STA and metrics, and write one folder per variant:
+
+``metrics.json``
+    METRICS2.1 metrics and provenance (:mod:`flows.synth.metrics`, names in :mod:`flows.metric_keys`).
+``synth_stat.txt``
+    Yosys ``stat -liberty`` (per block with instance counts in the hierarchical flow).
+``timing.txt``
+    The worst path cell by cell with arrival times, and the STA's assumptions.
+``yosys.log``
+    The Yosys log (kept whole up to 2 MB, else its head and tail; the full log stays in ``build/``).
+
+The folder is ``build/reports/qor/<variant>/`` (git-ignored) unless a caller asks for another
+``reports_dir`` (``reports/qor`` to publish) or an exact ``outdir``. The variant of a registered
+design is ``Design.variant(params)`` plus the library's short name (``bf16_mul-booth4-s0-osu018``);
+``flow="auto"`` synthesizes flat when the design has no marked blocks, else by blocks.
+"""
+
+import hashlib
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..paths import BUILD, USER_QOR
+from . import metrics as M
+from .hier import own_area, synth_hier
+from .liberty import NO_LIBERTY_NOTE, find_liberty, generic_library, load
+from .outputs import add_macros, sta_defaults, summarize, write_reports
+from .sta import Sta
+from .yosys import SynthError, run_yosys
+
+__all__ = ["run", "run_verilog", "RunOutput", "resolve_library", "check_clock", "read_verilog", "WORK"]
+
+#: Work directories of the flow runs (one per variant).
+WORK = BUILD / "qor"
+
+
+@dataclass
+class RunOutput:
+    """Result of :func:`run`: the metrics, where the reports went, and the mapped netlist.
+
+    Attributes
+    ----------
+    metrics : dict
+        What ``metrics.json`` holds.
+    outdir : Path
+        The report folder.
+    summary : str
+        The screen summary (its last line names ``outdir``).
+    worst : flows.synth.sta.Result
+        The worst path.
+    netlist_json : Path or None
+        Yosys's mapped netlist (``write_json``) of a flat run.
+    """
+
+    metrics: dict
+    outdir: Path
+    summary: str
+    worst: object
+    netlist_json: Path | None = None
+
+
+@dataclass
+class _Synthesized:
+    """What a flat or hierarchical synthesis produced, before metrics."""
+
+    area: float
+    seq: float
+    cells: int
+    worst: object
+    ltp: int | None
+    stat_text: str
+    yosys_s: float
+    peak_mb: float
+    cached: bool
+    logs: list
+    timing_extra: str = ""
+    notes: list = field(default_factory=list)
+    block_areas: dict = field(default_factory=dict)
+    hier: object = None
+    netlist_json: Path | None = None
+
+
+def resolve_library(liberty=None, log=print):
+    """The :class:`flows.synth.liberty.Library` to use (generic fallback announced on ``log``)."""
+    path = find_liberty(liberty)
+    if path is None:
+        log(NO_LIBERTY_NOTE)
+        return generic_library()
+    return load(path)
+
+
+def check_clock(clock_ps):
+    """``clock_ps`` as a float, or None; a clear ``ValueError`` unless it is a positive number.
+
+    Checked before Yosys runs, whose ABC would otherwise fail with an unrelated message.
+    """
+    if clock_ps is None or clock_ps == "":
+        return None
+    try:
+        v = float(clock_ps)
+    except (TypeError, ValueError):
+        raise ValueError(f"CLOCK_PS must be a positive number of picoseconds, not {clock_ps!r} "
+                         "(e.g. CLOCK_PS=5000)") from None
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"CLOCK_PS must be a positive number of picoseconds, not {clock_ps!r} "
+                         "(e.g. CLOCK_PS=5000)")
+    return v
+
+
+def _dirs(variant, outdir, reports_dir):
+    """(report folder, private work folder) of one run."""
+    if outdir:
+        outdir = Path(outdir)
+        # a private work directory per report directory, so concurrent runs never share one
+        tag = hashlib.sha256(str(outdir.resolve()).encode()).hexdigest()[:10]
+        return outdir, WORK / "by-outdir" / f"{variant}-{tag}"
+    return Path(reports_dir or USER_QOR) / variant, WORK / variant
+
+
+def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb) -> _Synthesized:
+    """One Yosys run of the whole design, timed flat."""
+    r = run_yosys(verilog, top, work / "flat", lib, booth=booth, clock_ps=clock_ps, limit_mb=limit_mb)
+    area, seq, cells = own_area(lib, r.netlist)
+    return _Synthesized(area, seq, cells, Sta(lib, r.netlist).run(), r.ltp_levels, r.stat_text,
+                        r.runtime_s, r.peak_mb, r.cached, [r.log], netlist_json=r.workdir / "mapped.json")
+
+
+def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _Synthesized:
+    """Each distinct block once (:func:`flows.synth.hier.synth_hier`), composed; per-block areas,
+    statistics and timing sections for the reports."""
+    h = synth_hier(netlist, lib, work / "hier", booth=booth, clock_ps=clock_ps, limit_mb=limit_mb,
+                   log=log, macros=macros)
+    block_areas = {b.name: b.area * b.instances for b in h.blocks.values() if b.name != h.top}
+    block_areas[h.top] = h.blocks[h.top].area
+    stat_text = "\n".join(
+        f"==== {b.name}: {b.instances} instance(s) x {b.area:.1f} um^2 own area "
+        f"(children: {', '.join(f'{c} x{n}' for c, n in b.children.items()) or 'none'})\n{b.stat_text}"
+        for b in h.blocks.values())
+    stat_text += f"\n==== composed: {h.area:.1f} um^2 total = sum(own area x instances), {h.cells} cells\n"
+    notes = ["logic_depth__generic is the deepest single block (blocks synthesized separately)"]
+    no_ltp = [b.name for b in h.blocks.values() if b.ltp is None and b.cells]
+    if no_ltp:
+        notes.append(f"no generic logic depth for {', '.join(no_ltp)}: Yosys's recursive ltp "
+                     "exhausted the WebAssembly call stack (run repeated without it)")
+    timing_extra = "\n\n".join(
+        [f"---- top {h.top}: its own logic (the blocks' internal reg->reg paths left out; "
+         f"paths through and between blocks kept)\n{h.top_own.format()}"] +
+        [f"---- block {b.name} (standalone, children as models)\n{b.worst.format()}"
+         for b in h.blocks.values() if b.name != h.top])
+    return _Synthesized(h.area, h.seq_area, h.cells, h.worst,
+                        max((b.ltp for b in h.blocks.values() if b.ltp is not None), default=None),
+                        stat_text, h.runtime_s, h.peak_mb, all(b.cached for b in h.blocks.values()),
+                        [b.log for b in h.blocks.values()], timing_extra, notes, block_areas, h)
+
+
+def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, booth, outdir, work, t0,
+            macros=(), module_names=(), log=print) -> RunOutput:
+    """Metrics of a synthesized design, its report files and summary."""
+    sta_def = sta_defaults(lib)
+    m = M.build(design=design, variant=variant, params=params, lib=lib, area=s.area, seq_area=s.seq,
+                cells=s.cells, worst=s.worst, ltp=s.ltp, runtime_s=time.monotonic() - t0,
+                peak_mb=s.peak_mb, flow=flow, block_areas=s.block_areas, clock_ps=clock_ps, booth=booth,
+                cached=s.cached, sta_defaults=sta_def, yosys_s=s.yosys_s, hier=s.hier)
+    if macros:
+        add_macros(m, macros, module_names, s.block_areas)
+    if s.notes:
+        m["flow__notes"] = list(s.notes)
+    write_reports(m, s, outdir, work, variant, flow, lib, sta_def)
+    summary = summarize(m, s.worst, outdir)
+    log(summary)
+    return RunOutput(m, outdir, summary, s.worst, s.netlist_json)
+
+
+def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", booth=False,
+        outdir=None, reports_dir=None, log=print, limit_mb=None, lib=None) -> RunOutput:
+    """Synthesize and time one registered design variant and write its reports.
+
+    Parameters
+    ----------
+    design_name : str
+        A name from :data:`hw.designs.DESIGNS`.
+    given : dict or None
+        Generator options (strings or values), e.g. ``{"arch": "booth4", "stages": "0"}``.
+    liberty : str or None
+        Liberty path (else ``LIBERTY``, ``PDK_ROOT``, the OSU default, the generic library).
+    clock_ps : float or None
+        Target period passed to ``abc -D`` (checked by :func:`check_clock`).
+    flow : str
+        ``"flat"``, ``"hier"`` or ``"auto"``.
+    booth : bool
+        Use Yosys's own ``synth -booth`` (variant gets ``-ysbooth``).
+    outdir : Path or None
+        Exact report folder (overrides ``reports_dir``).
+    reports_dir : Path or None
+        Parent of the ``<variant>`` report folder (default ``build/reports/qor``; the committed
+        ``reports/qor`` to publish).
+    lib : flows.synth.liberty.Library or None
+        An already loaded library (overrides ``liberty``).
+
+    Raises
+    ------
+    hw.designs.OptionError, flows.synth.liberty.LibertyError, flows.synth.yosys.SynthError
+        With messages naming the problem.
+    ValueError
+        A bad ``clock_ps`` or ``flow``.
+    """
+    from hw import hier
+    from hw.designs import get_design
+
+    t0 = time.monotonic()
+    clock_ps = check_clock(clock_ps)
+    if flow not in ("flat", "hier", "auto"):
+        raise ValueError(f"flow must be flat, hier or auto, not {flow!r}")
+    design = get_design(design_name)
+    params = design.params(given or {})
+    lib = lib or resolve_library(liberty, log)
+    variant = design.variant(params) + ("-ysbooth" if booth else "") + "-" + lib.short
+    outdir, work = _dirs(variant, outdir, reports_dir)
+    component = design.build(params)
+    netlist = hier.emit(component, design.top_name)
+    # black boxes (e.g. the slice's SRAM) carry a modelled area instead of a synthesized one
+    macros = component.macros() if hasattr(component, "macros") else []
+    if flow == "auto":
+        flow = "hier" if len(netlist.modules) > 1 else "flat"
+    if flow == "flat" and macros:
+        # flattened, the black box's placeholder (outputs tied to 0) would let Yosys remove the
+        # logic behind it while its modelled area is still added
+        raise ValueError(f"{variant} has black-box macros ({', '.join(m['module'] for m in macros)}); "
+                         "they need the hierarchical flow: use FLOW=hier (or auto)")
+    log(f"{variant}: {flow} synthesis of {len(netlist.modules)} module(s) with {lib.name}"
+        + (f", target {clock_ps} ps" if clock_ps else ""))
+    if flow == "flat":
+        s = _flat(netlist.verilog, netlist.top, work, lib, booth, clock_ps, limit_mb)
+    else:
+        s = _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log,
+                       {mac["module"] for mac in macros})
+    return _finish(s, design=design_name, variant=variant, params=params, lib=lib, flow=flow,
+                   clock_ps=clock_ps, booth=booth, outdir=outdir, work=work, t0=t0, macros=macros,
+                   module_names=set(netlist.modules), log=log)
+
+
+def read_verilog(files, top: str) -> tuple:
+    """Read user Verilog files for :func:`run_verilog`: ``(text, content hash)``.
+
+    Raises
+    ------
+    ValueError
+        No file given, a file missing or empty, or no ``module <top>`` in any of them.
+    """
+    if not files:
+        raise ValueError("no Verilog given: pass --verilog FILE (repeatable) or VERILOG=file.v")
+    if not top or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", top):
+        raise ValueError(f"TOP must be the name of a Verilog module, not {top!r} (e.g. TOP=my_adder)")
+    texts = []
+    for f in files:
+        p = Path(f)
+        if not p.is_file():
+            raise ValueError(f"Verilog file {f}: no such file")
+        text = p.read_text(errors="replace")
+        if not re.search(r"\bmodule\b", text):
+            raise ValueError(f"Verilog file {f} holds no module (empty design)")
+        texts.append(f"// ---- {p.name}\n{text}\n")
+    names = ", ".join(str(f) for f in files)
+    if not any(re.search(rf"\bmodule\s+(\\)?{re.escape(top)}\b", t) for t in texts):
+        raise ValueError(f"top module {top!r} not found in {names}; set TOP (--top) to one of its "
+                         "modules")
+    text = "".join(texts)
+    return text, hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def run_verilog(files, top: str, *, liberty=None, clock_ps=None, booth=False, outdir=None,
+                reports_dir=None, log=print, limit_mb=None, lib=None) -> RunOutput:
+    """Synthesize and time user Verilog with the same library, STA and metrics as :func:`run`.
+
+    The design is synthesized flat. Its variant (the report folder's name) is
+    ``<top>-<first 8 hex digits of the sha256 of the files>-<library>``, so a changed file gets a
+    new folder. Parameters are those of :func:`run`; ``files`` is a list of Verilog paths and
+    ``top`` the module to synthesize.
+
+    Raises
+    ------
+    ValueError
+        A missing or empty file, a top that none of the files defines, a synthesized design with
+        no cells, or a bad ``clock_ps``.
+    flows.synth.yosys.SynthError
+        Yosys rejected the Verilog (the message names the top, the files and the log).
+    """
+    t0 = time.monotonic()
+    clock_ps = check_clock(clock_ps)
+    text, digest = read_verilog(files, top)
+    lib = lib or resolve_library(liberty, log)
+    variant = f"{top}-{digest}{'-ysbooth' if booth else ''}-{lib.short}"
+    outdir, work = _dirs(variant, outdir, reports_dir)
+    names = ", ".join(str(f) for f in files)
+    log(f"{variant}: flat synthesis of {top} from {names} with {lib.name}"
+        + (f", target {clock_ps} ps" if clock_ps else ""))
+    try:
+        s = _flat(text, top, work, lib, booth, clock_ps, limit_mb)
+    except SynthError as e:
+        raise SynthError(f"synthesis of top {top!r} from {names} failed: {e}") from None
+    if s.cells == 0:
+        raise ValueError(f"top {top!r} from {names} has no cells after synthesis (an empty module, "
+                         "or logic that drives no output)")
+    params = {"verilog": [str(f) for f in files], "top": top, "sha256_8": digest}
+    return _finish(s, design=top, variant=variant, params=params, lib=lib, flow="flat", clock_ps=clock_ps,
+                   booth=booth, outdir=outdir, work=work, t0=t0, log=log)
