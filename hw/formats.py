@@ -63,17 +63,16 @@ class Specials(enum.Enum):
     E8M0    none                         all-ones exponent (0xFF)       2^-bias (no zero)
     ======= ============================ ============================== ======================
 
-    Each member's value is ``(label, has_inf, nan_when_man_ones, has_nan, has_zero)``; the
-    properties below are read from it, so no caller compares rule names.
+    Each member's value is ``(has_inf, has_nan, nan_when_man_ones, has_zero)``; the attributes of
+    the same names are read from it, so no caller compares rule names.
     """
 
-    IEEE = ("ieee", True, False, True, True)
-    FN = ("fn", False, True, True, True)
-    NONE = ("none", False, False, False, True)
-    E8M0 = ("e8m0", False, True, True, False)
+    IEEE = (True, True, False, True)
+    FN = (False, True, True, True)
+    NONE = (False, False, False, True)
+    E8M0 = (False, True, True, False)
 
-    def __init__(self, label, has_inf, nan_when_man_ones, has_nan, has_zero):
-        self.label = label
+    def __init__(self, has_inf, has_nan, nan_when_man_ones, has_zero):
         self.has_inf = has_inf
         self.has_nan = has_nan
         #: NaN is the all-ones mantissa under the all-ones exponent (else any non-zero mantissa)

@@ -79,10 +79,17 @@ def _id(case):
     return d.variant(d.params(opts))
 
 
+def _first_per_rule() -> tuple:
+    first = {}
+    for name in MATRIX_FORMATS:
+        first.setdefault(get_format(name).specials, name)
+    return tuple(first.values())
+
+
 #: Formats linted at the :data:`BY_BLOCK` widths in the quick set: the first matrix format of each
 #: special-value rule (the blocks' code differs between formats only by the rule and the field
-#: widths, and the field widths are linted at D = 8..32).
-WIDE_QUICK_FORMATS = tuple({get_format(f).specials: f for f in reversed(MATRIX_FORMATS)}.values())[::-1]
+#: widths, and every format's field widths are linted at D = 8..32); the others are ``full``.
+WIDE_QUICK_FORMATS = _first_per_rule()
 
 
 def _marks(case):
