@@ -179,7 +179,7 @@ DESIGNS: dict[str, Design] = {
                "N BF16 multipliers with a registered reduction (hierarchical flow validation)",
                _BF16_OPTIONS + (Option("lanes", 8, power_of_two(1, 64), help="multipliers",
                                        tag=lambda v: f"n{v}"),)),
-        Design("mu", "hw.mu.matrix_unit:MatrixUnit", "DxD FP8/FP4 matrix unit with FP32 accumulation", (
+        Design("mu", "hw.mu.matrix_unit:MatrixUnit", "DxD FP8/FP6/FP4 matrix unit with FP32 accumulation", (
             Option("width", 64, power_of_two(MU_WIDTHS[0], MU_WIDTHS[-1]),
                    help="D: array width (power of two, 8..128)",
                    tag=lambda v: f"w{v}"),

@@ -1,41 +1,113 @@
 """The one floating-point format table, shared by the generators (hw) and the references (tb).
 
 Every format the project touches is one :class:`FloatFormat` row of :data:`FORMATS`. A row gives the
-field widths and special-value rules that the generators turn into constants, and numpy helpers that
-the testbenches use as references:
+field widths and its rules (:class:`Specials`: which codes are Inf/NaN and whether exponent field 0
+holds zero and subnormals; :class:`Overflow`: what encoding a too-large value gives), from which the
+generators take their constants, and numpy helpers that the testbenches use as references:
 
 * :meth:`FloatFormat.decode`: codes -> exact float64 values (NaN as ``nan``),
 * :meth:`FloatFormat.encode`: float32 values -> codes, round to nearest even (E8M0: ties away),
 * :meth:`FloatFormat.classify`: codes -> one of :data:`CLASSES` per element,
 * :meth:`FloatFormat.fields`: codes -> (sign, exponent field, mantissa field).
 
+Rows with ``matrix=True`` are the matrix unit's element formats (:data:`MATRIX_FORMATS`, in table
+order); the registry, the generators, the bit-true model, the quantizer and the tile corpus all read
+that tuple, so a new element format is one row here.
+
 ``tb/test_formats.py`` proves decode and encode bit-for-bit equal to ``ml_dtypes`` on every code of
 every format of 16 bits or fewer, and on float32 inputs around every rounding boundary.
 
 Format rules (OCP 8-bit FP v1.0, OCP MX v1.0, IEEE 754):
 
-========== ==== ==== ======= ======================= ==================== =====================
-name       bits bias max     infinities              NaN codes            overflow on encode
-========== ==== ==== ======= ======================= ==================== =====================
-fp8_e4m3   8    7    448     none                    S.1111.111           NaN
-fp8_e5m2   8    15   57344   S.11111.00              S.11111.xx, xx != 0  +-Inf
-fp4_e2m1   4    1    6       none                    none                 saturate to +-6
-bf16       16   127  ~3.4e38 S.11111111.0000000      exp all ones, m != 0 +-Inf
-fp32       32   127  ~3.4e38 IEEE                    IEEE                 +-Inf
-e8m0       8    127  2^127   none (unsigned, no 0)   0xFF                 NaN
-========== ==== ==== ======= ======================= ==================== =====================
+========== ==== ==== ======= ======================= ==================== ===================== ======
+name       bits bias max     infinities              NaN codes            overflow on encode    matrix
+========== ==== ==== ======= ======================= ==================== ===================== ======
+fp8_e4m3   8    7    448     none                    S.1111.111           NaN                   yes
+fp8_e5m2   8    15   57344   S.11111.00              S.11111.xx, xx != 0  +-Inf                 yes
+fp4_e2m1   4    1    6       none                    none                 saturate to +-6       yes
+fp6_e3m2   6    3    28      none                    none                 saturate to +-28      yes
+fp6_e2m3   6    1    7.5     none                    none                 saturate to +-7.5     yes
+bf16       16   127  ~3.4e38 S.11111111.0000000      exp all ones, m != 0 +-Inf                 no
+fp32       32   127  ~3.4e38 IEEE                    IEEE                 +-Inf                 no
+e8m0       8    127  2^127   none (unsigned, no 0)   0xFF                 NaN                   no
+========== ==== ==== ======= ======================= ==================== ===================== ======
+
+The formats without Inf or NaN (E2M1, E3M2, E2M3: OCP MX element formats) saturate on encode: a
+value beyond the largest finite, and +-Inf, give the largest finite of that sign. This is the
+conversion OCP MX v1.0 prescribes for them and what ``ml_dtypes`` (the oracle) does; NaN has no code
+and is an error. All of them keep subnormals (exponent field 0).
 """
 
+import enum
 from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
 
-__all__ = ["FloatFormat", "FORMATS", "CLASSES", "get_format", "MATRIX_FORMATS"]
+__all__ = ["FloatFormat", "FORMATS", "CLASSES", "get_format", "MATRIX_FORMATS", "Specials", "Overflow"]
 
 #: Classes returned by :meth:`FloatFormat.classify`, as small integers in this order.
 CLASSES = ("zero", "subnormal", "normal", "inf", "nan")
 ZERO, SUBNORMAL, NORMAL, INF, NAN = range(len(CLASSES))
+
+
+class Specials(enum.Enum):
+    """Special-value rule of a format: its Inf and NaN codes and what exponent field 0 holds.
+
+    ======= ============================ ============================== ======================
+    member  Inf codes                    NaN codes                      exponent field 0
+    ======= ============================ ============================== ======================
+    IEEE    all-ones exponent, m == 0    all-ones exponent, m != 0      zero and subnormals
+    FN      none                         all-ones exponent and m        zero and subnormals
+    NONE    none                         none                           zero and subnormals
+    E8M0    none                         all-ones exponent (0xFF)       2^-bias (no zero)
+    ======= ============================ ============================== ======================
+
+    Each member's value is ``(has_inf, has_nan, nan_when_man_ones, has_zero)``; the attributes of
+    the same names are read from it, so no caller compares rule names.
+    """
+
+    IEEE = (True, True, False, True)
+    FN = (False, True, True, True)
+    NONE = (False, False, False, True)
+    E8M0 = (False, True, True, False)
+
+    def __init__(self, has_inf, has_nan, nan_when_man_ones, has_zero):
+        self.has_inf = has_inf
+        self.has_nan = has_nan
+        #: NaN is the all-ones mantissa under the all-ones exponent (else any non-zero mantissa)
+        self.nan_when_man_ones = nan_when_man_ones
+        #: exponent field 0 holds zero and the subnormals (else the smallest power of two)
+        self.has_zero = has_zero
+
+    def reserved_codes(self, man_bits: int) -> int:
+        """How many magnitude codes at the top of the range are Inf/NaN, not finite values."""
+        if not self.has_nan:
+            return 0
+        return 1 if self.nan_when_man_ones else 1 << man_bits  # one code, or the whole top binade
+
+    def flags(self, exp_ones, man_zero, man_nonzero, man_ones):
+        """``(is_inf, is_nan)`` of codes from their field tests, or None for a class the rule lacks.
+
+        Works on numpy boolean arrays (:meth:`FloatFormat.classify`) and on Amaranth values (the
+        generators' decode, :func:`hw.fp.unpack.decode_fields`) alike. ``man_nonzero`` is passed
+        beside ``man_zero`` because hardware callers spell "mantissa not zero" in the form their
+        netlist was built with (``~(m == 0)`` or ``m != 0``).
+        """
+        inf = exp_ones & man_zero if self.has_inf else None
+        if not self.has_nan:
+            return inf, None
+        return inf, exp_ones & (man_ones if self.nan_when_man_ones else man_nonzero)
+
+
+class Overflow(enum.Enum):
+    """What :meth:`FloatFormat.encode` (and a rounder into the format) gives for a magnitude above
+    the largest finite: ``INF`` +-Inf, ``NAN`` the NaN code, ``SATURATE`` the largest finite with the
+    value's sign."""
+
+    INF = "inf"
+    NAN = "nan"
+    SATURATE = "saturate"
 
 
 @dataclass(frozen=True)
@@ -52,15 +124,16 @@ class FloatFormat:
         Exponent bias.
     signed : bool
         Whether a sign bit is present (E8M0 has none).
-    specials : str
-        ``"ieee"`` (all-ones exponent: Inf if mantissa 0 else NaN), ``"fn"`` (no Inf; only the
-        all-ones code is NaN), ``"none"`` (every code is finite), ``"e8m0"`` (0xFF is NaN, no zero,
-        no subnormals).
-    overflow : str
-        What :meth:`encode` gives for a value above the largest finite: ``"inf"``, ``"nan"`` or
-        ``"saturate"``.
+    specials : Specials
+        Which codes are Inf/NaN and what exponent field 0 holds.
+    overflow : Overflow
+        What :meth:`encode` gives for a value above the largest finite.
     ml_dtype : type or None
         The ``ml_dtypes`` / numpy type with the same encoding (the test oracle).
+    ties_away : bool
+        :meth:`encode` rounds ties away from zero (E8M0, as ``ml_dtypes``) instead of to even.
+    matrix : bool
+        The matrix unit takes this format as its element format (:data:`MATRIX_FORMATS`).
     """
 
     name: str
@@ -68,9 +141,20 @@ class FloatFormat:
     man_bits: int
     bias: int
     signed: bool
-    specials: str
-    overflow: str
+    specials: Specials
+    overflow: Overflow
     ml_dtype: type | None
+    ties_away: bool = False
+    matrix: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.specials, Specials) or not isinstance(self.overflow, Overflow):
+            raise TypeError(f"{self.name}: specials must be a Specials and overflow an Overflow member, "
+                            f"not {self.specials!r} and {self.overflow!r}")
+        if self.overflow is Overflow.INF and not self.specials.has_inf \
+                or self.overflow is Overflow.NAN and not self.specials.has_nan:
+            raise ValueError(f"{self.name}: overflow {self.overflow.name} needs a format with that code; "
+                             f"{self.specials.name} has none (use Overflow.SATURATE)")
 
     # -- widths and constants used by generators -------------------------------------------------
     @property
@@ -86,15 +170,15 @@ class FloatFormat:
     @property
     def has_subnormals(self) -> bool:
         """Exponent field 0 encodes subnormals (and zero)."""
-        return self.specials != "e8m0"
+        return self.specials.has_zero
 
     @property
     def has_inf(self) -> bool:
-        return self.specials == "ieee"
+        return self.specials.has_inf
 
     @property
     def has_nan(self) -> bool:
-        return self.specials in ("ieee", "fn", "e8m0")
+        return self.specials.has_nan
 
     @property
     def emin(self) -> int:
@@ -104,11 +188,7 @@ class FloatFormat:
     @property
     def max_code(self) -> int:
         """Magnitude code (sign cleared) of the largest finite value."""
-        if self.specials == "ieee":
-            return ((self.exp_max_field - 1) << self.man_bits) | ((1 << self.man_bits) - 1)
-        if self.specials in ("fn", "e8m0"):
-            return (1 << (self.exp_bits + self.man_bits)) - 2
-        return (1 << (self.exp_bits + self.man_bits)) - 1
+        return (1 << (self.exp_bits + self.man_bits)) - 1 - self.specials.reserved_codes(self.man_bits)
 
     @property
     def emax(self) -> int:
@@ -122,13 +202,11 @@ class FloatFormat:
     @property
     def nan_code(self) -> int | None:
         """The canonical (positive, quiet) NaN code, or None."""
-        if self.specials == "ieee":
-            return (self.exp_max_field << self.man_bits) | (1 << (self.man_bits - 1))
-        if self.specials == "fn":
+        if not self.has_nan:
+            return None
+        if self.specials.nan_when_man_ones:
             return (1 << (self.exp_bits + self.man_bits)) - 1
-        if self.specials == "e8m0":
-            return 0xFF
-        return None
+        return (self.exp_max_field << self.man_bits) | (1 << (self.man_bits - 1))
 
     @property
     def inf_code(self) -> int | None:
@@ -136,8 +214,19 @@ class FloatFormat:
         return self.exp_max_field << self.man_bits if self.has_inf else None
 
     @property
+    def overflow_code(self) -> int:
+        """Magnitude code :meth:`encode` gives above the largest finite (sign added unless NaN)."""
+        return {Overflow.INF: self.inf_code, Overflow.NAN: self.nan_code,
+                Overflow.SATURATE: self.max_code}[self.overflow]
+
+    @property
     def sign_bit(self) -> int:
         return (1 << (self.bits - 1)) if self.signed else 0
+
+    @property
+    def is_binary32(self) -> bool:
+        """The format is IEEE binary32 itself (float32 inputs encode to their own bits)."""
+        return (self.exp_bits, self.man_bits, self.bias, self.specials) == (8, 23, 127, Specials.IEEE)
 
     # -- numpy helpers ---------------------------------------------------------------------------
     def _codes(self, codes) -> np.ndarray:
@@ -164,12 +253,12 @@ class FloatFormat:
         if self.has_subnormals:
             cls[(exp == 0) & (man == 0)] = ZERO
             cls[(exp == 0) & (man != 0)] = SUBNORMAL
-        top = exp == self.exp_max_field
-        if self.specials == "ieee":
-            cls[top & (man == 0)] = INF
-            cls[top & (man != 0)] = NAN
-        elif self.specials in ("fn", "e8m0"):
-            cls[top & (man == (1 << self.man_bits) - 1)] = NAN
+        inf, nan = self.specials.flags(exp == self.exp_max_field, man == 0, man != 0,
+                                       man == (1 << self.man_bits) - 1)
+        if inf is not None:
+            cls[inf] = INF
+        if nan is not None:
+            cls[nan] = NAN
         return cls
 
     def decode(self, codes) -> np.ndarray:
@@ -186,18 +275,18 @@ class FloatFormat:
     def encode(self, values) -> np.ndarray:
         """Encode float32 values (others are first cast to float32) into codes.
 
-        Rounds to nearest, ties to even (E8M0 rounds ties away from zero, as ``ml_dtypes``);
-        out-of-range values follow :attr:`overflow`; subnormals are produced where the format has
-        them, and values below the smallest subnormal round to (signed) zero.
+        Rounds to nearest, ties to even (ties away from zero if :attr:`ties_away`); out-of-range
+        values and +-Inf follow :attr:`overflow`; subnormals are produced where the format has them,
+        and values below the smallest subnormal round to (signed) zero. A format without zero
+        (E8M0) gives its NaN code for zero, negative and NaN inputs, as ``ml_dtypes`` does.
 
         Raises
         ------
         ValueError
-            For NaN into a format without NaN (E2M1), or a negative/zero value into E8M0 is
-            *not* an error: it gives the NaN code as ``ml_dtypes`` does.
+            For NaN into a format without NaN (E2M1, E3M2, E2M3).
         """
         x = np.asarray(values, dtype=np.float32)
-        if self.name == "fp32":
+        if self.is_binary32:
             return x.view(np.uint32).astype(np.int64)
         bits = x.view(np.uint32).astype(np.int64)
         sign = (bits >> 31) & 1
@@ -218,7 +307,7 @@ class FloatFormat:
         sh = np.clip(shift, 1, 40)
         rem = sig & ((1 << sh) - 1)
         half = 1 << (sh - 1)
-        if self.specials == "e8m0":
+        if self.ties_away:
             up = rem >= half
         else:
             up = (rem > half) | ((rem == half) & ((q & 1) == 1))
@@ -235,14 +324,9 @@ class FloatFormat:
         mag = (exp_f << self.man_bits) | man_f
         mag = np.where(sig == 0, 0, mag)
         over = (mag > self.max_code) | is_inf
-        if self.overflow == "inf":
-            mag = np.where(over, self.inf_code, mag)
-        elif self.overflow == "nan":
-            mag = np.where(over, self.nan_code, mag)
-        else:
-            mag = np.where(over, self.max_code, mag)
-        if self.specials == "e8m0":
-            mag = np.where(sig == 0, 0, np.maximum(mag, 0))  # no zero: clamp to 2^-127
+        mag = np.where(over, self.overflow_code, mag)
+        if not self.specials.has_zero:
+            mag = np.where(sig == 0, 0, np.maximum(mag, 0))  # no zero: clamp to 2^-bias
             bad = is_nan | (sign == 1) | ((e32 == 0) & (m32 == 0))
             return np.where(bad, self.nan_code, mag).astype(np.int64)
         if is_nan.any():
@@ -253,25 +337,32 @@ class FloatFormat:
         return ((sign << (self.bits - 1)) | mag).astype(np.int64)
 
     def to_ml(self, codes) -> np.ndarray:
-        """View codes as the ``ml_dtypes`` array (for cross-checks)."""
+        """View codes as the ``ml_dtypes`` array (for cross-checks; sub-byte formats in a byte)."""
         storage = np.uint16 if self.bits == 16 else (np.uint32 if self.bits == 32 else np.uint8)
         return self._codes(codes).astype(storage).view(self.ml_dtype)
 
 
+_S, _O = Specials, Overflow
 FORMATS: dict[str, FloatFormat] = {
     f.name: f
     for f in (
-        FloatFormat("fp8_e4m3", 4, 3, 7, True, "fn", "nan", ml_dtypes.float8_e4m3fn),
-        FloatFormat("fp8_e5m2", 5, 2, 15, True, "ieee", "inf", ml_dtypes.float8_e5m2),
-        FloatFormat("fp4_e2m1", 2, 1, 1, True, "none", "saturate", ml_dtypes.float4_e2m1fn),
-        FloatFormat("bf16", 8, 7, 127, True, "ieee", "inf", ml_dtypes.bfloat16),
-        FloatFormat("fp32", 8, 23, 127, True, "ieee", "inf", np.float32),
-        FloatFormat("e8m0", 8, 0, 127, False, "e8m0", "nan", ml_dtypes.float8_e8m0fnu),
+        FloatFormat("fp8_e4m3", 4, 3, 7, True, _S.FN, _O.NAN, ml_dtypes.float8_e4m3fn, matrix=True),
+        FloatFormat("fp8_e5m2", 5, 2, 15, True, _S.IEEE, _O.INF, ml_dtypes.float8_e5m2, matrix=True),
+        FloatFormat("fp4_e2m1", 2, 1, 1, True, _S.NONE, _O.SATURATE, ml_dtypes.float4_e2m1fn,
+                    matrix=True),
+        FloatFormat("fp6_e3m2", 3, 2, 3, True, _S.NONE, _O.SATURATE, ml_dtypes.float6_e3m2fn,
+                    matrix=True),
+        FloatFormat("fp6_e2m3", 2, 3, 1, True, _S.NONE, _O.SATURATE, ml_dtypes.float6_e2m3fn,
+                    matrix=True),
+        FloatFormat("bf16", 8, 7, 127, True, _S.IEEE, _O.INF, ml_dtypes.bfloat16),
+        FloatFormat("fp32", 8, 23, 127, True, _S.IEEE, _O.INF, np.float32),
+        FloatFormat("e8m0", 8, 0, 127, False, _S.E8M0, _O.NAN, ml_dtypes.float8_e8m0fnu,
+                    ties_away=True),
     )
 }
 
-#: Element formats a matrix unit accepts.
-MATRIX_FORMATS = ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1")
+#: Element formats a matrix unit accepts: the rows marked ``matrix``, in table order.
+MATRIX_FORMATS = tuple(name for name, f in FORMATS.items() if f.matrix)
 
 
 def get_format(name: str) -> FloatFormat:

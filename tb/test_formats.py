@@ -4,7 +4,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hw.formats import CLASSES, FORMATS, get_format
+from hw.formats import CLASSES, FORMATS, MATRIX_FORMATS, FloatFormat, Overflow, Specials, get_format
 
 pytestmark = pytest.mark.quick
 
@@ -30,8 +30,7 @@ def test_decode_every_code(fmt):
     assert np.array_equal(cls == CLASSES.index("nan"), np.isnan(want))
     assert np.array_equal(cls == CLASSES.index("inf"), np.isinf(want))
     assert np.array_equal(cls == CLASSES.index("zero"), want == 0)
-    assert np.isclose(fmt.max_finite, float(ml_dtypes.finfo(fmt.ml_dtype).max)
-                      if fmt.name != "e8m0" else 2.0 ** 127)
+    assert fmt.max_finite == float(ml_dtypes.finfo(fmt.ml_dtype).max)
 
 
 @pytest.mark.parametrize("fmt", SMALL, ids=lambda f: f.name)
@@ -42,8 +41,7 @@ def test_encode_every_code_roundtrip(fmt):
     with np.errstate(over="ignore"):
         enc = fmt.encode(vals[ok].astype(np.float32))
     want = fmt.to_ml(codes[ok]).view(np.uint16 if fmt.bits == 16 else np.uint8).astype(np.int64)
-    if fmt.name == "fp4_e2m1":
-        want = want & 0xF  # ml_dtypes stores fp4 in a byte
+    want = want & ((1 << fmt.bits) - 1)  # ml_dtypes stores sub-byte formats in a byte
     assert np.array_equal(enc, want)
 
 
@@ -77,15 +75,45 @@ def test_encode_matches_ml_dtypes(fmt):
     assert bad.size == 0, f"{fmt.name}: encode({x[bad[0]]!r}) = {got[bad[0]]}, ml_dtypes {want[bad[0]]}"
 
 
-def test_encode_nan_into_fp4_is_an_error():
+NO_NAN = [f for f in FORMATS.values() if not f.has_nan]
+
+
+@pytest.mark.parametrize("fmt", NO_NAN, ids=lambda f: f.name)
+def test_encode_nan_without_nan_code_is_an_error(fmt):
     with pytest.raises(ValueError, match="no NaN"):
-        get_format("fp4_e2m1").encode(np.float32([1.0, np.nan]))
+        fmt.encode(np.float32([1.0, np.nan]))
 
 
-def test_encode_nan_where_allowed():
-    for name in ("fp8_e4m3", "fp8_e5m2", "bf16"):
-        f = get_format(name)
-        assert f.classify(f.encode(np.float32([np.nan])))[0] == CLASSES.index("nan")
+@pytest.mark.parametrize("fmt", [f for f in FORMATS.values() if f.has_nan], ids=lambda f: f.name)
+def test_encode_nan_where_allowed(fmt):
+    assert fmt.classify(fmt.encode(np.float32([np.nan])))[0] == CLASSES.index("nan")
+
+
+def test_saturating_formats_saturate_like_ml_dtypes():
+    """Formats without Inf/NaN (E2M1, E3M2, E2M3) give +-max for huge values and +-Inf, as the
+    ml_dtypes conversion (and OCP MX) does; the table's rule says so."""
+    assert NO_NAN and all(f.overflow is Overflow.SATURATE for f in NO_NAN)
+    x = np.float32([1e30, -1e30, np.inf, -np.inf])
+    for f in NO_NAN:
+        with np.errstate(over="ignore"):
+            want = x.astype(f.ml_dtype).astype(np.float64)
+        assert want.tolist() == [f.max_finite, -f.max_finite] * 2
+        assert f.decode(f.encode(x)).tolist() == want.tolist()
+
+
+def test_matrix_formats_come_from_the_table():
+    assert MATRIX_FORMATS == tuple(n for n, f in FORMATS.items() if f.matrix)
+    assert {"fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "fp6_e3m2", "fp6_e2m3"} == set(MATRIX_FORMATS)
+    e3m2, e2m3 = get_format("fp6_e3m2"), get_format("fp6_e2m3")   # OCP MX v1.0 table
+    assert (e3m2.bias, e3m2.max_finite, e3m2.decode(np.array([1]))[0]) == (3, 28.0, 0.0625)
+    assert (e2m3.bias, e2m3.max_finite, e2m3.decode(np.array([1]))[0]) == (1, 7.5, 0.125)
+
+
+def test_bad_rules_are_rejected():
+    with pytest.raises(TypeError, match="Specials"):
+        FloatFormat("x", 2, 1, 1, True, "none", Overflow.SATURATE, None)
+    with pytest.raises(ValueError, match="overflow INF needs"):
+        FloatFormat("x", 2, 1, 1, True, Specials.NONE, Overflow.INF, None)
 
 
 def test_unknown_format_names_the_known_ones():

@@ -23,7 +23,8 @@ import subprocess
 
 import pytest
 
-from hw.designs import get_design
+from hw.designs import MU_WIDTHS, get_design
+from hw.formats import MATRIX_FORMATS, get_format
 from tb.sim import BUILD, verilator_env
 
 WAIVED = ("DECLFILENAME", "PROCASSINIT", "UNUSEDSIGNAL", "WIDTHEXPAND", "WIDTHTRUNC")
@@ -34,10 +35,10 @@ LINT_CASES = (
      for a in ("behavioral", "booth4") for s in (0, 1, 2, 3, 4) for sub in (True, False)]
     + [("bf16_bank", {"arch": a, "stages": s, "subnormals": True, "lanes": 2})
        for a in ("behavioral", "booth4") for s in (0, 2)]
-    # matrix unit: every format at D = 8..32 whole, plus rows / stage extremes and the word-level
-    # tree; D = 64 and 128 block by block (:data:`BY_BLOCK`).
-    + [("mu", {"width": w, "fmt": f}) for w in (8, 16, 32, 64, 128)
-       for f in ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1")]
+    # matrix unit: every format at every width (D = 8..32 whole, 64 and 128 block by block,
+    # :data:`BY_BLOCK`; see :func:`_marks` for which are quick), plus rows / stage extremes and the
+    # word-level tree.
+    + [("mu", {"width": w, "fmt": f}) for w in MU_WIDTHS for f in MATRIX_FORMATS]
     + [("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "stages": 0}),
        ("mu", {"width": 16, "fmt": "fp4_e2m1", "rows": 4, "stages": 10}),
        ("mu", {"width": 16, "fmt": "fp8_e5m2", "rows": 2, "stages": 5, "tree": "words"})]
@@ -78,8 +79,27 @@ def _id(case):
     return d.variant(d.params(opts))
 
 
+def _first_per_rule() -> tuple:
+    first = {}
+    for name in MATRIX_FORMATS:
+        first.setdefault(get_format(name).specials, name)
+    return tuple(first.values())
+
+
+#: Formats linted at the :data:`BY_BLOCK` widths in the quick set: the first matrix format of each
+#: special-value rule (the blocks' code differs between formats only by the rule and the field
+#: widths, and every format's field widths are linted at D = 8..32); the others are ``full``.
+WIDE_QUICK_FORMATS = _first_per_rule()
+
+
+def _marks(case):
+    design, opts = case
+    wide = design == "mu" and opts.get("width") in BY_BLOCK
+    return [pytest.mark.full] if wide and opts["fmt"] not in WIDE_QUICK_FORMATS else []
+
+
 @pytest.mark.quick
-@pytest.mark.parametrize("case", LINT_CASES, ids=_id)
+@pytest.mark.parametrize("case", [pytest.param(c, id=_id(c), marks=_marks(c)) for c in LINT_CASES])
 def test_verilator_lint(case):
     design, opts = case
     d = get_design(design)

@@ -14,8 +14,8 @@ Semantics
   magnitude is below ``2**emin`` gives a zero of the same sign (as Arm's FZ mode). A value that is
   above ``2**emin`` always rounds to a normal.
 * Overflow (the rounded magnitude is above the largest finite) follows the format's
-  ``overflow`` rule: ``"inf"`` gives +-Inf (IEEE round-to-nearest), ``"nan"`` the NaN code,
-  ``"saturate"`` the largest finite.
+  ``overflow`` rule (:class:`hw.formats.Overflow`): ``INF`` gives +-Inf (IEEE round-to-nearest),
+  ``NAN`` the NaN code, ``SATURATE`` the largest finite.
 * Flags, by precedence: NaN -> the canonical positive NaN code (``fmt.nan_code``, 0x7FC0 for BF16),
   Inf -> +-Inf (or the overflow rule if the format has none), zero -> signed zero.
 
@@ -30,7 +30,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..formats import FloatFormat
+from ..formats import FloatFormat, Overflow
 from .unpack import raw_layout
 
 __all__ = ["RoundPack", "leading_zeros", "pack_code"]
@@ -188,8 +188,8 @@ def pack_code(m: Module, out, raw, fmt: FloatFormat, *, flush, over, mag) -> Non
         The rounded ``{exponent field, mantissa}`` (``fmt.bits - 1`` bits).
     """
     sign = raw.sign << (fmt.bits - 1)
-    over_code = {"inf": (fmt.inf_code or 0) | sign, "nan": Const(fmt.nan_code, fmt.bits),
-                 "saturate": Const(fmt.max_code, fmt.bits) | sign}[fmt.overflow]
+    over_code = {Overflow.INF: (fmt.inf_code or 0) | sign, Overflow.NAN: Const(fmt.nan_code, fmt.bits),
+                 Overflow.SATURATE: Const(fmt.max_code, fmt.bits) | sign}[fmt.overflow]
     inf_code = (Const(fmt.inf_code, fmt.bits) | sign) if fmt.has_inf else over_code
     with m.If(raw.is_nan):
         m.d.comb += out.eq(fmt.nan_code)

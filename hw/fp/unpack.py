@@ -18,7 +18,13 @@ Raw-float record (fields least-significant first)
     Sign, valid for zeros and infinities too (signed zeros are kept).
 ``is_zero``, ``is_inf``, ``is_nan`` : 1
     Special values; if several are set the precedence is NaN, Inf, zero.
+
+:func:`decode_fields` is the one place hardware splits a code into its fields and flags its Inf/NaN
+codes by the format's :class:`hw.formats.Specials` rule; :class:`Unpack` and the matrix unit's
+lanes (:func:`hw.mu.lane.decode_element`) build on it.
 """
+
+from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, signed, unsigned
 from amaranth.lib import data, wiring
@@ -26,13 +32,58 @@ from amaranth.lib.wiring import In, Out
 
 from ..formats import FloatFormat
 
-__all__ = ["raw_layout", "unpack_exp_width", "as_signed", "Unpack"]
+__all__ = ["raw_layout", "unpack_exp_width", "as_signed", "CodeFields", "decode_fields", "Unpack"]
 
 
 def as_signed(value):
     """Zero-extend an unsigned value by one bit and view it as signed (so arithmetic on it is
     signed and cannot wrap)."""
     return Cat(value, Const(0, 1)).as_signed()
+
+
+@dataclass(frozen=True)
+class CodeFields:
+    """The fields of one code and its special-value flags (combinational Amaranth values).
+
+    Attributes
+    ----------
+    sign : Value
+        Sign bit (constant 0 for an unsigned format).
+    exp, man : Value
+        Exponent and mantissa fields.
+    exp_zero, man_zero : Value
+        ``exp == 0`` and ``man == 0``.
+    is_inf, is_nan : Value
+        The code is an infinity / a NaN under the format's :class:`hw.formats.Specials` rule;
+        constant 0 where the rule has no such code (so consumers need not branch).
+    """
+
+    sign: object
+    exp: object
+    man: object
+    exp_zero: object
+    man_zero: object
+    is_inf: object
+    is_nan: object
+
+
+def decode_fields(code, fmt: FloatFormat, *, ne: bool = False) -> CodeFields:
+    """Split ``code`` (a ``fmt.bits``-wide value) into fields and flag its Inf/NaN codes.
+
+    The flags come from ``fmt.specials.flags`` (the same rule :meth:`FloatFormat.classify` uses on
+    numpy arrays), so no generator branches on a format. ``ne`` spells "mantissa not zero" as
+    ``man != 0`` instead of ``~(man == 0)``: the same logic, a different Verilog text; each caller
+    keeps the spelling its netlist was built with.
+    """
+    mb, eb = fmt.man_bits, fmt.exp_bits
+    man, exp = code[:mb], code[mb:mb + eb]
+    exp_zero, man_zero = exp == 0, man == 0
+    inf, nan = fmt.specials.flags(exp == fmt.exp_max_field, man_zero,
+                                  (man != 0) if ne else ~man_zero, man == (1 << mb) - 1)
+    zero = Const(0, 1)
+    return CodeFields(sign=code[mb + eb] if fmt.signed else zero, exp=exp, man=man,
+                      exp_zero=exp_zero, man_zero=man_zero,
+                      is_inf=zero if inf is None else inf, is_nan=zero if nan is None else nan)
 
 
 def raw_layout(sig_width: int, exp_width: int) -> data.StructLayout:
@@ -65,8 +116,8 @@ class Unpack(wiring.Component):
     Parameters
     ----------
     fmt : FloatFormat
-        Format of the code (IEEE-like specials: ``bf16``, ``fp32``, ``fp8_e5m2``; ``fn`` and
-        ``none`` formats work too).
+        Format of the code: any signed format whose exponent field 0 holds zero and subnormals
+        (every :class:`hw.formats.Specials` rule but ``E8M0``).
     subnormals : bool
         If False, subnormal inputs are flushed to (signed) zero.
 
@@ -77,8 +128,9 @@ class Unpack(wiring.Component):
     """
 
     def __init__(self, fmt: FloatFormat, *, subnormals: bool = True):
-        if not isinstance(fmt, FloatFormat) or not fmt.signed or fmt.specials == "e8m0":
-            raise TypeError(f"fmt must be a signed FloatFormat from hw.formats, not {fmt!r}")
+        if not isinstance(fmt, FloatFormat) or not fmt.signed or not fmt.has_subnormals:
+            raise TypeError(f"fmt must be a signed FloatFormat from hw.formats with zero and "
+                            f"subnormals, not {fmt!r}")
         self._fmt = fmt
         self._subnormals = bool(subnormals)
         super().__init__({
@@ -89,22 +141,11 @@ class Unpack(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         f = self._fmt
-        man = self.code[:f.man_bits]
-        exp = self.code[f.man_bits:f.man_bits + f.exp_bits]
-        exp_zero = exp == 0
-        exp_ones = exp == f.exp_max_field
-        man_zero = man == 0
-        man_ones = man == (1 << f.man_bits) - 1
+        d = decode_fields(self.code, f)
+        man, exp, exp_zero, man_zero = d.man, d.exp, d.exp_zero, d.man_zero
 
-        if f.specials == "ieee":
-            is_inf, is_nan = exp_ones & man_zero, exp_ones & ~man_zero
-        elif f.specials == "fn":
-            is_inf, is_nan = 0, exp_ones & man_ones
-        else:
-            is_inf = is_nan = 0
-
-        m.d.comb += self.raw.sign.eq(self.code[-1])
-        m.d.comb += [self.raw.is_inf.eq(is_inf), self.raw.is_nan.eq(is_nan)]
+        m.d.comb += self.raw.sign.eq(d.sign)
+        m.d.comb += [self.raw.is_inf.eq(d.is_inf), self.raw.is_nan.eq(d.is_nan)]
         if self._subnormals:
             m.d.comb += [
                 self.raw.is_zero.eq(exp_zero & man_zero),

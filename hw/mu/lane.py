@@ -1,4 +1,4 @@
-"""One multiplier lane of a matrix-unit column: the exact product of two FP8/FP4 codes in fixed point.
+"""One multiplier lane of a matrix-unit column: the exact product of two element codes in fixed point.
 
 The product ``x * w`` is returned as a magnitude on the fixed grid of :mod:`hw.mu.numerics` (LSB
 ``2**lsb_exp``, ``P`` bits) in *ones' complement*: ``t = mag`` if positive, ``~mag`` (P bits) if
@@ -14,6 +14,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..fp.unpack import decode_fields
 from .numerics import dot_widths
 
 __all__ = ["Lane", "decode_element"]
@@ -22,28 +23,21 @@ __all__ = ["Lane", "decode_element"]
 def decode_element(m: Module, code, fmt, *, name: str):
     """Split an element code into (sign, significand with hidden bit, exponent offset, zero, inf, nan).
 
-    ``exponent offset`` is ``max(e, 1) - 1``, i.e. the element's exponent minus ``emin``, so the
-    value is ``sig * 2**(offset + emin - man_bits)``.
+    The field split and the Inf/NaN flags are :func:`hw.fp.unpack.decode_fields` (the format's
+    :class:`hw.formats.Specials` rule; constant 0 where the format has no such code). ``exponent
+    offset`` is ``max(e, 1) - 1``, i.e. the element's exponent minus ``emin``, so the value is
+    ``sig * 2**(offset + emin - man_bits)``.
     """
-    mb, eb = fmt.man_bits, fmt.exp_bits
-    man, exp = code[:mb], code[mb:mb + eb]
-    sign = code[mb + eb]
-    sig = Signal(mb + 1, name=f"{name}_sig")
-    off = Signal(eb, name=f"{name}_off")
+    d = decode_fields(code, fmt, ne=True)
+    sig = Signal(fmt.man_bits + 1, name=f"{name}_sig")
+    off = Signal(fmt.exp_bits, name=f"{name}_off")
     zero = Signal(name=f"{name}_zero")
     m.d.comb += [
-        sig.eq(Cat(man, exp != 0)),
-        off.eq(Mux(exp == 0, 0, exp - 1)),
-        zero.eq((exp == 0) & (man == 0)),
+        sig.eq(Cat(d.man, d.exp != 0)),
+        off.eq(Mux(d.exp_zero, 0, d.exp - 1)),
+        zero.eq(d.exp_zero & d.man_zero),
     ]
-    top = exp == fmt.exp_max_field
-    if fmt.specials == "ieee":
-        inf, nan = top & (man == 0), top & (man != 0)
-    elif fmt.specials == "fn":
-        inf, nan = None, top & (man == (1 << mb) - 1)
-    else:
-        inf = nan = None
-    return sign, sig, off, zero, inf, nan
+    return d.sign, sig, off, zero, d.is_inf, d.is_nan
 
 
 class Lane(wiring.Component):
@@ -54,7 +48,7 @@ class Lane(wiring.Component):
     Parameters
     ----------
     fmt : str or FloatFormat
-        Element format (``fp8_e4m3``, ``fp8_e5m2``, ``fp4_e2m1``).
+        Element format, one of :data:`hw.formats.MATRIX_FORMATS`.
 
     Members
     -------

@@ -30,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hw.formats import MATRIX_FORMATS
 from hw.mu.tree import TREE_ARCHS
 from tb import sim
 
@@ -106,7 +107,7 @@ def sim_rate(width: int, fmt: str, rows: int, beats: int, exact: bool,
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--widths", type=int, nargs="+", default=[64, 128])
-    ap.add_argument("--fmt", default="fp8_e4m3")
+    ap.add_argument("--fmt", default="fp8_e4m3", choices=MATRIX_FORMATS, help="element format")
     ap.add_argument("--rows", type=int, default=1)
     ap.add_argument("--tree", choices=TREE_ARCHS, default=None,
                     help="column tree architecture (default: the design's, dadda)")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw.formats import MATRIX_FORMATS, get_format
+from hw.formats import CLASSES, MATRIX_FORMATS, get_format
 
 __all__ = ["FP32_EDGES", "FP32_NAN", "FP32_PINF", "FP32_NINF", "round_fp32", "fp32_exact", "fp32_to_float",
            "ElementCodec", "exact_dot", "accumulate", "YRow", "MatrixUnitModel", "reference_f64",
@@ -136,12 +136,12 @@ class ElementCodec:
         sign, exp, man = f.fields(codes)
         cls = f.classify(codes)
         mag = np.where(exp == 0, man, man | (1 << f.man_bits)) << np.maximum(exp - 1, 0)
-        finite = (cls != 4) & (cls != 3)
+        self.is_nan = cls == CLASSES.index("nan")
+        self.is_inf = cls == CLASSES.index("inf")
+        finite = ~(self.is_nan | self.is_inf)
         self.ints = np.where(finite, np.where(sign == 1, -mag, mag), 0).astype(np.int64)
-        self.is_nan = cls == 4
-        self.is_inf = cls == 3
         self.neg = sign == 1
-        self.is_zero = cls == 0
+        self.is_zero = cls == CLASSES.index("zero")
         self.max_int = int(np.abs(self.ints).max())
         # cross-check against the format table's own decode (exact float64)
         dec = f.decode(codes)

@@ -16,6 +16,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import Timer
 
+from hw.formats import get_format
+
 from . import stimulus
 from .program import Program
 from .stream import bursty_pause, cycle_pause, random_pause
@@ -59,7 +61,7 @@ async def every_product(dut):
     prog = stimulus.every_product(WIDTH, FMT, ROWS)
     res, expected = await _run_checked(tb, prog, "every_product", fast=True)
     starts = np.nonzero(prog.swap)[0]
-    n = 1 << (4 if FMT == "fp4_e2m1" else 8)
+    n = 1 << get_format(FMT).bits
     pairs = 0
     for t, s in enumerate(starts):
         w = prog.tiles[t]

@@ -26,11 +26,23 @@ BUILDS = [
     pytest.param(64, "fp4_e2m1", 16, CORE, marks=quick, id="w64-e2m1-r16"),
     pytest.param(128, "fp8_e4m3", 16, ["random_dots", "throughput"], marks=quick,
                  id="w128-e4m3-r16"),
+    # FP6 (OCP MX E3M2, E2M3): every product at D = 8, dot products with stalls at D = 8 .. 32 in
+    # the quick set (the D = 32 builds also serve the FP6 real-tile runs), 64 and 128 in full.
+    pytest.param(8, "fp6_e3m2", 1, ["every_product"] + CORE, marks=quick, id="w8-e3m2"),
+    pytest.param(8, "fp6_e2m3", 3, ["every_product"] + CORE, marks=quick, id="w8-e2m3-r3"),
+    pytest.param(16, "fp6_e2m3", 2, CORE, marks=quick, id="w16-e2m3-r2"),
+    pytest.param(32, "fp6_e3m2", 16, CORE, marks=quick, id="w32-e3m2-r16"),
+    pytest.param(32, "fp6_e2m3", 16, CORE, marks=quick, id="w32-e2m3-r16"),
     pytest.param(16, "fp8_e4m3", 2, CORE, marks=full, id="w16-e4m3-r2"),
     pytest.param(32, "fp4_e2m1", 1, CORE, marks=full, id="w32-e2m1"),
     pytest.param(64, "fp8_e4m3", 4, CORE, marks=full, id="w64-e4m3-r4"),
     pytest.param(64, "fp8_e5m2", 1, ["every_product"] + CORE, marks=full, id="w64-e5m2"),
     pytest.param(128, "fp8_e5m2", 2, CORE, marks=full, id="w128-e5m2-r2"),
+    pytest.param(16, "fp6_e3m2", 2, CORE, marks=full, id="w16-e3m2-r2"),
+    pytest.param(64, "fp6_e3m2", 16, CORE, marks=full, id="w64-e3m2-r16"),
+    pytest.param(64, "fp6_e2m3", 4, ["every_product"] + CORE, marks=full, id="w64-e2m3-r4"),
+    pytest.param(128, "fp6_e3m2", 2, CORE, marks=full, id="w128-e3m2-r2"),
+    pytest.param(128, "fp6_e2m3", 16, CORE, marks=full, id="w128-e2m3-r16"),
 ]
 
 

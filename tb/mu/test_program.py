@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from hw.formats import MATRIX_FORMATS
+from hw.formats import MATRIX_FORMATS, get_format
 
 from .program import Program, Tile, pack_rows, row_bits, unpack_y
 from .stimulus import ADVERSARIAL, every_product, product_oracle, random_program
@@ -52,7 +52,7 @@ def test_program_validation():
 @pytest.mark.parametrize("fmt", MATRIX_FORMATS)
 def test_every_product_covers_all_pairs(fmt):
     prog = every_product(16, fmt)
-    n = 1 << (4 if fmt == "fp4_e2m1" else 8)
+    n = 1 << get_format(fmt).bits
     seen = set()
     for t, s in enumerate(np.nonzero(prog.swap)[0]):
         w = prog.tiles[t]
@@ -70,7 +70,7 @@ def test_model_products_match_float64_oracle(fmt):
     for t, s in enumerate(np.nonzero(prog.swap)[0]):
         w = prog.tiles[t]
         k0 = int(np.nonzero(prog.x[s + 1])[0][0])
-        n = 1 << (4 if fmt == "fp4_e2m1" else 8)
+        n = 1 << get_format(fmt).bits
         a = prog.x[s:s + n, k0]
         want = product_oracle(fmt, a[:, None], w[k0][None, :])
         assert (got[s:s + n] == want).all()

@@ -5,7 +5,7 @@ module              holds
 =================== =========================================================================
 ``minilm``          locate/validate/load the packaged model; numpy forward pass; matmul capture
 ``reference``       a second, differently written float64 forward pass (the cross-check)
-``quant``           per-tensor amax quantization to E4M3 / E5M2 / E2M1 (hw/formats.py codes)
+``quant``           per-tensor amax quantization to the matrix element formats (hw/formats.py codes)
 ``corpus``          the run plan, tile cutting and padding, npz tile files, manifest, validation
 ``exact``           an independent exact model of the numerics contract (finite operands)
 ``replay``          one run through ``tb/mu/model.py`` (+ RTL via ``rtl``); errors and costs

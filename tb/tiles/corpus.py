@@ -22,19 +22,19 @@ from pathlib import Path
 
 import numpy as np
 
-from hw.formats import get_format
+from hw.designs import STUDY_WIDTHS
+from hw.formats import MATRIX_FORMATS, get_format
 
 from . import minilm
-from .quant import FORMATS, quantize
+from .quant import quantize
 
-__all__ = ["CORPUS_VERSION", "MODES", "WIDTHS", "TILE_KEYS", "TileError", "RunSpec", "Tile", "plan",
+__all__ = ["CORPUS_VERSION", "MODES", "TILE_KEYS", "TileError", "RunSpec", "Tile", "plan",
            "smoke", "cache_dir", "build", "load_manifest", "load_tile", "tile_hash"]
 
 #: Bump when the cutting rules change (it names the cache folder).
 CORPUS_VERSION = 1
 #: Rows per run: decode is one token, prefill 16 tokens.
 MODES = {"decode": 1, "prefill": 16}
-WIDTHS = (32, 64, 128)
 #: Arrays of a tile file, with their dtypes.
 TILE_KEYS = {"x": np.uint8, "w": np.uint8, "x_f32": np.float32, "w_f32": np.float32,
              "scales": np.float32, "width": np.int64}
@@ -98,15 +98,16 @@ class Tile:
 def plan(full: bool = True) -> list:
     """The regression's runs.
 
-    ``full``: every op x mode x format x width (144 runs). Otherwise the quick set CI runs, chosen
-    to need few Verilator builds (see tb/tiles/rtl.py): every op at D = 32 in E5M2 and at D = 64 in
-    E2M1 and E4M3 (modes alternating), and one D = 128 E4M3 run: every op class and format.
+    ``full``: every op x mode x matrix format x study width (:data:`hw.designs.STUDY_WIDTHS`).
+    Otherwise the quick set CI runs, chosen to need few Verilator builds (see tb/tiles/rtl.py): every
+    op at D = 32 in E5M2 and at D = 64 in E2M1 and E4M3 (modes alternating, :data:`QUICK_UNITS`),
+    one D = 128 E4M3 run, and one D = 32 run of every other matrix format: every op class and format.
     :func:`rtl_quick` says which of them CI also sends through the RTL.
     """
     runs = []
     if full:
-        for w in WIDTHS:
-            for fmt in FORMATS:
+        for w in STUDY_WIDTHS:
+            for fmt in MATRIX_FORMATS:
                 for op in minilm.OPS:
                     for mode in MODES:
                         runs.append(RunSpec(op, mode, fmt, w, len(runs)))
@@ -116,28 +117,41 @@ def plan(full: bool = True) -> list:
         for i, op in enumerate(minilm.OPS):
             runs.append(RunSpec(op, modes[(i + j) % 2], fmt, width, len(runs)))
     runs.append(RunSpec("ffn_up", "prefill", "fp8_e4m3", 128, len(runs)))
+    for i, fmt in enumerate(_one_run_formats()):
+        runs.append(RunSpec(*_PAIRS[i % len(_PAIRS)], fmt, 32, len(runs)))
     return runs
 
 
 #: (format, width) of the quick plan's per-op runs.
 QUICK_UNITS = (("fp8_e5m2", 32), ("fp4_e2m1", 64), ("fp8_e4m3", 64))
-#: (width, format) of the units CI builds (tb/mu/test_matrix_unit.py quick builds with R = 16).
+#: (width, format) of the units CI builds (tb/mu/test_matrix_unit.py quick builds with R = 16),
+#: besides D = 32 for each format that :data:`QUICK_UNITS` leaves out.
 RTL_QUICK_UNITS = {(32, "fp8_e5m2"), (64, "fp4_e2m1"), (128, "fp8_e4m3")}
+#: (op, mode) pairs handed out in turn to the one-run formats and the D = 8 smoke runs.
+_PAIRS = (("q", "prefill"), ("ffn_down", "decode"), ("scores", "prefill"), ("pv", "decode"),
+          ("ffn_up", "prefill"), ("o", "decode"))
+
+
+def _one_run_formats() -> list:
+    """Matrix formats without per-op quick runs: one quick run each at D = 32."""
+    per_op = {fmt for fmt, _ in QUICK_UNITS}
+    return [f for f in MATRIX_FORMATS if f not in per_op]
 
 
 def rtl_quick() -> list:
     """The quick runs CI sends through the RTL: those on the units CI builds anyway (every op at
-    D = 32 E5M2 and at D = 64 E2M1, and the D = 128 E4M3 run): every op class, every format (E4M3
-    at D = 128), D = 32, 64 and 128."""
-    return [s for s in plan(full=False) if (s.width, s.fmt) in RTL_QUICK_UNITS]
+    D = 32 E5M2 and at D = 64 E2M1, the D = 128 E4M3 run, and the one D = 32 run of every other
+    format): every op class, every format (E4M3 at D = 128), D = 32, 64 and 128."""
+    units = RTL_QUICK_UNITS | {(32, f) for f in _one_run_formats()}
+    return [s for s in plan(full=False) if (s.width, s.fmt) in units]
 
 
 def smoke() -> list:
-    """Extra real-tile runs on the small units the matrix-unit tests build anyway (D = 8, 16): cheap
-    RTL coverage of every format in CI. Not part of the 32/64/128 regression counts."""
-    return [RunSpec("q", "prefill", "fp8_e4m3", 8, 1000), RunSpec("ffn_down", "decode", "fp8_e4m3", 8, 1001),
-            RunSpec("scores", "prefill", "fp8_e5m2", 8, 1002), RunSpec("pv", "decode", "fp8_e5m2", 8, 1003),
-            RunSpec("ffn_up", "prefill", "fp4_e2m1", 8, 1004), RunSpec("o", "decode", "fp4_e2m1", 8, 1005)]
+    """Extra real-tile runs on the small units the matrix-unit tests build anyway (D = 8): cheap RTL
+    coverage of every matrix format in CI, two runs each. Not part of the study-width counts."""
+    pairs = [_PAIRS[k % len(_PAIRS)] for k in range(2 * len(MATRIX_FORMATS))]
+    return [RunSpec(*pairs[2 * i + j], fmt, 8, 1000 + 2 * i + j)
+            for i, fmt in enumerate(MATRIX_FORMATS) for j in range(2)]
 
 
 def cache_dir() -> Path:

@@ -1,26 +1,25 @@
 """Per-tensor quantization as deployments do it: one float32 scale per tensor, codes from hw/formats.
 
 A tensor ``t`` becomes ``codes = encode(t / s)`` with ``s = amax(|t|) / max_finite(fmt)``, so its
-largest magnitude lands on the format's largest finite value (no overflow; E2M1 saturates anyway).
+largest magnitude lands on the format's largest finite value (no overflow; the formats without Inf
+saturate anyway). Every matrix element format (:data:`hw.formats.MATRIX_FORMATS`) is accepted.
 The matrix unit sees codes only; the product of the two scales is applied to its FP32 results outside
-the unit: ``y ~= s_x * s_w * unit(codes_x, codes_w)``. Block-scaled MX formats are a later issue.
+the unit: ``y ~= s_x * s_w * unit(codes_x, codes_w)``. Block scaling (MX) is not modelled here.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from hw.formats import get_format
+from hw.formats import MATRIX_FORMATS, get_format
 
-__all__ = ["FORMATS", "Quantized", "quantize", "dequantize"]
-
-#: The three element formats the matrix unit takes.
-FORMATS = ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1")
+__all__ = ["Quantized", "quantize", "dequantize"]
 
 
 @dataclass(frozen=True)
 class Quantized:
-    """Codes (uint8, one code per element, FP4 in the low nibble) and the per-tensor scale."""
+    """Codes (uint8, one code per element, formats narrower than 8 bits in the low bits) and the
+    per-tensor scale."""
 
     fmt: str
     codes: np.ndarray
@@ -33,8 +32,12 @@ def quantize(t: np.ndarray, fmt: str) -> Quantized:
     Raises
     ------
     ValueError
-        If ``t`` holds NaN or Inf (a scale cannot be chosen; fix the producer of the tensor).
+        If ``fmt`` is not a matrix element format, or ``t`` holds NaN or Inf (a scale cannot be
+        chosen; fix the producer of the tensor).
     """
+    if fmt not in MATRIX_FORMATS:
+        raise ValueError(f"fmt must be a matrix element format ({', '.join(MATRIX_FORMATS)}), "
+                         f"not {fmt!r}")
     f = get_format(fmt)
     t = np.asarray(t, dtype=np.float32)
     if not np.all(np.isfinite(t)):

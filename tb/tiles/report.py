@@ -10,6 +10,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from hw.formats import get_format
 from perf import shapes
 
 from .corpus import cache_dir
@@ -238,7 +239,7 @@ def padding_md(recs: dict | None = None) -> str:
         for r in sorted(checked, key=lambda r: (r["width"], r["id"])):
             c = r["counters"]
             wb = r["k_tiles"] * r["width"] * c.get("row_groups", 1)  # weights re-fed per row group
-            bits = 4 if r["fmt"] == "fp4_e2m1" else 8
+            bits = get_format(r["fmt"]).bits
             out.append(f"| {r['id']} | {r['width']} | {r['rows']} | {r['k_tiles']} | "
                        f"{r['cycles_contract']} / {c.get('cycles_run', '-')} | {r['issued_macs']} / "
                        f"{c.get('macs', '-')} | {wb} / "

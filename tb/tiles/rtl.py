@@ -28,6 +28,12 @@ UNITS = {
     (32, "fp8_e5m2"): (16, ""),       # tb/mu quick w32-e5m2-r16
     (64, "fp4_e2m1"): (16, ""),       # tb/mu quick w64-e2m1-r16
     (128, "fp8_e4m3"): (16, ""),      # tb/mu quick w128-e4m3-r16
+    (8, "fp6_e3m2"): (1, ""),         # tb/mu quick w8-e3m2
+    (8, "fp6_e2m3"): (3, ""),         # tb/mu quick w8-e2m3-r3
+    (32, "fp6_e3m2"): (16, ""),       # tb/mu quick w32-e3m2-r16
+    (32, "fp6_e2m3"): (16, ""),       # tb/mu quick w32-e2m3-r16
+    (64, "fp6_e3m2"): (16, ""),       # tb/mu full w64-e3m2-r16
+    (128, "fp6_e2m3"): (16, ""),      # tb/mu full w128-e2m3-r16
 }
 
 

@@ -1,11 +1,12 @@
 """Real-tile regression: MiniLM tiles through the numerics model and the matrix-unit RTL.
 
-One test per planned run (:func:`tb.tiles.corpus.plan`): 144 runs over widths 32/64/128, formats
-E4M3/E5M2/E2M1, the eight op classes, decode (M = 1) and prefill (M = 16), K accumulated over every
-tile of the real reduction. The quick subset (``-m quick``, what ``make test`` runs) checks the
-model side of every op at D = 32 (E5M2) and D = 64 (E2M1, E4M3) and one D = 128 run, and sends the
-runs on the units CI builds (D = 32 E5M2, D = 64 E2M1, D = 128 E4M3) and the D = 8 smoke runs
-through the RTL; the other RTL runs are ``full``.
+One test per planned run (:func:`tb.tiles.corpus.plan`): every study width
+(:data:`hw.designs.STUDY_WIDTHS`) x matrix format (:data:`hw.formats.MATRIX_FORMATS`) x the eight op
+classes x decode (M = 1) and prefill (M = 16), K accumulated over every tile of the real reduction.
+The quick subset (``-m quick``, what ``make test`` runs) checks the model side of every op at D = 32
+(E5M2) and D = 64 (E2M1, E4M3), one D = 128 run and one D = 32 run of each other format (E3M2, E2M3),
+and sends the runs on the units CI builds (D = 32 E5M2, E3M2, E2M3, D = 64 E2M1, D = 128 E4M3) and
+the D = 8 smoke runs (every format) through the RTL; the other RTL runs are ``full``.
 
 Each run asserts: ``tb/mu/model.py`` and the independent ``tb/tiles/exact.py`` agree bit for bit,
 the result is within the contract's rounding bound of float64, and (when the RTL harness
@@ -15,6 +16,7 @@ Results are recorded for ``python -m tb.tiles report`` (reports/regression.md).
 
 import pytest
 
+from hw.formats import get_format
 from tb.tiles import corpus, replay, report
 
 QUICK = {corpus._run_id(s) for s in corpus.plan(full=False)}
@@ -24,7 +26,7 @@ RUNS = [pytest.param(s, id=corpus._run_id(s),
 SMOKE = [pytest.param(s, id=f"smoke-{corpus._run_id(s)}", marks=pytest.mark.quick) for s in corpus.smoke()]
 RUNS += SMOKE
 # CI sends the quick runs on the units it builds anyway through the RTL (corpus.rtl_quick: D = 32,
-# 64 and 128, every op and format); the rest of the 144 runs is `full`.
+# 64 and 128, every op and format); the rest of the plan is `full`.
 RTL_QUICK = {corpus._run_id(s) for s in corpus.rtl_quick()}
 RTL_RUNS = [pytest.param(s, id=corpus._run_id(s),
                          marks=pytest.mark.quick if corpus._run_id(s) in RTL_QUICK else pytest.mark.full)
@@ -37,7 +39,10 @@ def test_model_replay(spec):
     """Numerics model vs the independent exact model, the float64 bound, and the cost of the format."""
     (_, tile), = corpus.load_runs([spec])
     res = replay.replay_model(tile)
-    if spec.fmt != "fp4_e2m1":  # FP8 per tensor stays close to the float32 product of the real model
+    f = get_format(spec.fmt)
+    if f.emax - f.emin + 1 >= 7:
+        # formats with 7 or more binades of normals (E4M3, E5M2, E3M2) stay close to the float32
+        # product of the real model per tensor; E2M1 and E2M3 (3) lose small activations to outliers
         assert res.err_f32["mean_rel"] < 0.2, res.err_f32
     old = report.load_all().get(res.id)
     if old is None or old.get("rtl_match") is None:
