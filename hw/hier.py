@@ -15,9 +15,10 @@ design is the same either way.
 **Module names are derived, not written.** A placed block carries ``params``, a frozen
 :class:`BlockParams` dataclass holding every parameter that changes its logic, and the module name
 is built from it by the class's ``MODULE`` template, which must name every field (checked), so a new
-parameter cannot be left out of the name. ``emit(..., check_same=True)`` re-generates every repeated
-placement and fails if two different blocks ended up under one name; the test suite runs it on every
-registered design (``tb/test_hier_names.py``).
+parameter cannot be left out of the name. ``emit(..., check_same=True)`` generates again every
+placement built differently from the earlier ones under its name and fails if two different blocks
+ended up under one name; the test suite runs it on every registered design
+(``tb/test_hier_names.py``).
 
 :func:`emit` returns a :class:`Netlist`: the Verilog of every module (blocks first, top last) and a
 manifest of instance counts that the hierarchical synthesis flow (``flows``) composes from.
@@ -147,10 +148,20 @@ class Netlist:
         }
 
 
+def _state(component) -> tuple:
+    """How ``component`` was built: its class and the repr of its attributes other than its ports
+    (an attribute without a faithful repr only makes two alike blocks look different)."""
+    ports = set(component.signature.members.keys())
+    attrs = sorted((k, repr(v)) for k, v in vars(component).items()
+                   if k not in ports and not k.startswith("_MustUse__"))
+    return (type(component).__module__, type(component).__qualname__, tuple(attrs))
+
+
 class _Emitter:
     def __init__(self):
         self.modules: dict[str, BlockModule] = {}
         self.stack: list[dict] = []
+        self.states: dict[str, set] = {}   # module name -> build states seen (check_same)
 
     def convert(self, component, name):
         self.stack.append({})
@@ -201,12 +212,19 @@ def place(m, name: str, component: wiring.Component, *, module: str | None = Non
     if emitter is None:
         m.submodules[name] = component
         return
+    check = _CHECK_SAME.get()
+    state = _state(component) if check else None
     if module not in emitter.modules:
         emitter.convert(component, module)
-    elif _CHECK_SAME.get():
+        emitter.states[module] = {state}
+    elif check and state not in emitter.states.setdefault(module, set()):
+        # a block built differently from every earlier one under this name: its Verilog must
+        # still be the same (blocks built alike elaborate alike, so those are not re-generated)
         first = emitter.modules[module]
         if _Emitter().convert(component, module).verilog != first.verilog:
-            raise ValueError(f"two different blocks were both named {module!r}")
+            raise ValueError(f"two different blocks were both named {module!r}; the module "
+                             f"name must encode every parameter that changes the block's logic")
+        emitter.states[module].add(state)
     component._MustUse__silence = True  # replaced by an Instance: never elaborated here
     counts = emitter.stack[-1]
     counts[module] = counts.get(module, 0) + 1
@@ -235,8 +253,10 @@ def emit(component: wiring.Component, name: str, *, check_same: bool = False) ->
     name : str
         Top module name.
     check_same : bool
-        Re-generate every repeated block to prove it identical to the first (slower; the test
-        suite turns it on for every registered design).
+        Prove that every block placed under one module name has the same Verilog: each placement
+        built differently (another class or other attribute values) from the ones already seen
+        under its name is generated again and compared (the test suite turns it on for every
+        registered design).
 
     Raises
     ------

@@ -128,6 +128,7 @@ class Fork(wiring.Component):
 
     def __init__(self, n: int, shape):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            self._MustUse__silence = True   # never built
             raise ValueError(f"n must be a positive integer, not {n!r}")
         self._n = n
         super().__init__({"i": In(stream.Signature(shape)),

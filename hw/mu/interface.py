@@ -15,7 +15,7 @@ from ..designs import MU_WIDTHS
 from ..formats import MATRIX_FORMATS, get_format
 from ..payload import pack, unpack
 
-__all__ = ["MatrixUnitSignature", "COUNTERS", "COUNTER_BITS"]
+__all__ = ["MatrixUnitSignature", "y_layout", "COUNTERS", "COUNTER_BITS"]
 
 #: Width of every counter port.
 COUNTER_BITS = 48
@@ -26,6 +26,17 @@ COUNTERS = ("cycles", "w_beats", "x_beats", "y_beats", "stall_tile", "stall_x", 
 def _check_int(name, value):
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an integer, not {value!r}")
+
+
+def _row_field(rows: int) -> dict:
+    # no row field at R = 1: a zero-width field would still add a wire to the Verilog
+    return {"row": (rows - 1).bit_length()} if rows > 1 else {}
+
+
+def y_layout(width: int, rows: int) -> data.StructLayout:
+    """The ``y`` payload of a D-wide unit with R rows (it does not depend on the element format):
+    ``data`` (D FP32 codes, y[j] at ``[j*32 +: 32]``), then ``row`` (only if R > 1)."""
+    return data.StructLayout({"data": width * 32, **_row_field(rows)})
 
 
 class MatrixUnitSignature(wiring.Signature):
@@ -109,22 +120,17 @@ class MatrixUnitSignature(wiring.Signature):
         """``w`` payload: D elements of b bits, element j at ``[j*b +: b]``."""
         return unsigned(self._width * self.bits)
 
-    def _row_field(self) -> dict:
-        # no row field at R = 1: a zero-width field would still add a wire to the Verilog
-        return {"row": self.row_bits} if self._rows > 1 else {}
-
     @property
     def x_layout(self) -> data.StructLayout:
         """``x`` payload, least significant first: ``data`` (D elements of b bits), ``swap``,
         ``first``, ``last``, ``row`` (only if R > 1)."""
         return data.StructLayout({"data": self._width * self.bits, "swap": 1, "first": 1,
-                                  "last": 1, **self._row_field()})
+                                  "last": 1, **_row_field(self._rows)})
 
     @property
     def y_layout(self) -> data.StructLayout:
-        """``y`` payload: ``data`` (D FP32 codes, y[j] at ``[j*32 +: 32]``), then ``row`` (only if
-        R > 1)."""
-        return data.StructLayout({"data": self._width * 32, **self._row_field()})
+        """``y`` payload: :func:`y_layout`."""
+        return y_layout(self._width, self._rows)
 
     counters = COUNTERS
     counter_bits = COUNTER_BITS

@@ -29,7 +29,8 @@ from .feed import Gearbox, RequestGenerator, request_layout
 from .scratchpad import Scratchpad, ScratchpadParams
 from .sequencer import ActivationIssue, WriteBack
 
-__all__ = ["Slice", "cmd_layout", "COUNTERS", "UNIT_COUNTERS"]
+__all__ = ["Slice", "cmd_layout", "spad_write_layout", "unit_counters_layout", "COUNTERS",
+           "UNIT_COUNTERS"]
 
 #: Slice-wide counters (32-bit output ports, cumulative since reset, wrap around).
 COUNTERS = ("cycles", "hbm_req_bytes", "hbm_rcv_bytes", "w_useful_elems", "w_pad_elems", "x_beats",
@@ -48,6 +49,16 @@ def cmd_layout(addr_bits: int, hbm_addr_bits: int) -> data.StructLayout:
     """
     return data.StructLayout({"m": 16, "k": 16, "n": 16, "x_addr": addr_bits, "y_addr": addr_bits,
                               "w_addr": hbm_addr_bits, "acc": 1})
+
+
+def spad_write_layout(addr_bits: int, width: int) -> data.StructLayout:
+    """Host scratchpad write (``spad_w``): word address, then the ``32 * D``-bit word."""
+    return data.StructLayout({"addr": addr_bits, "data": 32 * width})
+
+
+def unit_counters_layout(units: int) -> data.ArrayLayout:
+    """A per-unit counter port: unit u's 32-bit count at ``[u*32 +: 32]``."""
+    return data.ArrayLayout(32, units)
 
 
 def _ceil_div_const(value, divisor: int):
@@ -112,7 +123,7 @@ class Slice(wiring.Component):
     ValueError
         On a parameter out of range, with the allowed values.
     TypeError
-        (At elaboration) a unit factory whose units do not have the matrix unit's signature.
+        A unit factory whose units do not have the matrix unit's signature.
     """
 
     def __init__(self, *, units: int = 2, width: int = 8, fmt: str = "fp8_e4m3",
@@ -146,6 +157,11 @@ class Slice(wiring.Component):
         self.hbm_addr_bits = hbm_addr_bits
         self._unit = unit
         self.unit_signature = MatrixUnitSignature(width, fmt, rows)
+        try:   # a probe: checks the factory's units now rather than at elaboration
+            self._make_unit()._MustUse__silence = True
+        except TypeError:
+            self._MustUse__silence = True
+            raise
         self.spad_macro = bool(spad_macro)
         aw = self.addr_bits
         sig = {
@@ -153,13 +169,13 @@ class Slice(wiring.Component):
             "done": Out(stream.Signature(32)),
             "hbm_req": Out(stream.Signature(request_layout(hbm_addr_bits, burst))),
             "hbm_rdata": In(stream.Signature(8 * feed_bytes)),
-            "spad_w": In(stream.Signature(data.StructLayout({"addr": aw, "data": 32 * width}))),
+            "spad_w": In(stream.Signature(spad_write_layout(aw, width))),
             "spad_rreq": In(stream.Signature(aw)),
             "spad_rdata": Out(stream.Signature(32 * width)),
             "row_error": Out(1),
         }
         sig.update({c: Out(32) for c in COUNTERS})
-        sig.update({c: Out(data.ArrayLayout(32, units)) for c in UNIT_COUNTERS})
+        sig.update({c: Out(unit_counters_layout(units)) for c in UNIT_COUNTERS})
         super().__init__(sig)
 
     def macros(self) -> list:
@@ -186,6 +202,7 @@ class Slice(wiring.Component):
             from ..mu.matrix_unit import MatrixUnit
             unit = MatrixUnit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages)
         if unit.signature != self.unit_signature:
+            unit._MustUse__silence = True
             raise TypeError(f"the slice's units must have the signature {self.unit_signature!r}, "
                             f"not {unit.signature!r}; build them on hw.mu.interface")
         return unit

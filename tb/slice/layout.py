@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hw.formats import get_format
+from hw.payload import pack
+from hw.slice.slice import cmd_layout
 from tb.mu.model import FP32_EDGES
 
 __all__ = ["SliceGeometry", "Matmul", "pack_codes", "unpack_fp32", "hbm_image", "x_words",
@@ -169,15 +171,8 @@ def cmd_word(g: SliceGeometry, cmd: Matmul, acc: int | None = None) -> int:
     defaults to the command's own."""
     acc = cmd.acc if acc is None else acc
     mm, k, n = cmd.mkn
-    aw = g.addr_bits
-    fields = [(mm, 16), (k, 16), (n, 16), (cmd.x_addr, aw), (cmd.y_addr, aw), (cmd.w_addr, g.hbm_addr_bits),
-              (acc, 1)]
-    word, pos = 0, 0
-    for v, wdt in fields:
-        assert 0 <= v < (1 << wdt), f"descriptor field {v} does not fit {wdt} bits"
-        word |= v << pos
-        pos += wdt
-    return word
+    return pack(cmd_layout(g.addr_bits, g.hbm_addr_bits), m=mm, k=k, n=n, x_addr=cmd.x_addr,
+                y_addr=cmd.y_addr, w_addr=cmd.w_addr, acc=acc)
 
 
 
