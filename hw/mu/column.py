@@ -80,7 +80,6 @@ class WeightBuffer(wiring.Component):
     """The loading and the active copy of one weight column (W[0..D-1, j]).
 
     Module name when placed: from :class:`WeightBufferParams` (``mu_wbuf_w{D}_b{b}``).
-    Latency: ``wa`` shows a swapped tile the cycle after ``swap``.
 
     Members
     -------
@@ -99,6 +98,9 @@ class WeightBuffer(wiring.Component):
         self._width, self._bits = width, bits
         self.params = WeightBufferParams(width, bits)
         super().__init__({"wdata": In(bits), "we": In(width), "swap": In(1), "wa": Out(width * bits)})
+
+    #: ``wa`` shows the swapped-in column the cycle after ``swap``.
+    latency = 1
 
     def elaborate(self, platform):
         m = Module()

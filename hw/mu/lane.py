@@ -102,6 +102,9 @@ class Lane(wiring.Component):
         """Parameters that name the module when placed (:func:`hw.hier.place`)."""
         return LaneParams(self._dw.fmt.name)
 
+    #: Combinational: ``t``, ``neg`` and the flags follow ``x`` and ``w`` in the same cycle.
+    latency = 0
+
     def elaborate(self, platform):
         m = Module()
         dw, f = self._dw, self._dw.fmt

@@ -130,7 +130,7 @@ class MatrixUnit(wiring.Component):
     @property
     def row_bits(self) -> int:
         """Bits of the row index in ``x`` and ``y`` payloads (``ceil(log2 R)``)."""
-        return (self._rows - 1).bit_length()
+        return self.signature.row_bits
 
     @property
     def column(self) -> ColumnParams:

@@ -79,6 +79,9 @@ class Scratchpad(wiring.Component):
             "w_addr": In(aw), "w_en": In(1), "w_data": In(bits),
         })
 
+    #: Read data appears the cycle after an enabled address.
+    latency = 1
+
     def elaborate(self, platform):
         m = Module()
         if self.macro:
