@@ -21,11 +21,15 @@ accumulate in :mod:`hw.mu.accumulate`):
 Latency 0 (combinational); one result per cycle.
 """
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..formats import get_format
+from ..hier import BlockParams
 from .round import RoundPack, leading_zeros
 
 __all__ = ["Fp32Adder", "unpack_fp32", "add_aligned"]
@@ -131,6 +135,13 @@ def add_aligned(m: Module, a: tuple, b: tuple, *, exp_width: int, b_zero=None) -
     return mag, x_exp + 1, sign  # x_exp + 1: weight of bit N of the sum
 
 
+@dataclass(frozen=True)
+class Fp32AddParams(BlockParams):
+    """The FP32 adder has no parameters: one module, ``fp32_add``."""
+
+    MODULE: ClassVar[str] = "fp32_add"
+
+
 class Fp32Adder(wiring.Component):
     """``y = RNE_fp32(a + b)``, combinational. Module name when placed: ``fp32_add``.
 
@@ -152,6 +163,7 @@ class Fp32Adder(wiring.Component):
     y: Out(32)
 
     latency = 0
+    params = Fp32AddParams()
 
     def elaborate(self, platform):
         m = Module()

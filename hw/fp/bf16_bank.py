@@ -63,7 +63,7 @@ class Bf16Bank(wiring.Component):
         products = []
         for k in range(self._lanes):
             mul = Bf16Multiplier(**self._params)
-            hier.place(m, f"lane{k}", mul, module=mul.module_name)
+            hier.place(m, f"lane{k}", mul)
             a, b = a_q[16 * k:16 * k + 16], b_q[16 * k:16 * k + 16]
             if mul.stages == 0:
                 m.d.comb += [mul.a.eq(a), mul.b.eq(b)]

@@ -22,36 +22,45 @@ Architectures (same results bit for bit; ``make prove DESIGN=bf16_mul`` proves i
 
 Pipelining: ``stages=0`` is combinational with ports ``a``, ``b``, ``p``. ``stages=N > 0`` has stream
 ports ``i`` (payload ``a`` in bits 15:0, ``b`` in bits 31:16) and ``o`` (payload ``p``), one transfer
-per cycle at full throughput, latency :attr:`Bf16Multiplier.latency` = N cycles. Registers go, in
-this order of preference, after the rounder (``out``), on the raw product record (``raw``) and on
-the inputs (``in``); stages beyond three are extra output registers for retiming. All stages stall
+per cycle at full throughput, latency :attr:`Bf16Multiplier.latency` = N cycles. Registers go where
+:data:`hw.pipeline.BF16_MUL` says: in this order of preference after the rounder (``OUTPUT``), on the
+raw product record (``RAW``) and on the inputs (``INPUT``); stages beyond three are extra output
+registers for retiming. All stages stall
 together: a stage loads when it is empty or the next one loads, so ``i.ready`` is
 ``o.ready`` or-ed with "some stage is empty" (a combinational path from ``o.ready`` to ``i.ready``;
 ``o.valid`` never depends on ``o.ready``).
 """
+
+from dataclasses import dataclass
+from typing import ClassVar
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..formats import FloatFormat, get_format
+from ..hier import BlockParams
+from ..pipeline import BF16_MUL, Cut
 from .booth import Booth4Multiplier
 from .round import RoundPack
 from .round_product import ProductRoundPack, product_fields, product_layout, shift_width
 from .unpack import Unpack, raw_layout, unpack_exp_width
 
-__all__ = ["Bf16Multiplier", "RawMultiply", "product_rounder", "ARCHS", "cut_points"]
+__all__ = ["Bf16Multiplier", "Bf16MulParams", "RawMultiply", "product_rounder", "ARCHS"]
 
 ARCHS = ("behavioral", "booth4")
 BF16 = get_format("bf16")
 
 
-def cut_points(stages: int) -> list:
-    """Register positions along the datapath for ``stages`` pipeline stages, input to output."""
-    if stages <= 0:
-        return []
-    base = {1: ["out"], 2: ["raw", "out"]}.get(stages, ["in", "raw", "out"])
-    return base + ["out"] * max(0, stages - 3)
+@dataclass(frozen=True)
+class Bf16MulParams(BlockParams):
+    """Everything that changes a :class:`Bf16Multiplier`'s logic (and its module name)."""
+
+    MODULE: ClassVar[str] = "bf16_mul_{arch}_s{stages}{subnormals}"
+    TAGS: ClassVar[dict] = {"subnormals": lambda v: "" if v else "_ftz"}
+    arch: str
+    stages: int
+    subnormals: bool
 
 
 def product_rounder(mul: "RawMultiply") -> wiring.Component:
@@ -186,6 +195,7 @@ class Bf16Multiplier(wiring.Component):
         if not isinstance(subnormals, bool):
             raise TypeError(f"subnormals must be True or False, not {subnormals!r}")
         self._arch, self._stages, self._subnormals = arch, stages, subnormals
+        self.params = Bf16MulParams(arch, stages, subnormals)
         if stages == 0:
             sig = {"a": In(16), "b": In(16), "p": Out(16)}
         else:
@@ -209,11 +219,6 @@ class Bf16Multiplier(wiring.Component):
         """Cycles from an accepted input to its product on ``o`` (= ``stages``; 0: combinational)."""
         return self._stages
 
-    @property
-    def module_name(self) -> str:
-        """Verilog module name encoding every parameter (for :func:`hw.hier.place`)."""
-        return f"bf16_mul_{self._arch}_s{self._stages}" + ("" if self._subnormals else "_ftz")
-
     def elaborate(self, platform):
         m = Module()
         m.submodules.mul = mul = RawMultiply(arch=self._arch, subnormals=self._subnormals)
@@ -223,7 +228,7 @@ class Bf16Multiplier(wiring.Component):
                          self.p.eq(rnd.code)]
             return m
 
-        cuts = cut_points(self._stages)
+        cuts = BF16_MUL.plan(self._stages)
         n = len(cuts)
         valid = [Signal(name=f"valid{k}") for k in range(n)]
         ready_in = [Signal(name=f"load{k}") for k in range(n)] + [self.o.ready]
@@ -245,15 +250,15 @@ class Bf16Multiplier(wiring.Component):
             return reg
 
         ab = self.i.payload
-        if "in" in cuts:
+        if Cut.INPUT in cuts:
             ab = register(ab, 32, "ab_q")
         m.d.comb += [mul.a.eq(ab[:16]), mul.b.eq(ab[16:])]
         raw = mul.raw
-        if "raw" in cuts:
+        if Cut.RAW in cuts:
             raw = register(raw, mul.raw.shape(), "raw_q")
         m.d.comb += rnd.raw.eq(raw)
         p = rnd.code
-        for j in range(cuts.count("out")):
+        for j in range(cuts.count(Cut.OUTPUT)):
             p = register(p, 16, f"p_q{j}")
         m.d.comb += [self.o.payload.eq(p), self.o.valid.eq(prev_valid)]
         assert k == n

@@ -5,7 +5,7 @@ Steps (HardFloat style: unpack -> exact raw result -> round and pack):
 
 1. Normalize S: sign, magnitude, leading-zero count and left shift give a ``W - 1``-bit significand
    with its MSB set and an exponent. This does not depend on the accumulator, so an optional
-   pipeline register (``norm_reg``) sits after it.
+   pipeline register (the column placement's ``NORM`` cut, :data:`hw.pipeline.COLUMN`) sits after it.
 2. Unpack the accumulator row (forced to +0 on ``first``).
 3. Add the two (:func:`hw.fp.add.add_aligned`, shared with the slice's FP32 adder) as
    floating-point numbers with ``Q = max(W - 1, 24)``-bit significands in a window of
@@ -22,6 +22,9 @@ Specials: NaN if S is NaN, the accumulator is NaN, or Inf + -Inf; else Inf (sign
 operand) if either is infinite.
 """
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -29,18 +32,50 @@ from amaranth.lib.wiring import In, Out
 from ..formats import get_format
 from ..fp.add import add_aligned, unpack_fp32
 from ..fp.round import RoundPack, leading_zeros
+from ..hier import BlockParams
+from ..pipeline import COLUMN, Cut
 from .numerics import dot_widths
 
-__all__ = ["Accumulator"]
+__all__ = ["Accumulator", "AccumulatorParams"]
 
 FP32 = get_format("fp32")
 EXP_W = 11  # signed exponents: FP32 -126..128 and S's lsb_exp..sum_msb_exp, differences up to ~300
 
 
+@dataclass(frozen=True)
+class AccumulatorParams(BlockParams):
+    """Everything that changes an :class:`Accumulator`'s logic (and its module name).
+
+    ``stages`` is the column's pipeline depth; the accumulator holds that plan's ``NORM`` register
+    (:data:`hw.pipeline.COLUMN`).
+    """
+
+    MODULE: ClassVar[str] = "mu_acc_w{width}_{fmt}_r{rows}_s{stages}"
+    width: int
+    fmt: str
+    rows: int
+    stages: int
+
+    @property
+    def norm_reg(self) -> bool:
+        """Whether the normalized S is registered before the add."""
+        return COLUMN.count(self.stages)[Cut.NORM] > 0
+
+    @property
+    def write_delay(self) -> int:
+        """Cycles from ``s`` to the cycle whose ``we``/``first``/``row`` apply to it: ``norm_reg``."""
+        return int(self.norm_reg)
+
+    @property
+    def latency(self) -> int:
+        """Cycles from ``s`` to ``y``: :attr:`write_delay` + 1 (the accumulator register)."""
+        return self.write_delay + 1
+
+
 class Accumulator(wiring.Component):
     """R rows of FP32 accumulators fed by one column's exact sums.
 
-    Module name when placed: ``mu_acc_w{D}_{fmt}_r{R}_s{stages}``.
+    Module name when placed: from :class:`AccumulatorParams` (``mu_acc_w{D}_{fmt}_r{R}_s{stages}``).
 
     Parameters
     ----------
@@ -49,8 +84,9 @@ class Accumulator(wiring.Component):
         D (sets the width of S).
     rows : int
         R, accumulator rows.
-    norm_reg : bool
-        Register the normalized S (enabled by ``en``) before the add.
+    stages : int
+        The column's pipeline stages: the normalized S is registered (enabled by ``en``) before
+        the add if :attr:`AccumulatorParams.norm_reg`.
 
     Members
     -------
@@ -71,13 +107,15 @@ class Accumulator(wiring.Component):
     Attributes
     ----------
     latency : int
-        ``norm_reg`` cycles before the accumulate; the result is visible the cycle after ``we``.
+        Cycles from ``s`` to ``y`` (:attr:`AccumulatorParams.latency`); ``we``, ``first`` and
+        ``row`` belong with the ``s`` of :attr:`AccumulatorParams.write_delay` cycles before.
     """
 
-    def __init__(self, fmt, width: int, rows: int = 1, *, norm_reg: bool = True):
+    def __init__(self, fmt, width: int, rows: int = 1, *, stages: int):
         self._dw = dot_widths(fmt, width)
         f = self._dw.fmt
-        self._rows, self._norm_reg = rows, bool(norm_reg)
+        self.params = AccumulatorParams(width, f.name, rows, stages)
+        self._rows, self._norm_reg = rows, self.params.norm_reg
         members = {"en": In(1), "s": In(signed(self._dw.sum_bits)), "we": In(1), "first": In(1)}
         if f.has_nan or f.has_inf:
             members["s_nan"] = In(1)
@@ -91,7 +129,7 @@ class Accumulator(wiring.Component):
 
     @property
     def latency(self) -> int:
-        return int(self._norm_reg)
+        return self.params.latency
 
     def _normalize(self, m):
         """S -> (sign, significand with MSB set (W-1 bits), exponent, zero, nan, inf, inf_neg)."""

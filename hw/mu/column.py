@@ -7,46 +7,79 @@ register, so each column is a timing boundary for the hierarchical flows. Inside
 lanes, tree and accumulator are placed as their own modules (see ``docs/mu_interface.md``) so the
 area of each kind of block can be reported separately.
 
-Pipeline placement for ``stages`` = S (the column's latency from the activation register to the
-accumulator write is S cycles):
+Pipeline placement for ``stages`` = S is :data:`hw.pipeline.COLUMN` (the column's delay from the
+activation register to the accumulator write is S cycles):
 
-* S >= 1: register the normalized sum before the FP32 add (:class:`~hw.mu.accumulate.Accumulator`);
-* S >= 2: register the tree's output sum (:class:`~hw.mu.tree.Tree`);
-* S >= 3: S - 2 registers between Dadda stages of the tree, evenly spaced.
+* S >= 1: register the normalized sum before the FP32 add (``NORM``,
+  :class:`~hw.mu.accumulate.Accumulator`);
+* S >= 2: register the tree's output sum (``RAW``, :class:`~hw.mu.tree.Tree`);
+* S >= 3: S - 2 registers between Dadda stages of the tree, evenly spaced (``TREE``).
+
+The column's latency is composed from its blocks' (:attr:`ColumnParams.latency`).
 """
+
+from dataclasses import dataclass
+from typing import ClassVar
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import hier
-from .accumulate import Accumulator
+from ..hier import BlockParams
+from .accumulate import Accumulator, AccumulatorParams
 from .lane import Lane
 from .numerics import dot_widths
-from .tree import Tree, tree_levels
+from .tree import Tree, TreeParams
 
-__all__ = ["WeightBuffer", "Column", "stage_plan"]
+__all__ = ["WeightBuffer", "WeightBufferParams", "Column", "ColumnParams"]
 
 
-def stage_plan(width: int, stages: int) -> dict:
-    """Where the ``stages`` pipeline registers of a column of width D go.
+@dataclass(frozen=True)
+class WeightBufferParams(BlockParams):
+    """A weight buffer depends on D and the element width only."""
 
-    Returns
-    -------
-    dict
-        ``norm_reg`` (bool), ``out_reg`` (bool), ``cuts`` (tuple of Dadda stages followed by a
-        register).
-    """
-    n = tree_levels(width)
-    k = max(stages - 2, 0)
-    cuts = tuple((i * (n + 1)) // (k + 1) for i in range(1, k + 1))  # distinct, in 1..n for k <= n
-    return {"norm_reg": stages >= 1, "out_reg": stages >= 2, "cuts": cuts}
+    MODULE: ClassVar[str] = "mu_wbuf_w{width}_b{bits}"
+    width: int
+    bits: int
+
+
+@dataclass(frozen=True)
+class ColumnParams(BlockParams):
+    """Everything that changes a :class:`Column`'s logic (and its module name)."""
+
+    MODULE: ClassVar[str] = "mu_col_w{width}_{fmt}_r{rows}_s{stages}{tree}"
+    TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"]}
+    width: int
+    fmt: str
+    rows: int
+    stages: int
+    tree: str = "dadda"
+
+    @property
+    def tree_params(self) -> TreeParams:
+        return TreeParams(self.width, self.fmt, self.stages, self.tree)
+
+    @property
+    def acc_params(self) -> AccumulatorParams:
+        return AccumulatorParams(self.width, self.fmt, self.rows, self.stages)
+
+    @property
+    def write_delay(self) -> int:
+        """Cycles from ``x`` to the cycle whose ``acc_we``/``first``/``row`` apply to it: the
+        tree's latency + the accumulator's write delay."""
+        return self.tree_params.latency + self.acc_params.write_delay
+
+    @property
+    def latency(self) -> int:
+        """Cycles from ``x`` to ``y``: the tree's latency + the accumulator's."""
+        return self.tree_params.latency + self.acc_params.latency
 
 
 class WeightBuffer(wiring.Component):
     """The loading and the active copy of one weight column (W[0..D-1, j]).
 
-    Module name when placed: ``mu_wbuf_w{D}_b{b}``.
+    Module name when placed: from :class:`WeightBufferParams` (``mu_wbuf_w{D}_b{b}``).
 
     Members
     -------
@@ -63,7 +96,11 @@ class WeightBuffer(wiring.Component):
 
     def __init__(self, width: int, bits: int):
         self._width, self._bits = width, bits
+        self.params = WeightBufferParams(width, bits)
         super().__init__({"wdata": In(bits), "we": In(width), "swap": In(1), "wa": Out(width * bits)})
+
+    #: ``wa`` shows the swapped-in column the cycle after ``swap``.
+    latency = 1
 
     def elaborate(self, platform):
         m = Module()
@@ -84,7 +121,7 @@ class WeightBuffer(wiring.Component):
 class Column(wiring.Component):
     """Column j: ``acc[row] <- RNE_fp32([acc[row] +] sum_k x[k] * W[k, j])``.
 
-    Module name when placed: ``mu_col_w{D}_{fmt}_r{R}_s{S}``.
+    Module name when placed: from :class:`ColumnParams` (``mu_col_w{D}_{fmt}_r{R}_s{S}``).
 
     Parameters
     ----------
@@ -110,12 +147,20 @@ class Column(wiring.Component):
         Its row (present if R > 1).
     y : Out(32)
         The last accumulated FP32 value (register).
+
+    Attributes
+    ----------
+    latency : int
+        Cycles from ``x`` to ``y`` (:attr:`ColumnParams.latency`).
+    write_delay : int
+        Cycles from ``x`` to the cycle whose ``acc_we``, ``first`` and ``row`` apply to it.
     """
 
     def __init__(self, fmt, width: int, rows: int, stages: int, tree: str = "dadda"):
         self._dw = dot_widths(fmt, width)
         self._tree = tree
         self._rows, self._stages = rows, stages
+        self.params = ColumnParams(width, self._dw.fmt.name, rows, stages, tree)
         b = self._dw.fmt.bits
         members = {
             "en": In(1), "wdata": In(b), "we": In(width), "swap": In(1), "x": In(width * b),
@@ -127,27 +172,28 @@ class Column(wiring.Component):
         super().__init__(members)
 
     @property
-    def module_name(self) -> str:
-        tag = "" if self._tree == "dadda" else f"_t{self._tree}"
-        return f"mu_col_w{self._dw.width}_{self._dw.fmt.name}_r{self._rows}_s{self._stages}{tag}"
+    def latency(self) -> int:
+        return self.params.latency
+
+    @property
+    def write_delay(self) -> int:
+        return self.params.write_delay
 
     def elaborate(self, platform):
         m = Module()
         dw, f = self._dw, self._dw.fmt
         D, b, P, S = dw.width, f.bits, dw.prod_bits, self._stages
-        plan = stage_plan(D, S)
 
         wbuf = WeightBuffer(D, b)
-        hier.place(m, "wbuf", wbuf, module=f"mu_wbuf_w{D}_b{b}")
+        hier.place(m, "wbuf", wbuf)
         m.d.comb += [wbuf.wdata.eq(self.wdata), wbuf.we.eq(self.we), wbuf.swap.eq(self.swap)]
 
-        tree = Tree(f, D, cuts=plan["cuts"], out_reg=plan["out_reg"], arch=self._tree)
-        tag = "" if self._tree == "dadda" else f"_t{self._tree}"
-        hier.place(m, "tree", tree, module=f"mu_tree_w{D}_{f.name}_s{S}{tag}")
+        tree = Tree(f, D, stages=S, arch=self._tree)
+        hier.place(m, "tree", tree)
         m.d.comb += tree.en.eq(self.en)
         for k in range(D):
             lane = Lane(f)
-            hier.place(m, f"lane{k}", lane, module=lane.module_name)
+            hier.place(m, f"lane{k}", lane)
             m.d.comb += [
                 lane.x.eq(self.x[k * b:(k + 1) * b]),
                 lane.w.eq(wbuf.wa[k * b:(k + 1) * b]),
@@ -159,8 +205,8 @@ class Column(wiring.Component):
             if f.has_inf:
                 m.d.comb += tree.inf[k].eq(lane.inf)
 
-        acc = Accumulator(f, D, self._rows, norm_reg=plan["norm_reg"])
-        hier.place(m, "acc", acc, module=f"mu_acc_w{D}_{f.name}_r{self._rows}_s{S}")
+        acc = Accumulator(f, D, self._rows, stages=S)
+        hier.place(m, "acc", acc)
         m.d.comb += [acc.en.eq(self.en), acc.s.eq(tree.s), acc.we.eq(self.acc_we),
                      acc.first.eq(self.first), self.y.eq(acc.y)]
         if f.has_nan or f.has_inf:

@@ -10,14 +10,26 @@ Specials (only ports the format needs exist): ``nan`` is set for a NaN operand o
 for an infinite product (E5M2 Inf x nonzero finite); ``t`` is then meaningless.
 """
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..fp.unpack import decode_fields
+from ..hier import BlockParams
 from .numerics import dot_widths
 
-__all__ = ["Lane", "decode_element"]
+__all__ = ["Lane", "LaneParams", "decode_element"]
+
+
+@dataclass(frozen=True)
+class LaneParams(BlockParams):
+    """A lane depends on its element format only."""
+
+    MODULE: ClassVar[str] = "mu_lane_{fmt}"
+    fmt: str
 
 
 def decode_element(m: Module, code, fmt, *, name: str):
@@ -80,8 +92,12 @@ class Lane(wiring.Component):
         super().__init__(members)
 
     @property
-    def module_name(self) -> str:
-        return f"mu_lane_{self._dw.fmt.name}"
+    def params(self) -> LaneParams:
+        """Parameters that name the module when placed (:func:`hw.hier.place`)."""
+        return LaneParams(self._dw.fmt.name)
+
+    #: Combinational: ``t``, ``neg`` and the flags follow ``x`` and ``w`` in the same cycle.
+    latency = 0
 
     def elaborate(self, platform):
         m = Module()

@@ -11,33 +11,53 @@ the numerics are ``docs/numerics.md``. Structure:
 * **Activations**: an accepted ``x`` beat goes into the activation register ``xr``, which feeds all
   D :class:`~hw.mu.column.Column` blocks (marked with :func:`hw.hier.place`, emitted once). A
   control pipeline (valid, first, last, row) runs beside the columns' ``stages`` registers.
-* **Output**: the columns' accumulator registers are the result; a skid register takes the result
-  row when ``y`` is backpressured and a new row is written, and the whole pipeline stops (``en``
-  low, a registered signal) only while the skid register is full.
+* **Output**: the columns' accumulator registers are the result; a skid register
+  (:func:`hw.stream.skid_register`) takes the result row when ``y`` is backpressured and a new row
+  is written, and the whole pipeline stops (``en`` low, a registered signal) only while the skid
+  register is full.
 * **Counters**: 48-bit event counters as output ports.
+
+The ports, payload layouts and counters are :class:`hw.mu.interface.MatrixUnitSignature`; the
+latency is composed from the blocks' (:attr:`MatrixUnit.latency`).
 """
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, wiring
 
 from .. import hier
-from ..formats import MATRIX_FORMATS
-from .column import Column
+from ..hier import BlockParams
+from ..stream import skid_register
+from .column import Column, ColumnParams
+from .interface import MatrixUnitSignature
 from .numerics import dot_widths
-from .tree import TREE_ARCHS, tree_levels
+from .tree import TREE_ARCHS, TreeParams, tree_levels
 
-__all__ = ["MatrixUnit", "COUNTERS", "COUNTER_BITS"]
+__all__ = ["MatrixUnit", "MatrixUnitParams"]
 
-COUNTER_BITS = 48
-#: Counter ports, in order (see docs/mu_interface.md for the exact definitions).
-COUNTERS = ("cnt_cycles", "cnt_w_beats", "cnt_x_beats", "cnt_y_beats", "cnt_stall_tile",
-            "cnt_stall_x", "cnt_stall_y", "cnt_macs")
+#: The activation register between the ``x`` port and the columns (one cycle).
+X_REGISTER = 1
 
 
 def _check_int(name, value):
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an integer, not {value!r}")
+
+
+@dataclass(frozen=True)
+class MatrixUnitParams(BlockParams):
+    """Everything that changes a :class:`MatrixUnit`'s logic (and its module name when a slice
+    places it)."""
+
+    MODULE: ClassVar[str] = "mu_w{width}_{fmt}_r{rows}_s{stages}{tree}"
+    TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"]}
+    width: int
+    fmt: str
+    rows: int
+    stages: int
+    tree: str = "dadda"
 
 
 class MatrixUnit(wiring.Component):
@@ -59,15 +79,9 @@ class MatrixUnit(wiring.Component):
 
     Members
     -------
-    w : In(stream.Signature(D * b))
-        Weight rows.
-    x : In(stream.Signature(x_layout))
-        Activation rows with flags ``swap``, ``first``, ``last`` and the row index.
-    y : Out(stream.Signature(y_layout))
-        FP32 result rows with the row index.
-    cnt_cycles, cnt_w_beats, cnt_x_beats, cnt_y_beats, cnt_stall_tile, cnt_stall_x, cnt_stall_y,
-    cnt_macs : Out(48)
-        Event counters.
+    w, x, y, cnt_* :
+        As :class:`hw.mu.interface.MatrixUnitSignature` (``self.signature``) says: weight rows,
+        activation rows with flags, FP32 result rows, event counters.
 
     Raises
     ------
@@ -82,36 +96,15 @@ class MatrixUnit(wiring.Component):
         if tree not in TREE_ARCHS:
             raise ValueError(f"tree must be one of {', '.join(TREE_ARCHS)}, not {tree!r}")
         self._tree = tree
-        _check_int("width", width)
-        if not 8 <= width <= 128 or width & (width - 1):
-            raise ValueError(f"width must be a power of two in 8..128 (8, 16, 32, 64, 128), "
-                             f"not {width}")
-        if not isinstance(fmt, str):
-            raise TypeError(f"fmt must be a format name (one of {', '.join(MATRIX_FORMATS)}), "
-                            f"not {fmt!r}")
-        if fmt not in MATRIX_FORMATS:
-            raise ValueError(f"fmt must be one of {', '.join(MATRIX_FORMATS)}, not {fmt!r}")
-        _check_int("rows", rows)
-        if rows < 1:
-            raise ValueError(f"rows must be at least 1, not {rows}")
+        sig = MatrixUnitSignature(width, fmt, rows)  # checks width, fmt, rows
         _check_int("stages", stages)
         if not 0 <= stages <= self.max_stages(width):
             raise ValueError(f"stages must lie in 0..{self.max_stages(width)} for width {width}, "
                              f"not {stages}")
         self._dw = dot_widths(fmt, width)
         self._rows, self._stages = rows, stages
-        D, b = width, self._dw.fmt.bits
-        row_field = {"row": range(rows)} if rows > 1 else {}
-        self.x_layout = data.StructLayout({"data": D * b, "swap": 1, "first": 1, "last": 1,
-                                           **row_field})
-        self.y_layout = data.StructLayout({"data": D * 32, **row_field})
-        members = {
-            "w": In(stream.Signature(D * b)),
-            "x": In(stream.Signature(self.x_layout)),
-            "y": Out(stream.Signature(self.y_layout)),
-        }
-        members.update({name: Out(COUNTER_BITS) for name in COUNTERS})
-        super().__init__(members)
+        self.params = MatrixUnitParams(width, fmt, rows, stages, tree)
+        super().__init__(sig)
 
     @staticmethod
     def max_stages(width: int) -> int:
@@ -137,13 +130,19 @@ class MatrixUnit(wiring.Component):
     @property
     def row_bits(self) -> int:
         """Bits of the row index in ``x`` and ``y`` payloads (``ceil(log2 R)``)."""
-        return (self._rows - 1).bit_length()
+        return self.signature.row_bits
+
+    @property
+    def column(self) -> ColumnParams:
+        """The parameters of every column (they are all alike)."""
+        return ColumnParams(self.width, self.fmt, self._rows, self._stages, self._tree)
 
     @property
     def latency(self) -> int:
         """Cycles from accepting an ``x`` beat with ``last`` (cycle t) to ``y__valid`` (t + latency),
-        without output backpressure: activation register + ``stages`` + accumulator register."""
-        return self._stages + 2
+        without output backpressure: the activation register + the column's latency (tree,
+        normalize register, accumulator register; ``stages + 2`` in all)."""
+        return X_REGISTER + self.column.latency
 
     @property
     def widths(self):
@@ -194,14 +193,16 @@ class MatrixUnit(wiring.Component):
             m.d.sync += xr.eq(x.data)
         ctrl_layout = data.StructLayout({"valid": 1, "first": 1, "last": 1,
                                          **({"row": range(R)} if R > 1 else {})})
-        ctrl = [Signal(ctrl_layout, name=f"ctrl{i}") for i in range(S + 1)]
+        # ctrl[0] sits beside xr; the last one is the beat at the columns' accumulate stage
+        depth = X_REGISTER + self.column.write_delay
+        ctrl = [Signal(ctrl_layout, name=f"ctrl{i}") for i in range(depth)]
         with m.If(en):
             m.d.sync += [ctrl[0].valid.eq(x_fire), ctrl[0].first.eq(x.first), ctrl[0].last.eq(x.last)]
             if R > 1:
                 m.d.sync += ctrl[0].row.eq(x.row)
-            for i in range(1, S + 1):
+            for i in range(1, depth):
                 m.d.sync += ctrl[i].eq(ctrl[i - 1])
-        acc_ctl = ctrl[S]
+        acc_ctl = ctrl[-1]
         acc_we = Signal()
         m.d.comb += acc_we.eq(en & acc_ctl.valid)
 
@@ -209,7 +210,7 @@ class MatrixUnit(wiring.Component):
         ys = []
         for j in range(D):
             col = Column(self._dw.fmt, D, R, S, self._tree)
-            hier.place(m, f"col{j}", col, module=col.module_name)
+            hier.place(m, f"col{j}", col)
             m.d.comb += [
                 col.en.eq(en), col.wdata.eq(wr_data[j * b:(j + 1) * b]), col.we.eq(we),
                 col.swap.eq(swap_fire), col.x.eq(xr), col.acc_we.eq(acc_we),
@@ -222,25 +223,15 @@ class MatrixUnit(wiring.Component):
 
         # -- output: result registers + skid register ----------------------------------------
         skid = Signal(D * 32, reset_less=True)
+        load = []
         if R > 1:  # the row travels with the result
             res_row, skid_row = Signal(range(R)), Signal(range(R))
             res = Cat(res, res_row)
             skid = Cat(skid, skid_row)
-        with m.If(skid_valid):
-            with m.If(self.y.ready):
-                m.d.sync += skid_valid.eq(0)
-        with m.Elif(acc_we):
-            with m.If(out_valid & ~self.y.ready):
-                m.d.sync += [skid.eq(res), skid_valid.eq(1)]
-            m.d.sync += out_valid.eq(acc_ctl.last)
-            if R > 1:
-                m.d.sync += res_row.eq(acc_ctl.row)
-        with m.Elif(self.y.ready):
-            m.d.sync += out_valid.eq(0)
-        m.d.comb += [
-            self.y.valid.eq(out_valid | skid_valid),
-            self.y.payload.as_value().eq(Mux(skid_valid, skid, res)),
-        ]
+            load = [res_row.eq(acc_ctl.row)]
+        # every accumulate overwrites the result registers; only a ``last`` beat makes a row
+        skid_register(m, self.y, res, write=acc_we, write_valid=acc_ctl.last, load=load,
+                      out_valid=out_valid, skid_valid=skid_valid, skid=skid)
 
         # -- counters -------------------------------------------------------------------------
         events = {
@@ -253,8 +244,8 @@ class MatrixUnit(wiring.Component):
             "cnt_stall_y": self.y.valid & ~self.y.ready,
             "cnt_macs": Mux(x_fire, D * D, 0),
         }
-        for name in COUNTERS:
-            cnt = Signal(COUNTER_BITS, name=name)
+        for name in self.signature.counter_ports:
+            cnt = Signal(self.signature.counter_bits, name=name)
             m.d.sync += cnt.eq(cnt + events[name])
             m.d.comb += getattr(self, name).eq(cnt)
         return m

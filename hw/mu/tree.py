@@ -9,19 +9,25 @@ modulo ``2**W`` (W = P + log2 D + 1): a single constant 1 in the top column. The
 hold D bits (columns 1..P), 2D bits (column 0: ``t`` and ``neg``) and one constant bit.
 
 Dadda stages of full and half adders reduce every column to two rows; a Sklansky prefix adder
-(:func:`hw.fp.booth.prefix_add`) adds them. Pipeline registers (enabled by ``en``) can be put after
-any Dadda stage (``cuts``) and on the output (``out_reg``). Every stage's bits are named signals, so
-no expression is deeper than one adder (no recursion limits, readable Verilog).
+(:func:`hw.fp.booth.prefix_add`) adds them. Pipeline registers (enabled by ``en``) go where the
+column's placement (:data:`hw.pipeline.COLUMN`) puts its ``TREE`` cuts (after Dadda stages, spread
+evenly) and its ``RAW`` register (on the sum). Every stage's bits are named signals, so no expression
+is deeper than one adder (no recursion limits, readable Verilog).
 """
+
+from dataclasses import dataclass
+from typing import ClassVar
 
 from amaranth.hdl import Cat, Const, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..fp.booth import dadda_heights, prefix_add
+from ..hier import BlockParams
+from ..pipeline import COLUMN, Cut, spread
 from .numerics import dot_widths
 
-__all__ = ["Tree", "tree_levels", "full_adder_stage", "TREE_ARCHS"]
+__all__ = ["Tree", "TreeParams", "tree_levels", "full_adder_stage", "TREE_ARCHS"]
 
 #: ``dadda``: bit-level carry-save tree + prefix adder (synthesis). ``words``: a balanced tree of
 #: word-level adders with the same exact result and the same register count (fast to Verilate: one
@@ -32,6 +38,41 @@ TREE_ARCHS = ("dadda", "words")
 def tree_levels(width: int) -> int:
     """Dadda stages needed for D = ``width`` lanes (the tallest column, column 0, has 2D bits)."""
     return len(dadda_heights(2 * width))
+
+
+def _tree_tag(arch: str) -> str:
+    return "" if arch == "dadda" else f"_t{arch}"
+
+
+@dataclass(frozen=True)
+class TreeParams(BlockParams):
+    """Everything that changes a :class:`Tree`'s logic (and its module name).
+
+    ``stages`` is the column's pipeline depth; the tree holds that plan's ``TREE`` and ``RAW``
+    registers (:data:`hw.pipeline.COLUMN`).
+    """
+
+    MODULE: ClassVar[str] = "mu_tree_w{width}_{fmt}_s{stages}{arch}"
+    TAGS: ClassVar[dict] = {"arch": _tree_tag}
+    width: int
+    fmt: str
+    stages: int
+    arch: str = "dadda"
+
+    @property
+    def cuts(self) -> tuple:
+        """Dadda stages (1-based) followed by a register."""
+        return spread(COLUMN.count(self.stages)[Cut.TREE], tree_levels(self.width))
+
+    @property
+    def out_reg(self) -> bool:
+        """Whether the sum is registered at the output."""
+        return COLUMN.count(self.stages)[Cut.RAW] > 0
+
+    @property
+    def latency(self) -> int:
+        """Cycles from the lane inputs to ``s``: ``len(cuts) + out_reg``."""
+        return len(self.cuts) + int(self.out_reg)
 
 
 def full_adder_stage(m: Module, cols: list, target: int, *, name: str) -> list:
@@ -70,17 +111,18 @@ def full_adder_stage(m: Module, cols: list, target: int, *, name: str) -> list:
 class Tree(wiring.Component):
     """Exact two's-complement sum of D lane products, with special-value flags.
 
-    Module name when placed: ``mu_tree_w{D}_{fmt}_s{stages}``.
+    Module name when placed: from :class:`TreeParams` (``mu_tree_w{D}_{fmt}_s{stages}``).
 
     Parameters
     ----------
     fmt : str or FloatFormat
     width : int
         D, the number of lanes.
-    cuts : tuple of int
-        Register the column bits after these Dadda stages (1-based, each in 1..tree_levels(D)).
-    out_reg : bool
-        Register the sum (and flags) at the output.
+    stages : int
+        The column's pipeline stages: the tree registers the column bits after the Dadda stages
+        :attr:`TreeParams.cuts` and the sum if :attr:`TreeParams.out_reg`.
+    arch : str
+        One of :data:`TREE_ARCHS`.
 
     Members
     -------
@@ -100,20 +142,26 @@ class Tree(wiring.Component):
     Attributes
     ----------
     latency : int
-        ``len(cuts) + out_reg`` cycles.
+        Cycles from ``t`` to ``s``: ``len(cuts) + out_reg``.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``arch``, or more ``TREE`` cuts than the tree has Dadda stages.
     """
 
-    def __init__(self, fmt, width: int, *, cuts=(), out_reg: bool = False, arch: str = "dadda"):
+    def __init__(self, fmt, width: int, *, stages: int, arch: str = "dadda"):
         if arch not in TREE_ARCHS:
             raise ValueError(f"tree arch must be one of {', '.join(TREE_ARCHS)}, not {arch!r}")
         self._arch = arch
         self._dw = dot_widths(fmt, width)
         f = self._dw.fmt
+        self.params = TreeParams(width, f.name, stages, arch)
         n = tree_levels(width)
-        cuts = tuple(sorted(set(cuts)))
-        if any(not 1 <= c <= n for c in cuts):
-            raise ValueError(f"tree cuts must lie in 1..{n} for width {width}, not {cuts}")
-        self._cuts, self._out_reg = cuts, bool(out_reg)
+        if COLUMN.count(stages)[Cut.TREE] > n:
+            raise ValueError(f"stages must be at most {n + 2} for width {width} (one register per "
+                             f"Dadda stage), not {stages}")
+        self._cuts, self._out_reg = self.params.cuts, self.params.out_reg
         P, W = self._dw.prod_bits, self._dw.sum_bits
         members = {"en": In(1), "t": In(width * P), "neg": In(width), "s": Out(signed(W))}
         if f.has_nan or f.has_inf:
@@ -127,7 +175,7 @@ class Tree(wiring.Component):
 
     @property
     def latency(self) -> int:
-        return len(self._cuts) + int(self._out_reg)
+        return self.params.latency
 
     def elaborate(self, platform):
         m = Module()

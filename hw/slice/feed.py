@@ -5,12 +5,15 @@ into *groups* of ``units * D`` columns (group g holds columns ``g*units*D ..``);
 as ``Kp = ceil(K / D) * D`` consecutive *super-rows* of ``S = units * D * b / 8`` bytes (row k holds
 W[k, group columns], element j of unit u at byte offset ``(u*D + j) * b / 8``), zero-padded past N
 and past K. Groups follow each other without gaps, so one command's weights are one contiguous
-region of ``G * Kp * S`` bytes, read once per pass of ``rows`` activation rows.
+region of ``G * Kp * S`` bytes, read once per pass of ``rows`` activation rows. Both engines step
+their part of the slice's loop nest with :func:`hw.slice.loops.advance`.
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
+
+from .loops import Level, advance
 
 __all__ = ["RequestGenerator", "Gearbox", "ceil_beats", "request_layout"]
 
@@ -85,18 +88,15 @@ class RequestGenerator(wiring.Component):
             m.d.sync += [self.busy.eq(1), addr.eq(self.w_addr), gbase.eq(self.w_addr),
                          rem.eq(self.group_bytes), g.eq(0), p.eq(0)]
         with m.Elif(self.req.valid & self.req.ready):
-            with m.If(full):
-                m.d.sync += [addr.eq(addr + burst * b), rem.eq(rem - burst * b)]
-            with m.Else():
-                # group finished: next group, or next pass from the region start
-                m.d.sync += rem.eq(self.group_bytes)
-                with m.If(g + 1 < self.n_groups):
-                    m.d.sync += [g.eq(g + 1), gbase.eq(gbase + self.group_bytes),
-                                 addr.eq(gbase + self.group_bytes)]
-                with m.Else():
-                    m.d.sync += [g.eq(0), gbase.eq(self.w_addr), addr.eq(self.w_addr), p.eq(p + 1)]
-                    with m.If(p + 1 >= self.n_passes):
-                        m.d.sync += self.busy.eq(0)
+            # next burst of the group; or next group; or next pass from the region start
+            advance(m, [
+                Level(full, [addr.eq(addr + burst * b), rem.eq(rem - burst * b)],
+                      [rem.eq(self.group_bytes)]),
+                Level(g + 1 < self.n_groups,
+                      [g.eq(g + 1), gbase.eq(gbase + self.group_bytes),
+                       addr.eq(gbase + self.group_bytes)],
+                      [g.eq(0), gbase.eq(self.w_addr), addr.eq(self.w_addr), p.eq(p + 1)]),
+            ], last=p + 1 >= self.n_passes, done=[self.busy.eq(0)])
         return m
 
 
@@ -195,26 +195,15 @@ class Gearbox(wiring.Component):
             m.d.sync += [in_busy.eq(1), out_busy.eq(1), rem.eq(self.group_bytes), ig.eq(0),
                          ip.eq(0), row.eq(0), og.eq(0), op.eq(0), cols_left.eq(self.n)]
         with m.Else():
-            with m.If(push):
-                with m.If(rem > B):
-                    m.d.sync += rem.eq(rem - B)
-                with m.Else():
-                    m.d.sync += rem.eq(self.group_bytes)
-                    with m.If(ig + 1 < self.n_groups):
-                        m.d.sync += ig.eq(ig + 1)
-                    with m.Else():
-                        m.d.sync += [ig.eq(0), ip.eq(ip + 1)]
-                        with m.If(ip + 1 >= self.n_passes):
-                            m.d.sync += in_busy.eq(0)
-            with m.If(pop):
-                with m.If(row + 1 < self.kp):
-                    m.d.sync += row.eq(row + 1)
-                with m.Else():
-                    m.d.sync += row.eq(0)
-                    with m.If(og + 1 < self.n_groups):
-                        m.d.sync += [og.eq(og + 1), cols_left.eq(cols_left - self._gc)]
-                    with m.Else():
-                        m.d.sync += [og.eq(0), op.eq(op + 1), cols_left.eq(self.n)]
-                        with m.If(op + 1 >= self.n_passes):
-                            m.d.sync += out_busy.eq(0)
+            with m.If(push):   # input side: beats of a group, groups, passes
+                advance(m, [
+                    Level(rem > B, [rem.eq(rem - B)], [rem.eq(self.group_bytes)]),
+                    Level(ig + 1 < self.n_groups, [ig.eq(ig + 1)], [ig.eq(0), ip.eq(ip + 1)]),
+                ], last=ip + 1 >= self.n_passes, done=[in_busy.eq(0)])
+            with m.If(pop):    # output side: super-rows of a group, groups, passes
+                advance(m, [
+                    Level(row + 1 < self.kp, [row.eq(row + 1)], [row.eq(0)]),
+                    Level(og + 1 < self.n_groups, [og.eq(og + 1), cols_left.eq(cols_left - self._gc)],
+                          [og.eq(0), op.eq(op + 1), cols_left.eq(self.n)]),
+                ], last=op + 1 >= self.n_passes, done=[out_busy.eq(0)])
         return m

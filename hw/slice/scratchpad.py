@@ -1,7 +1,8 @@
 """The slice's scratchpad: two synchronous read ports and one write port, behavioral or a macro.
 
 Behavioral (simulation): an :class:`amaranth.lib.memory.Memory`. Macro (synthesis): an empty
-placeholder module ``spad_sram_{words}x{bits}_2r1w`` that the slice places with
+placeholder module ``spad_sram_{words}x{bits}_2r1w`` (:class:`ScratchpadParams`) that the slice
+places with
 :func:`hw.hier.place`, so the hierarchical flow synthesizes the slice with the SRAM as a black box
 (its own area is ~0) and the SRAM's area comes from :func:`sram_area_um2` instead.
 
@@ -14,12 +15,18 @@ not a macro's datasheet value. Two read ports and one write port are charged 2x 
 array: a rough multi-port factor of our own, not from the source.
 """
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Scratchpad", "sram_area_um2", "SRAM_UM2_PER_BIT_180NM", "SRAM_MODEL_NOTE", "sram_module_name"]
+from ..hier import BlockParams
+
+__all__ = ["Scratchpad", "ScratchpadParams", "sram_area_um2", "SRAM_UM2_PER_BIT_180NM",
+           "SRAM_MODEL_NOTE"]
 
 #: 600 lambda^2 per bit with lambda = 0.18 um (see the module docstring for the source).
 SRAM_UM2_PER_BIT_180NM = 600 * 0.18 ** 2
@@ -33,9 +40,16 @@ SRAM_MODEL_NOTE = ("modelled, not synthesized: 600 lambda^2 per bit (SRAM bit-ce
                    "ports (our rough factor); an estimate, not a macro datasheet; no SRAM timing")
 
 
-def sram_module_name(words: int, bits: int) -> str:
-    """Verilog name of the black-box placeholder of a ``words x bits`` 2R1W scratchpad."""
-    return f"spad_sram_{words}x{bits}_2r1w"
+@dataclass(frozen=True)
+class ScratchpadParams(BlockParams):
+    """Everything that changes a :class:`Scratchpad` (and its module name): the black-box macro
+    is ``spad_sram_{words}x{bits}_2r1w``, a behavioral one has ``_mem`` appended."""
+
+    MODULE: ClassVar[str] = "spad_sram_{words}x{bits}_2r1w{macro}"
+    TAGS: ClassVar[dict] = {"macro": lambda v: "" if v else "_mem"}
+    words: int
+    bits: int
+    macro: bool = True
 
 
 def sram_area_um2(words: int, bits: int, *, per_bit: float = SRAM_UM2_PER_BIT_180NM,
@@ -57,6 +71,7 @@ class Scratchpad(wiring.Component):
 
     def __init__(self, words: int, bits: int, *, macro: bool = False):
         self.words, self.bits, self.macro = words, bits, macro
+        self.params = ScratchpadParams(words, bits, bool(macro))
         aw = max(1, (words - 1).bit_length())
         super().__init__({
             "r0_addr": In(aw), "r0_en": In(1), "r0_data": Out(bits),
@@ -64,9 +79,8 @@ class Scratchpad(wiring.Component):
             "w_addr": In(aw), "w_en": In(1), "w_data": In(bits),
         })
 
-    @property
-    def module_name(self) -> str:
-        return sram_module_name(self.words, self.bits)
+    #: Read data appears the cycle after an enabled address.
+    latency = 1
 
     def elaborate(self, platform):
         m = Module()

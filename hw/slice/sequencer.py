@@ -1,87 +1,32 @@
 """The slice's sequencer: activation beats out of the scratchpad, results back into it.
 
-Both engines walk the same loop nest, so they need no queue between them:
+Both engines walk the same loop nest (:mod:`hw.slice.loops`), so they need no queue between them:
 
     for pass in 0 .. ceil(M / rows) - 1:          # rows activation rows share one weight stream
         for g in 0 .. ceil(N / (units*D)) - 1:   # a group: one N-tile per unit
             for kt in 0 .. ceil(K / D) - 1:      # K accumulation inside the units
                 for r in rows of this pass:      # x beat (issue); y row at kt = last (write-back)
 
-The issue engine sends every x beat to all units at once (:class:`Broadcast`); unit u of group g
-computes N-tile ``g*units + u``. The write-back engine takes the units' result rows in the same
-order, unit 0 first, and writes the ones whose N-tile exists; rows of padding tiles are dropped.
+The issue engine sends every x beat to all units at once (a :class:`hw.stream.Fork`); unit u of
+group g computes N-tile ``g*units + u``. The write-back engine takes the units' result rows in the
+same order, unit 0 first, and writes the ones whose N-tile exists; rows of padding tiles are dropped.
+The x and y payloads are the units' own (:class:`hw.mu.interface.MatrixUnitSignature`).
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import hier
 from ..fp.add import Fp32Adder
+from ..mu.interface import MatrixUnitSignature
+from .loops import Level, advance
 
-__all__ = ["Broadcast", "ActivationIssue", "WriteBack", "x_layout", "y_layout"]
+__all__ = ["ActivationIssue", "WriteBack"]
 
 
 def _row_bits(rows: int) -> int:
     return (rows - 1).bit_length()
-
-
-def x_layout(width: int, bits: int, rows: int) -> data.StructLayout:
-    """The matrix unit's x payload (interface contract): x[k] at [k*b +: b], swap, first, last, row."""
-    fields = {"data": width * bits, "swap": 1, "first": 1, "last": 1}
-    if rows > 1:
-        fields["row"] = _row_bits(rows)
-    return data.StructLayout(fields)
-
-
-def y_layout(width: int, rows: int) -> data.StructLayout:
-    """The matrix unit's y payload: FP32 y[j] at [j*32 +: 32], then the row index."""
-    fields = {"data": width * 32}
-    if rows > 1:
-        fields["row"] = _row_bits(rows)
-    return data.StructLayout(fields)
-
-
-class Broadcast(wiring.Component):
-    """One stream to ``n`` sinks; a beat leaves when every sink has taken it (a stream fork).
-
-    Each output's ``valid`` is the input's ``valid`` and a register saying this sink already has the
-    beat, so no ``valid`` depends on a ``ready``. No added latency.
-
-    Parameters
-    ----------
-    n : int
-        Number of sinks.
-    shape : shape-like
-        Payload shape.
-    """
-
-    def __init__(self, n: int, shape):
-        self._n = n
-        super().__init__({"i": In(stream.Signature(shape)),
-                          **{f"o{u}": Out(stream.Signature(shape)) for u in range(n)}})
-
-    def outputs(self):
-        return [getattr(self, f"o{u}") for u in range(self._n)]
-
-    def elaborate(self, platform):
-        m = Module()
-        outs = self.outputs()
-        taken = Signal(self._n)
-        done = [taken[u] | outs[u].ready for u in range(self._n)]
-        all_done = Signal()
-        m.d.comb += all_done.eq(Cat(*done).all())
-        m.d.comb += self.i.ready.eq(all_done)
-        for u, o in enumerate(outs):
-            m.d.comb += [o.payload.eq(self.i.payload), o.valid.eq(self.i.valid & ~taken[u])]
-        with m.If(self.i.valid):
-            with m.If(all_done):
-                m.d.sync += taken.eq(0)
-            with m.Else():
-                for u, o in enumerate(outs):
-                    with m.If(o.ready):
-                        m.d.sync += taken[u].eq(1)
-        return m
 
 
 class ActivationIssue(wiring.Component):
@@ -103,17 +48,25 @@ class ActivationIssue(wiring.Component):
     rd_addr, rd_en : Out
     rd_data : In(32*D)
     x : Out(stream)
-        :func:`x_layout` payload.
+        The units' ``x`` payload (``unit.x_layout``).
     busy : Out(1)
+
+    Parameters
+    ----------
+    unit : MatrixUnitSignature
+        The units' interface (D, element bits, rows).
+    addr_bits : int
+        Scratchpad word address width.
     """
 
-    def __init__(self, *, width: int, bits: int, rows: int, addr_bits: int):
-        self._d, self._b, self._r, self._aw = width, bits, rows, addr_bits
+    def __init__(self, *, unit: MatrixUnitSignature, addr_bits: int):
+        width = unit.width
+        self._d, self._b, self._r, self._aw = width, unit.bits, unit.rows, addr_bits
         super().__init__({
             "start": In(1), "m": In(16), "k": In(16), "kt": In(16), "n_groups": In(16),
             "x_addr": In(addr_bits),
             "rd_addr": Out(addr_bits), "rd_en": Out(1), "rd_data": In(32 * width),
-            "x": Out(stream.Signature(x_layout(width, bits, rows))),
+            "x": Out(stream.Signature(unit.x_layout)),
             "busy": Out(1),
         })
 
@@ -159,22 +112,15 @@ class ActivationIssue(wiring.Component):
         with m.If(self.start):
             m.d.sync += [a_valid.eq(1), m0.eq(0), g.eq(0), kt.eq(0), k0.eq(0), mi.eq(0),
                          rowaddr.eq(self.x_addr), passbase.eq(self.x_addr)]
-        with m.Elif(adv & a_valid):
-            with m.If(mi + 1 < rows_here):
-                m.d.sync += [mi.eq(mi + 1), rowaddr.eq(rowaddr + self.kt)]
-            with m.Else():
-                m.d.sync += [mi.eq(0), rowaddr.eq(passbase)]
-                with m.If(kt + 1 < self.kt):
-                    m.d.sync += [kt.eq(kt + 1), k0.eq(k0 + D)]
-                with m.Else():
-                    m.d.sync += [kt.eq(0), k0.eq(0)]
-                    with m.If(g + 1 < self.n_groups):
-                        m.d.sync += g.eq(g + 1)
-                    with m.Else():
-                        m.d.sync += [g.eq(0), m0.eq(m0 + R), passbase.eq(rowaddr + self.kt),
-                                     rowaddr.eq(rowaddr + self.kt)]
-                        with m.If(m0 + R >= self.m):
-                            m.d.sync += a_valid.eq(0)
+        with m.Elif(adv & a_valid):   # rows of the pass, k-tiles, groups, passes
+            advance(m, [
+                Level(mi + 1 < rows_here, [mi.eq(mi + 1), rowaddr.eq(rowaddr + self.kt)],
+                      [mi.eq(0), rowaddr.eq(passbase)]),
+                Level(kt + 1 < self.kt, [kt.eq(kt + 1), k0.eq(k0 + D)], [kt.eq(0), k0.eq(0)]),
+                Level(g + 1 < self.n_groups, [g.eq(g + 1)],
+                      [g.eq(0), m0.eq(m0 + R), passbase.eq(rowaddr + self.kt),
+                       rowaddr.eq(rowaddr + self.kt)]),
+            ], last=m0 + R >= self.m, done=[a_valid.eq(0)])
         return m
 
 
@@ -199,7 +145,7 @@ class WriteBack(wiring.Component):
     acc : In(1)
         The command's accumulate bit (held for the whole command).
     y0 .. y{units-1} : In(stream)
-        The units' result streams (:func:`y_layout`).
+        The units' result streams (``unit.y_layout``).
     wr_addr, wr_data, wr_en : Out
         Scratchpad write port (this engine has priority over the host).
     rd_addr, rd_en : Out
@@ -210,14 +156,24 @@ class WriteBack(wiring.Component):
     row_error : Out(1)
         Sticky: a unit returned a row index other than the one expected.
     busy : Out(1)
+
+    Parameters
+    ----------
+    unit : MatrixUnitSignature
+        The units' interface (D, rows).
+    units : int
+        Number of units.
+    addr_bits : int
+        Scratchpad word address width.
     """
 
-    def __init__(self, *, width: int, rows: int, units: int, addr_bits: int):
-        self._d, self._r, self._n, self._aw = width, rows, units, addr_bits
+    def __init__(self, *, unit: MatrixUnitSignature, units: int, addr_bits: int):
+        width = unit.width
+        self._d, self._r, self._n, self._aw = width, unit.rows, units, addr_bits
         super().__init__({
             "start": In(1), "m": In(16), "nt": In(16), "n_groups": In(16),
             "y_addr": In(addr_bits), "acc": In(1),
-            **{f"y{u}": In(stream.Signature(y_layout(width, rows))) for u in range(units)},
+            **{f"y{u}": In(stream.Signature(unit.y_layout)) for u in range(units)},
             "wr_addr": Out(addr_bits), "wr_data": Out(32 * width), "wr_en": Out(1),
             "rd_addr": Out(addr_bits), "rd_en": Out(1), "rd_free": In(1),
             "rd_data": In(32 * width),
@@ -267,7 +223,7 @@ class WriteBack(wiring.Component):
         summed = Signal(32 * self._d)
         for j in range(self._d):
             add = Fp32Adder()
-            hier.place(m, f"add{j}", add, module="fp32_add")
+            hier.place(m, f"add{j}", add)
             m.d.comb += [add.a.eq(self.rd_data[32 * j:32 * (j + 1)]),
                          add.b.eq(sel_data[32 * j:32 * (j + 1)]),
                          summed[32 * j:32 * (j + 1)].eq(add.y)]
@@ -278,20 +234,12 @@ class WriteBack(wiring.Component):
         with m.If(self.start):
             m.d.sync += [self.busy.eq(1), m0.eq(0), g.eq(0), gb.eq(0), mi.eq(0), u.eq(0),
                          rowaddr.eq(self.y_addr), passbase.eq(self.y_addr)]
-        with m.Elif(xfer):
-            with m.If(u + 1 < N):
-                m.d.sync += u.eq(u + 1)
-            with m.Else():
-                m.d.sync += u.eq(0)
-                with m.If(mi + 1 < rows_here):
-                    m.d.sync += [mi.eq(mi + 1), rowaddr.eq(rowaddr + self.nt)]
-                with m.Else():
-                    m.d.sync += mi.eq(0)
-                    with m.If(g + 1 < self.n_groups):
-                        m.d.sync += [g.eq(g + 1), gb.eq(gb + N), rowaddr.eq(passbase)]
-                    with m.Else():
-                        m.d.sync += [g.eq(0), gb.eq(0), m0.eq(m0 + R),
-                                     passbase.eq(rowaddr + self.nt), rowaddr.eq(rowaddr + self.nt)]
-                        with m.If(m0 + R >= self.m):
-                            m.d.sync += self.busy.eq(0)
+        with m.Elif(xfer):   # units, rows of the pass, groups, passes
+            advance(m, [
+                Level(u + 1 < N, [u.eq(u + 1)], [u.eq(0)]),
+                Level(mi + 1 < rows_here, [mi.eq(mi + 1), rowaddr.eq(rowaddr + self.nt)], [mi.eq(0)]),
+                Level(g + 1 < self.n_groups, [g.eq(g + 1), gb.eq(gb + N), rowaddr.eq(passbase)],
+                      [g.eq(0), gb.eq(0), m0.eq(m0 + R),
+                       passbase.eq(rowaddr + self.nt), rowaddr.eq(rowaddr + self.nt)]),
+            ], last=m0 + R >= self.m, done=[self.busy.eq(0)])
         return m

@@ -6,14 +6,15 @@ scratchpad and W streamed from HBM in the group layout of :mod:`hw.slice.feed`. 
 1. requests the command's weight region once per pass of ``rows`` activation rows
    (:class:`~hw.slice.feed.RequestGenerator`),
 2. cuts the returned beats into super-rows of ``units * D`` weights and sends unit u its D-wide part
-   (:class:`~hw.slice.feed.Gearbox` + :class:`~hw.slice.sequencer.Broadcast`),
+   (:class:`~hw.slice.feed.Gearbox` + a :class:`hw.stream.Fork`),
 3. sends every unit the same activation beats read from the scratchpad, one per k-tile and row
    (:class:`~hw.slice.sequencer.ActivationIssue`), so unit u of group g computes N-tile
    ``g*units + u`` and accumulates over K inside its FP32 accumulator,
 4. writes the result rows back (:class:`~hw.slice.sequencer.WriteBack`) and offers a ``done`` beat
    carrying the command's cycle count.
 
-Every stream stalls its producer; nothing is dropped. One command runs at a time.
+Every stream stalls its producer; nothing is dropped. One command runs at a time. The units'
+ports are :class:`hw.mu.interface.MatrixUnitSignature`; the slice connects to them through it.
 """
 
 from amaranth.hdl import Module, Mux, Signal, Value
@@ -22,11 +23,14 @@ from amaranth.lib.wiring import In, Out
 
 from .. import hier
 from ..formats import MATRIX_FORMATS, get_format
+from ..mu.interface import MatrixUnitSignature
+from ..stream import Fork
 from .feed import Gearbox, RequestGenerator, request_layout
-from .scratchpad import Scratchpad
-from .sequencer import ActivationIssue, Broadcast, WriteBack, x_layout
+from .scratchpad import Scratchpad, ScratchpadParams
+from .sequencer import ActivationIssue, WriteBack
 
-__all__ = ["Slice", "cmd_layout", "COUNTERS", "UNIT_COUNTERS"]
+__all__ = ["Slice", "cmd_layout", "spad_write_layout", "unit_counters_layout", "COUNTERS",
+           "UNIT_COUNTERS"]
 
 #: Slice-wide counters (32-bit output ports, cumulative since reset, wrap around).
 COUNTERS = ("cycles", "hbm_req_bytes", "hbm_rcv_bytes", "w_useful_elems", "w_pad_elems", "x_beats",
@@ -45,6 +49,16 @@ def cmd_layout(addr_bits: int, hbm_addr_bits: int) -> data.StructLayout:
     """
     return data.StructLayout({"m": 16, "k": 16, "n": 16, "x_addr": addr_bits, "y_addr": addr_bits,
                               "w_addr": hbm_addr_bits, "acc": 1})
+
+
+def spad_write_layout(addr_bits: int, width: int) -> data.StructLayout:
+    """Host scratchpad write (``spad_w``): word address, then the ``32 * D``-bit word."""
+    return data.StructLayout({"addr": addr_bits, "data": 32 * width})
+
+
+def unit_counters_layout(units: int) -> data.ArrayLayout:
+    """A per-unit counter port: unit u's 32-bit count at ``[u*32 +: 32]``."""
+    return data.ArrayLayout(32, units)
 
 
 def _ceil_div_const(value, divisor: int):
@@ -83,7 +97,9 @@ class Slice(wiring.Component):
         :func:`hw.slice.scratchpad.sram_area_um2`) instead of a behavioral memory.
     unit : callable, optional
         Factory ``(width, fmt, rows, stages) -> component`` for the units (default
-        :class:`hw.mu.matrix_unit.MatrixUnit`); it must follow the matrix unit's stream contract.
+        :class:`hw.mu.matrix_unit.MatrixUnit`): a component whose signature is
+        ``MatrixUnitSignature(width, fmt, rows)``, that follows the unit's stream contract and has
+        :class:`hw.hier.BlockParams` ``params`` (its module name).
 
     Members
     -------
@@ -106,6 +122,8 @@ class Slice(wiring.Component):
     ------
     ValueError
         On a parameter out of range, with the allowed values.
+    TypeError
+        A unit factory whose units do not have the matrix unit's signature.
     """
 
     def __init__(self, *, units: int = 2, width: int = 8, fmt: str = "fp8_e4m3",
@@ -138,6 +156,12 @@ class Slice(wiring.Component):
         self.addr_bits = max(1, (words - 1).bit_length())
         self.hbm_addr_bits = hbm_addr_bits
         self._unit = unit
+        self.unit_signature = MatrixUnitSignature(width, fmt, rows)
+        try:   # a probe: checks the factory's units now rather than at elaboration
+            self._make_unit()._MustUse__silence = True
+        except TypeError:
+            self._MustUse__silence = True
+            raise
         self.spad_macro = bool(spad_macro)
         aw = self.addr_bits
         sig = {
@@ -145,19 +169,14 @@ class Slice(wiring.Component):
             "done": Out(stream.Signature(32)),
             "hbm_req": Out(stream.Signature(request_layout(hbm_addr_bits, burst))),
             "hbm_rdata": In(stream.Signature(8 * feed_bytes)),
-            "spad_w": In(stream.Signature(data.StructLayout({"addr": aw, "data": 32 * width}))),
+            "spad_w": In(stream.Signature(spad_write_layout(aw, width))),
             "spad_rreq": In(stream.Signature(aw)),
             "spad_rdata": Out(stream.Signature(32 * width)),
             "row_error": Out(1),
         }
         sig.update({c: Out(32) for c in COUNTERS})
-        sig.update({c: Out(data.ArrayLayout(32, units)) for c in UNIT_COUNTERS})
+        sig.update({c: Out(unit_counters_layout(units)) for c in UNIT_COUNTERS})
         super().__init__(sig)
-
-    @property
-    def consume_bytes_per_cycle(self) -> float:
-        """Weight bytes per cycle the units take at full rate with one row per tile (batch 1)."""
-        return self.row_bytes
 
     def macros(self) -> list:
         """Black-box macros the netlist leaves unsynthesized, with their modelled area.
@@ -168,23 +187,25 @@ class Slice(wiring.Component):
         """
         if not self.spad_macro:
             return []
-        from .scratchpad import SRAM_MODEL_NOTE, sram_area_um2, sram_module_name
-        return [{"module": sram_module_name(self.spad_words, 32 * self.width), "instances": 1,
+        from .scratchpad import SRAM_MODEL_NOTE, sram_area_um2
+        params = ScratchpadParams(self.spad_words, 32 * self.width, macro=True)
+        return [{"module": params.module_name, "instances": 1,
                  "words": self.spad_words,
                  "bits": 32 * self.width,
                  "area_um2": round(sram_area_um2(self.spad_words, 32 * self.width), 1),
                  "model": SRAM_MODEL_NOTE}]
 
-    def unit_module_name(self) -> str:
-        """Verilog module of the units: the matrix unit's own block name, or the factory's."""
-        prefix = "mu" if self._unit is None else getattr(self._unit, "__name__", "unit").lower()
-        return f"{prefix}_w{self.width}_{self.fmt}_r{self.rows}_s{self.stages}"
-
     def _make_unit(self):
         if self._unit is not None:
-            return self._unit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages)
-        from ..mu.matrix_unit import MatrixUnit
-        return MatrixUnit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages)
+            unit = self._unit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages)
+        else:
+            from ..mu.matrix_unit import MatrixUnit
+            unit = MatrixUnit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages)
+        if unit.signature != self.unit_signature:
+            unit._MustUse__silence = True
+            raise TypeError(f"the slice's units must have the signature {self.unit_signature!r}, "
+                            f"not {unit.signature!r}; build them on hw.mu.interface")
+        return unit
 
     def elaborate(self, platform):
         m = Module()
@@ -198,20 +219,20 @@ class Slice(wiring.Component):
             len_bits=len_bits)
         m.submodules.gearbox = gbox = Gearbox(beat_bytes=self.feed_bytes, row_bytes=S,
                                               len_bits=len_bits, group_cols=U * D)
-        m.submodules.issue = issue = ActivationIssue(width=D, bits=b, rows=R, addr_bits=aw)
-        m.submodules.wb = wb = WriteBack(width=D, rows=R, units=U, addr_bits=aw)
-        m.submodules.bc_w = bc_w = Broadcast(U, 8 * S)
-        m.submodules.bc_x = bc_x = Broadcast(U, x_layout(D, b, R))
+        m.submodules.issue = issue = ActivationIssue(unit=self.unit_signature, addr_bits=aw)
+        m.submodules.wb = wb = WriteBack(unit=self.unit_signature, units=U, addr_bits=aw)
+        m.submodules.bc_w = bc_w = Fork(U, 8 * S)
+        m.submodules.bc_x = bc_x = Fork(U, self.unit_signature.x_layout)
         spad = Scratchpad(self.spad_words, 32 * D, macro=self.spad_macro)
         if self.spad_macro:
-            hier.place(m, "spad", spad, module=spad.module_name)
+            hier.place(m, "spad", spad)
         else:
             m.submodules.spad = spad
 
         units = []
         for u in range(U):
             mu = self._make_unit()
-            hier.place(m, f"mu{u}", mu, module=self.unit_module_name())
+            hier.place(m, f"mu{u}", mu)   # module name from the unit's own params
             units.append(mu)
 
         # ---- command registers and control
@@ -277,16 +298,17 @@ class Slice(wiring.Component):
 
         # ---- units
         wslice = D * b
+        # Unit u takes its D-wide part of the super-row; x and y have the units' own layouts on
+        # both sides (checked when the units are made). The member-by-member assignments keep the
+        # Verilog's statement order (wiring.connect would emit the same logic in another order).
         for u, mu in enumerate(units):
             ow, ox = bc_w.outputs()[u], bc_x.outputs()[u]
             yin = getattr(wb, f"y{u}")
             m.d.comb += [
                 Value.cast(mu.w.payload).eq(ow.payload[u * wslice:(u + 1) * wslice]),
                 mu.w.valid.eq(ow.valid), ow.ready.eq(mu.w.ready),
-                Value.cast(mu.x.payload).eq(Value.cast(ox.payload)),
-                mu.x.valid.eq(ox.valid), ox.ready.eq(mu.x.ready),
-                Value.cast(yin.payload).eq(Value.cast(mu.y.payload)),
-                yin.valid.eq(mu.y.valid), mu.y.ready.eq(yin.ready),
+                mu.x.payload.eq(ox.payload), mu.x.valid.eq(ox.valid), ox.ready.eq(mu.x.ready),
+                yin.payload.eq(mu.y.payload), yin.valid.eq(mu.y.valid), mu.y.ready.eq(yin.ready),
             ]
 
         # ---- scratchpad ports

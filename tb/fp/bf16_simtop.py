@@ -88,7 +88,7 @@ class Bf16SimTop(wiring.Component):
             readies, valids, outs = [], [], []
             for k in range(self._lanes):
                 mul = Bf16Multiplier(arch=arch, stages=stages, subnormals=sub)
-                hier.place(m, f"g{g}_lane{k}", mul, module=mul.module_name)
+                hier.place(m, f"g{g}_lane{k}", mul)
                 ab = self.ab[32 * k:32 * k + 32]
                 if stages == 0:
                     m.d.comb += [mul.a.eq(ab[:16]), mul.b.eq(ab[16:])]

@@ -3,8 +3,8 @@
 A :class:`Program` is what a test sends: the weight tiles in load order and the activation beats with
 their flags. The first beat served by each tile carries ``swap`` (the tile becomes active for it).
 :meth:`Program.expected` runs the bit-true model (:mod:`tb.mu.model`) over it; :func:`pack_rows`
-and :func:`unpack_y` convert between code arrays and the Verilog port integers of
-``docs/mu_interface.md``.
+packs element codes, and the ``x``/``y`` payload integers are packed and unpacked through the unit's
+layouts (:class:`hw.mu.interface.MatrixUnitSignature`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hw.formats import get_format
+from hw.mu.interface import MatrixUnitSignature, y_layout
+from hw.payload import unpack
 
 from .model import MatrixUnitModel, YRow
 
@@ -26,20 +28,29 @@ def row_bits(rows: int) -> int:
 
 
 def pack_rows(codes: np.ndarray, bits: int) -> list[int]:
-    """Pack each row of element codes into one integer, element ``k`` at ``[k*bits +: bits]``."""
+    """Pack each row of element codes into one integer, element ``k`` at ``[k*bits +: bits]``.
+
+    Any element width from 1 to 8 bits (FP4, FP6, FP8 codes); a code wider than ``bits`` is an error.
+    """
+    if not 1 <= bits <= 8:
+        raise ValueError(f"element bits must lie in 1..8, not {bits}")
     c = np.ascontiguousarray(np.asarray(codes, dtype=np.uint8))
-    if bits == 4:
-        c = np.ascontiguousarray(c[:, 0::2] | (c[:, 1::2] << 4)) if c.shape[1] > 1 else c
-    elif bits != 8:
-        raise ValueError(f"element bits must be 4 or 8, not {bits}")
+    if c.size and int(c.max()) >> bits:
+        raise ValueError(f"a code does not fit in {bits} bits (max {int(c.max())})")
+    if bits == 4 and c.shape[1] % 2 == 0:
+        c = np.ascontiguousarray(c[:, 0::2] | (c[:, 1::2] << 4))
+    elif bits != 8:   # generic: every code's bits, LSB first, re-packed into bytes
+        lsb_first = (c[:, :, None] >> np.arange(bits, dtype=np.uint8)) & 1
+        c = np.packbits(lsb_first.reshape(c.shape[0], -1), axis=1, bitorder="little")
     return [int.from_bytes(r.tobytes(), "little") for r in c]
 
 
 def unpack_y(payload: int, width: int, rows: int) -> tuple[int, np.ndarray]:
-    """Split a ``y__payload`` integer into (row index, FP32 bits as uint32 array of D)."""
-    data = payload & ((1 << (32 * width)) - 1)
-    bits = np.frombuffer(data.to_bytes(4 * width, "little"), dtype="<u4").astype(np.uint32)
-    return payload >> (32 * width), bits
+    """Split a ``y__payload`` integer into (row index, FP32 bits as uint32 array of D), through
+    the unit's y layout (:func:`hw.mu.interface.y_layout`)."""
+    f = unpack(y_layout(width, rows), payload)
+    bits = np.frombuffer(f["data"].to_bytes(4 * width, "little"), dtype="<u4").astype(np.uint32)
+    return f.get("row", 0), bits
 
 
 @dataclass
@@ -157,13 +168,18 @@ class Program:
             return []
         return pack_rows(np.concatenate(self.tiles), b)
 
+    @property
+    def signature(self) -> MatrixUnitSignature:
+        """The interface of the unit this program is for."""
+        return MatrixUnitSignature(self.width, self.fmt, self.rows)
+
     def x_beats(self) -> list[int]:
-        """``x__payload`` integers (codes, then swap, first, last, row)."""
-        b = get_format(self.fmt).bits
-        base = self.width * b
-        flags = ((self.swap.astype(np.int64)) | (self.first.astype(np.int64) << 1)
-                 | (self.last.astype(np.int64) << 2) | (self.row.astype(np.int64) << 3)).tolist()
-        return [p | (f << base) for p, f in zip(pack_rows(self.x, b), flags, strict=True)]
+        """``x__payload`` integers, packed through the unit's x layout."""
+        sig = self.signature
+        return [sig.pack_x(p, swap=s, first=f, last=la, row=r)
+                for p, s, f, la, r in zip(pack_rows(self.x, sig.bits), self.swap.tolist(),
+                                          self.first.tolist(), self.last.tolist(),
+                                          self.row.tolist(), strict=True)]
 
     # -- the model --------------------------------------------------------------------------------
     def expected(self) -> list[YRow]:

@@ -15,6 +15,7 @@ from amaranth.sim import Simulator
 
 from hw.formats import MATRIX_FORMATS, get_format
 from hw.mu.matrix_unit import MatrixUnit
+from tb.mu.program import unpack_y
 
 NAN32 = 0x7FC00000
 
@@ -150,9 +151,7 @@ def test_unit_smoke(fmt, stages, rows, tree):
 
     async def feed_x(ctx):
         for xs, swap, first, last, row in beats:
-            word = pack(xs, b) | (swap << D * b) | (first << D * b + 1) | (last << D * b + 2)
-            if rows > 1:
-                word |= row << (D * b + 3)
+            word = dut.signature.pack_x(pack(xs, b), swap=swap, first=first, last=last, row=row)
             ctx.set(dut.x.payload.as_value(), word)
             ctx.set(dut.x.valid, 1)
             await ctx.tick().until(dut.x.ready)
@@ -167,8 +166,8 @@ def test_unit_smoke(fmt, stages, rows, tree):
             valid, word = ctx.get(dut.y.valid), ctx.get(dut.y.payload.as_value())
             await ctx.tick()
             if valid and ready:
-                vals = [(word >> (32 * j)) & 0xFFFFFFFF for j in range(D)]
-                got.append((word >> (32 * D) if rows > 1 else 0, vals))
+                row, vals = unpack_y(word, D, rows)
+                got.append((row, vals.tolist()))
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
@@ -201,8 +200,8 @@ def _throughput(beats_per_tile, tiles, D=8, fmt="fp8_e4m3", stages=2):
         cycle = 0
         for _ in range(tiles):
             for i in range(beats_per_tile):
-                ctx.set(dut.x.payload.as_value(), pack([0x38] * D, b) | ((i == 0) << D * b) |
-                        (0b110 << D * b))
+                ctx.set(dut.x.payload.as_value(),
+                        dut.signature.pack_x(pack([0x38] * D, b), swap=i == 0, first=1, last=1))
                 while True:
                     ready = ctx.get(dut.x.ready)
                     await ctx.tick()

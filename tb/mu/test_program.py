@@ -14,12 +14,21 @@ from .stream import make_pause
 pytestmark = pytest.mark.quick
 
 
-@pytest.mark.parametrize("bits", [4, 8])
-def test_pack_rows_layout(bits):
-    rng = np.random.default_rng(bits)
-    codes = rng.integers(0, 1 << bits, (5, 16))
+@pytest.mark.parametrize("bits", [1, 4, 6, 8])
+@pytest.mark.parametrize("n", [1, 5, 16])
+def test_pack_rows_layout(bits, n):
+    rng = np.random.default_rng(bits * 100 + n)
+    codes = rng.integers(0, 1 << bits, (5, n))
     for row, packed in zip(codes, pack_rows(codes, bits), strict=True):
-        assert [(packed >> (k * bits)) & ((1 << bits) - 1) for k in range(16)] == row.tolist()
+        assert packed < 1 << (n * bits)
+        assert [(packed >> (k * bits)) & ((1 << bits) - 1) for k in range(n)] == row.tolist()
+
+
+def test_pack_rows_refuses_wide_codes():
+    with pytest.raises(ValueError, match="does not fit in 6 bits"):
+        pack_rows(np.array([[64, 0]]), 6)
+    with pytest.raises(ValueError, match="1..8"):
+        pack_rows(np.array([[1]]), 9)
 
 
 def test_unpack_y_layout():

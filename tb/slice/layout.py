@@ -9,7 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from hw.formats import get_format
+from hw.payload import pack
+from hw.slice.slice import cmd_layout
 from tb.mu.model import FP32_EDGES
+from tb.mu.program import pack_rows
 
 __all__ = ["SliceGeometry", "Matmul", "pack_codes", "unpack_fp32", "hbm_image", "x_words",
            "expected_y", "expected_counters", "cmd_word", "random_fp32", "y_words",
@@ -57,13 +60,11 @@ class Matmul:
 
 
 def pack_codes(codes: np.ndarray, bits: int) -> bytes:
-    """Codes -> little-endian bytes, element j at bits [j*b +: b] (b = 8 or 4)."""
+    """Codes -> little-endian bytes, element j at bits [j*b +: b] (any b in 1..8; the last byte is
+    zero-padded)."""
     c = np.asarray(codes, dtype=np.uint8).ravel()
-    if bits == 8:
-        return c.tobytes()
-    if c.size % 2:
-        c = np.append(c, 0)
-    return ((c[0::2] & 0xF) | ((c[1::2] & 0xF) << 4)).astype(np.uint8).tobytes()
+    n = -(-c.size * bits // 8)
+    return pack_rows(c[None, :], bits)[0].to_bytes(n, "little")
 
 
 def unpack_fp32(word: int, width: int) -> np.ndarray:
@@ -169,15 +170,8 @@ def cmd_word(g: SliceGeometry, cmd: Matmul, acc: int | None = None) -> int:
     defaults to the command's own."""
     acc = cmd.acc if acc is None else acc
     mm, k, n = cmd.mkn
-    aw = g.addr_bits
-    fields = [(mm, 16), (k, 16), (n, 16), (cmd.x_addr, aw), (cmd.y_addr, aw), (cmd.w_addr, g.hbm_addr_bits),
-              (acc, 1)]
-    word, pos = 0, 0
-    for v, wdt in fields:
-        assert 0 <= v < (1 << wdt), f"descriptor field {v} does not fit {wdt} bits"
-        word |= v << pos
-        pos += wdt
-    return word
+    return pack(cmd_layout(g.addr_bits, g.hbm_addr_bits), m=mm, k=k, n=n, x_addr=cmd.x_addr,
+                y_addr=cmd.y_addr, w_addr=cmd.w_addr, acc=acc)
 
 
 

@@ -24,6 +24,9 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
+from hw.payload import pack, unpack
+from hw.slice.feed import request_layout
+from hw.slice.slice import spad_write_layout, unit_counters_layout
 from tb.mu.stream import StreamDriver, StreamMonitor, make_pause, read_int
 from tb.slice.layout import (
     Matmul,
@@ -81,8 +84,8 @@ class HbmModel:
         return int.from_bytes(out, "little")
 
     def _on_req(self, beat: int) -> None:
-        aw = self.g.hbm_addr_bits
-        addr, beats = beat & ((1 << aw) - 1), beat >> aw
+        req = unpack(request_layout(self.g.hbm_addr_bits, self.g.burst), beat)
+        addr, beats = req["addr"], req["beats"]
         assert 1 <= beats <= self.g.burst, f"request of {beats} beats (burst {self.g.burst})"
         self.requested_bytes += beats * self.B
         for i in range(beats):
@@ -188,13 +191,14 @@ async def run_case(dut, g: SliceGeometry, case: dict) -> dict:
 
     loads = []
     x_mem = {}
+    spad_w = spad_write_layout(g.addr_bits, g.width)
     for c in cmds:
         for i, wd in enumerate(x_words(g, c.x, rng if garbage else None)):
-            loads.append(wd << g.addr_bits | (c.x_addr + i))
+            loads.append(pack(spad_w, addr=c.x_addr + i, data=wd))
             x_mem[c.x_addr + i] = wd
         if c.y_init is not None:
             for i, wd in enumerate(y_words(g, c.y_init)):
-                loads.append(wd << g.addr_bits | (c.y_addr + i))
+                loads.append(pack(spad_w, addr=c.y_addr + i, data=wd))
     load = StreamDriver(dut, "spad_w", loads, make_pause(case.get("load_pause", "none"), seed))
     cmd = StreamDriver(dut, "cmd", [cmd_word(g, c) for c in cmds], make_pause("none"))
     done = StreamMonitor(dut, "done", make_pause(case.get("done_pause", "none"), seed + 1))
@@ -305,7 +309,7 @@ async def run_case(dut, g: SliceGeometry, case: dict) -> dict:
     units = g.units
     for name in ("unit_busy", "unit_starved", "unit_backpressured"):
         v = read_int(getattr(dut, name))
-        vals = [(v >> (32 * u)) & 0xFFFFFFFF for u in range(units)]
+        vals = unpack(unit_counters_layout(units), v)
         for u, val in enumerate(vals):
             assert val <= total, f"{name}[{u}] = {val} > {total} cycles"
             if name == "unit_busy":

@@ -6,17 +6,32 @@ It follows the handshake and tile rules of ``docs/mu_interface.md`` (two tile bu
 unsigned integers, accumulated modulo 2**32. It builds in seconds at any width, so the slice's
 sequencing (tiles, groups, K accumulation, ragged edges, stalls) can be checked bit-exactly against
 :func:`stub_reference` independently of the real unit's floating-point datapath. ``rows`` must be 1.
+Its ports are the unit's own (:class:`hw.mu.interface.MatrixUnitSignature`); the counters read 0.
 """
+
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import wiring
 
-from hw.formats import get_format
-from hw.slice.sequencer import x_layout, y_layout
+from hw.hier import BlockParams
+from hw.mu.interface import MatrixUnitSignature
 
 __all__ = ["StubUnit", "TimingStubUnit", "stub_reference"]
+
+
+@dataclass(frozen=True)
+class StubUnitParams(BlockParams):
+    """Names the stub's module like the unit's (``stubunit_w{D}_{fmt}_r1_s{stages}``)."""
+
+    MODULE: ClassVar[str] = "{kind}_w{width}_{fmt}_r{rows}_s{stages}"
+    kind: str
+    width: int
+    fmt: str
+    rows: int
+    stages: int
 
 
 class StubUnit(wiring.Component):
@@ -33,12 +48,10 @@ class StubUnit(wiring.Component):
     def __init__(self, *, width: int, fmt: str, rows: int = 1, stages: int = 0):
         if rows != 1:
             raise ValueError(f"the stub unit supports rows=1 only, not {rows!r}")
-        self.width, self.bits = width, get_format(fmt).bits
-        super().__init__({
-            "w": In(stream.Signature(width * self.bits)),
-            "x": In(stream.Signature(x_layout(width, self.bits, 1))),
-            "y": Out(stream.Signature(y_layout(width, 1))),
-        })
+        sig = MatrixUnitSignature(width, fmt, rows)
+        self.width, self.bits = width, sig.bits
+        self.params = StubUnitParams(type(self).__name__.lower(), width, fmt, rows, stages)
+        super().__init__(sig)
 
     @property
     def latency(self) -> int:
