@@ -128,6 +128,7 @@ class Driver:
 
     def __init__(self, dut, lanes: int, clock: Clocked):
         self.dut, self.lanes, self.clock = dut, lanes, clock
+        self._mon = dut.mon
         self.nbits = len(dut.mon)
         self.log = logging.getLogger("bf16.driver")
         self.valid = self.ready = None
@@ -145,7 +146,7 @@ class Driver:
             (:func:`binstr_to_bytes`).
         """
         self._a, self._b, self._v, self._r = a, b, valid, ready
-        self._n, self._c = a.shape[0], 0
+        self._n, self._c, self._got = a.shape[0], 0, 0
         self._strs, self._rows, self._chunk = [], [], []
         await self.clock.run(self.step, (self,), settle=False)
         return np.concatenate(self._rows)
@@ -154,11 +155,12 @@ class Driver:
         """At a falling edge: keep the monitor word of the edge after the last write; True once
         every cycle's word is in."""
         if self._c:
-            self._strs.append(str(self.dut.mon.value))
-            if len(self._strs) == CHUNK or len(self._rows) * CHUNK + len(self._strs) == self._n:
+            self._strs.append(str(self._mon.value))
+            self._got += 1
+            if len(self._strs) == CHUNK or self._got == self._n:
                 self._rows.append(binstr_to_bytes(self._strs, self.nbits))
                 self._strs = []
-        return len(self._rows) * CHUNK + len(self._strs) == self._n
+        return self._got == self._n
 
     def drive(self) -> None:
         """At a falling edge: write cycle ``c``'s operand word and stream controls."""
