@@ -128,7 +128,7 @@ class Driver:
 
     def __init__(self, dut, lanes: int, clock: Clocked):
         self.dut, self.lanes, self.clock = dut, lanes, clock
-        self._mon = dut.mon
+        self._mon, self._ab, self._in_valid, self._out_ready = dut.mon, dut.ab, dut.in_valid, dut.out_ready
         self.nbits = len(dut.mon)
         self.log = logging.getLogger("bf16.driver")
         self.valid = self.ready = None
@@ -167,17 +167,17 @@ class Driver:
         c = self._c
         if c == self._n:
             return
-        if c % CHUNK == 0:
-            c1 = min(c + CHUNK, self._n)
-            self._chunk = _words(self._a[c:c1], self._b[c:c1])
-        dut = self.dut
-        if self._v[c] != self.valid:
-            self.valid = self._v[c]
-            dut.in_valid.set(Immediate(int(self.valid)))
-        if self._r[c] != self.ready:
-            self.ready = self._r[c]
-            dut.out_ready.set(Immediate(int(self.ready)))
-        dut.ab.set(Immediate(self._chunk[c % CHUNK]))
+        k = c % CHUNK
+        if k == 0:
+            self._chunk = _words(self._a[c:c + CHUNK], self._b[c:c + CHUNK])
+        v, r = self._v[c], self._r[c]
+        if v != self.valid:
+            self.valid = v
+            self._in_valid.set(Immediate(int(v)))
+        if r != self.ready:
+            self.ready = r
+            self._out_ready.set(Immediate(int(r)))
+        self._ab.set(Immediate(self._chunk[k]))
         self._c = c + 1
 
 

@@ -114,17 +114,19 @@ class Clocked:
         that call and the first ``step`` is not booked (inputs as the caller left them).
         """
         falling, settled = self._falling, self._settled
+        drives = [p.drive for p in drive]          # bound once: this loop runs every cycle
+        samples = [p.sample for p in sample]
         n = -1
         while True:
             await falling
             n += 1
             stop = step()
-            for p in drive:
-                p.drive()
+            for f in drives:
+                f()
             if stop:
                 self.cycles += n
                 return n
             if settle:
                 await settled
-            for p in sample:
-                p.sample()
+            for f in samples:
+                f()
