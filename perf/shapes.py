@@ -6,7 +6,7 @@ x[M x K] . W[K x N]`` where ``W`` is what streams from memory (weights, or the K
 attention products) and ``count`` is how many such products one decode step of the whole batch
 runs (layers x heads x sequences x experts).
 
-The cost model is the unit's throughput contract (docs/mu_interface.md), nothing else:
+The cost model is the unit's throughput contract (:mod:`perf.contract`), nothing else:
 
 * a product is cut into ``ceil(K/D) * ceil(N/D)`` weight tiles of ``D x D``, zero-padded;
 * each tile streams ``D`` weight rows of ``D*b/8`` bytes (``b`` = element bits), so the bytes fetched
@@ -17,14 +17,17 @@ The cost model is the unit's throughput contract (docs/mu_interface.md), nothing
 * MAC utilisation = useful MACs ``M*K*N`` / (cycles x ``D^2``).
 
 Activations live on chip and are not counted as fetched bytes. Fill and pipeline latency are left
-out (they are per product, a few tens of cycles). The functions are checked against the RTL's
-counters on real MiniLM tiles by the regression (reports/regression.md).
+out (they are per product, a few tens of cycles): the cycles are
+:meth:`perf.contract.Product.steady_cycles` at full feed, whose schedule the regression checks
+against the RTL's counters on real MiniLM tiles (reports/regression.md).
 """
 
 import math
 from dataclasses import dataclass
 
 from hw.designs import STUDY_WIDTHS
+
+from .contract import Product
 
 __all__ = ["Matmul", "MODELS", "catalog", "cost", "slice80", "WIDTHS"]
 
@@ -135,10 +138,11 @@ def cost(mm: Matmul, width: int, bits: int = 8) -> dict:
         ``utilization`` (useful MACs per cycle / D^2).
     """
     d = width
-    tiles = math.ceil(mm.k / d) * math.ceil(mm.n / d)
+    prod = Product(mm.m, mm.k, mm.n, d)        # one pass: a tile serves all M rows
+    tiles = prod.tiles
     fetched = tiles * d * d * bits / 8 * mm.count
     useful = mm.k * mm.n * bits / 8 * mm.count
-    cycles = tiles * max(d, mm.m) * mm.count
+    cycles = prod.steady_cycles() * mm.count
     macs = mm.m * mm.k * mm.n * mm.count
     return {"tiles": tiles * mm.count, "bytes_fetched": fetched, "bytes_useful": useful,
             "waste": 1 - useful / fetched, "overhead": fetched / useful - 1, "cycles": cycles,

@@ -1,19 +1,21 @@
 """cocotb tests of the BF16 multiplier variants in :class:`tb.fp.bf16_simtop.Bf16SimTop`.
 
 The stack is small and vectorized, so that the simulator, not Python, sets the pace. A
-:class:`Driver` writes one wide operand word (``lanes`` pairs) and the stream controls per cycle and
-keeps the registered monitor word of the same edge as the simulator's binary string (one write, one
-read and one trigger per cycle; nothing is decoded in the loop). Every :data:`CHUNK` cycles the
+:class:`Driver` runs on the shared clocked loop (:class:`tb.lib.clocked.Clocked`, the project's one
+clock-edge rule): at each falling edge it keeps the monitor word the rising edge before registered,
+as the simulator's binary string, then writes the next operand word (``lanes`` pairs, packed
+through :data:`tb.fp.bf16_simtop.OPERANDS`, the multiplier's payload layout) and the stream
+controls. The monitor is registered, so no settling phase is needed: one trigger per cycle, nothing
+decoded in the loop. Every :data:`CHUNK` cycles the
 strings are turned into bytes with numpy (:func:`binstr_to_bytes`). A :class:`Checker` then slices
 every group's products out of those bytes and compares them with the integer model
 :func:`tb.fp.bf16_ref.bf16_mul_ref`, bit for bit (all NaNs are 0x7FC0 by contract, so plain equality
 is the NaN-aware comparison). Pipelined groups are checked as ordered streams: the operands accepted
 (``in_fire``) must come out (``out_fire``) in order, none lost, none duplicated.
 
-Per-cycle costs kept low: the clock is cocotb's C++ clock (``impl="gpi"``), the inputs are written
-with :class:`cocotb.handle.Immediate` at the falling edge (half a period away from the rising edge
-that samples them, so no ReadWrite phase is needed), and the operand words are Python ints built
-from numpy bytes a chunk at a time.
+Per-cycle costs kept low: the clock runs in C++, the inputs are written ``Immediate`` at the falling
+edge (the loop's rule), and the operand words are Python ints built from numpy bytes a chunk at a
+time.
 
 Each test prints its checking rate (``BF16 CHECK RATE``: products checked per wall-clock second,
 from the first driven cycle to the end of the check, and per CPU second of this process, which
@@ -36,12 +38,12 @@ import time
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
 from cocotb.handle import Immediate
-from cocotb.triggers import FallingEdge
 
 from tb.fp.bf16_ref import bf16_mul_ref
+from tb.fp.bf16_simtop import OPERANDS
 from tb.fp.bf16_vectors import boundary_vectors, random_vectors, special_pairs
+from tb.lib.clocked import Clocked
 
 GROUPS = [tuple(g) for g in json.loads(os.environ.get("BF16_GROUPS", '[["booth4", 0, true]]'))]
 LANES = int(os.environ.get("BF16_LANES", "8"))
@@ -104,31 +106,35 @@ def binstr_to_bytes(strs, nbits: int) -> np.ndarray:
 
 
 def _words(a, b) -> list:
-    """Pack (cycles, lanes) operand arrays into one int per cycle: lane k = a | b << 16 at 32k."""
-    ab = (a.astype(np.uint32) | (b.astype(np.uint32) << 16)).astype("<u4")
+    """Pack (cycles, lanes) operand arrays into one int per cycle: lane k is an :data:`OPERANDS`
+    payload at bit 32k (``a`` and ``b`` at the layout's offsets)."""
+    ab = ((a.astype(np.uint32) << np.uint32(OPERANDS["a"].offset))
+          | (b.astype(np.uint32) << np.uint32(OPERANDS["b"].offset))).astype("<u4")
     nbytes = 4 * a.shape[1]
     buf = ab.tobytes()
     return [int.from_bytes(buf[i:i + nbytes], "little") for i in range(0, len(buf), nbytes)]
 
 
 class Driver:
-    """Writes operands and stream controls at each falling edge; records the monitor word."""
+    """Writes operands and stream controls at each falling edge; records the monitor word.
 
-    def __init__(self, dut, lanes: int):
-        self.dut, self.lanes = dut, lanes
+    Parameters
+    ----------
+    dut : cocotb handle
+    lanes : int
+    clock : Clocked
+        The testbench's clocked loop (one per test: it owns the clock).
+    """
+
+    def __init__(self, dut, lanes: int, clock: Clocked):
+        self.dut, self.lanes, self.clock = dut, lanes, clock
+        self._mon, self._ab, self._in_valid, self._out_ready = dut.mon, dut.ab, dut.in_valid, dut.out_ready
         self.nbits = len(dut.mon)
         self.log = logging.getLogger("bf16.driver")
         self.valid = self.ready = None
 
     async def reset(self):
-        # the C++ clock: no Python wake-ups for the clock edges (see the module docstring)
-        cocotb.start_soon(Clock(self.dut.clk, 2, unit="ns", impl="gpi").start())
-        self.dut.rst.value = 1
-        self.dut.in_valid.value = 0
-        self.dut.out_ready.value = 0
-        for _ in range(3):
-            await FallingEdge(self.dut.clk)
-        self.dut.rst.value = 0
+        await self.clock.reset(3, idle=(self.dut.in_valid, self.dut.out_ready))
 
     async def run(self, a, b, valid, ready) -> np.ndarray:
         """Drive lane operands ``a[c]``, ``b[c]`` and ``valid[c]``, ``ready[c]`` in cycle ``c``.
@@ -139,25 +145,40 @@ class Driver:
             Row ``c``: the monitor word the rising edge of cycle ``c`` registered, little-endian
             (:func:`binstr_to_bytes`).
         """
-        dut = self.dut
-        ab, mon, in_valid, out_ready = dut.ab, dut.mon, dut.in_valid, dut.out_ready
-        fall = FallingEdge(dut.clk)
-        rows = []
-        for c0 in range(0, a.shape[0], CHUNK):
-            c1 = min(c0 + CHUNK, a.shape[0])
-            strs = []
-            for c, word in enumerate(_words(a[c0:c1], b[c0:c1]), c0):
-                if valid[c] != self.valid:
-                    self.valid = valid[c]
-                    in_valid.set(Immediate(int(self.valid)))
-                if ready[c] != self.ready:
-                    self.ready = ready[c]
-                    out_ready.set(Immediate(int(self.ready)))
-                ab.set(Immediate(word))
-                await fall
-                strs.append(str(mon.value))
-            rows.append(binstr_to_bytes(strs, self.nbits))
-        return np.concatenate(rows)
+        self._a, self._b, self._v, self._r = a, b, valid, ready
+        self._n, self._c, self._got = a.shape[0], 0, 0
+        self._strs, self._rows, self._chunk = [], [], []
+        await self.clock.run(self.step, (self,), settle=False)
+        return np.concatenate(self._rows)
+
+    def step(self) -> bool:
+        """At a falling edge: keep the monitor word of the edge after the last write; True once
+        every cycle's word is in."""
+        if self._c:
+            self._strs.append(str(self._mon.value))
+            self._got += 1
+            if len(self._strs) == CHUNK or self._got == self._n:
+                self._rows.append(binstr_to_bytes(self._strs, self.nbits))
+                self._strs = []
+        return self._got == self._n
+
+    def drive(self) -> None:
+        """At a falling edge: write cycle ``c``'s operand word and stream controls."""
+        c = self._c
+        if c == self._n:
+            return
+        k = c % CHUNK
+        if k == 0:
+            self._chunk = _words(self._a[c:c + CHUNK], self._b[c:c + CHUNK])
+        v, r = self._v[c], self._r[c]
+        if v != self.valid:
+            self.valid = v
+            self._in_valid.set(Immediate(int(v)))
+        if r != self.ready:
+            self.ready = r
+            self._out_ready.set(Immediate(int(r)))
+        self._ab.set(Immediate(self._chunk[k]))
+        self._c = c + 1
 
 
 class Checker:
@@ -267,7 +288,7 @@ async def _run_and_check(dut, a, b, valid, ready, *, run: str) -> dict:
     valid = np.r_[valid, np.zeros(flush, bool)]
     ready = np.r_[ready, np.ones(flush, bool)]
     checker = Checker(LANES, GROUPS, LATENCIES)
-    drv = Driver(dut, LANES)
+    drv = Driver(dut, LANES, Clocked(dut, period_ns=2))
     assert drv.nbits == checker.mon_bits, (
         f"the sim top's monitor is {drv.nbits} bits, BF16_GROUPS/BF16_LANES say {checker.mon_bits}")
     await drv.reset()

@@ -2,9 +2,10 @@
 
 Each *group* is one variant ``(arch, stages, subnormals)`` replicated over ``lanes`` multipliers
 placed with :func:`hw.hier.place`, so the Verilog holds each variant's module once and Verilator
-compiles it once. Every group sees the same operands: lane ``k`` reads ``ab[32k+15:32k]`` as ``a``
-and ``ab[32k+31:32k+16]`` as ``b`` (the layout of the multiplier's stream payload). Pipelined groups
-share ``in_valid`` and ``out_ready``.
+compiles it once. Every group sees the same operands: lane ``k`` reads ``ab[32k+31:32k]`` as an
+:data:`OPERANDS` payload (the multiplier's stream payload: ``a`` then ``b``, least significant
+first), which the testbench packs through the same layout. Pipelined groups share ``in_valid`` and
+``out_ready``.
 
 At every rising edge the top registers a monitor word ``mon`` (fields least-significant first):
 
@@ -19,13 +20,17 @@ sees, one cycle later, exactly what happened at the edge, with a single read per
 """
 
 from amaranth.hdl import Cat, Module, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw import hier
 from hw.fp.bf16_mul import Bf16Multiplier
 
-__all__ = ["Bf16SimTop", "DEFAULT_GROUPS"]
+__all__ = ["Bf16SimTop", "DEFAULT_GROUPS", "OPERANDS"]
+
+#: One lane's operands: the payload of :class:`hw.fp.bf16_mul.Bf16Multiplier`'s ``i`` stream
+#: (``a`` in bits 15:0, ``b`` in bits 31:16), also the combinational variant's ``a``/``b`` ports.
+OPERANDS = data.StructLayout({"a": 16, "b": 16})
 
 #: (arch, stages, subnormals) of every variant the regression checks in one build: all four
 #: combinational ones, and pipelined ones covering each arch, each subnormals setting and the
@@ -89,9 +94,9 @@ class Bf16SimTop(wiring.Component):
             for k in range(self._lanes):
                 mul = Bf16Multiplier(arch=arch, stages=stages, subnormals=sub)
                 hier.place(m, f"g{g}_lane{k}", mul)
-                ab = self.ab[32 * k:32 * k + 32]
+                ab = data.View(OPERANDS, self.ab[32 * k:32 * k + 32])
                 if stages == 0:
-                    m.d.comb += [mul.a.eq(ab[:16]), mul.b.eq(ab[16:])]
+                    m.d.comb += [mul.a.eq(ab.a), mul.b.eq(ab.b)]
                     outs.append(mul.p)
                 else:
                     m.d.comb += [mul.i.payload.eq(ab), mul.i.valid.eq(self.in_valid),

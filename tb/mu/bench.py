@@ -2,25 +2,17 @@
 
 Prints, per width: Verilog generation seconds, Verilator build seconds (a fresh build folder
 ``build/sim/<variant>-bench``, timed after the build lock is taken), and the cocotb simulation rate in
-x-beats/s on a long full-rate run (model and stimulus generation excluded), in both testbench modes,
-and the simulator's own rate with no Python code per cycle (a bound on any testbench of that build).
+x-beats/s on a long full-rate run (model and stimulus generation excluded), in both testbench modes
+(exact: handshakes sampled once settled, two triggers per cycle; fast: transfers read from the
+unit's counters, one trigger per cycle; :mod:`tb.lib.clocked`), and the simulator's own rate with no
+Python code per cycle (a bound on any testbench of that build).
 
     HW_BUILD_LOCK=/tmp/heavy.lock python -m tb.mu.bench --widths 64 128 --beats 20000
     HW_SIM_FLAT=1 python -m tb.mu.bench --widths 64 --tree words --beats 8000   # fastest variant
 
-Budgets (issue 4): Verilator build of D = 128 <= 10 min; cocotb >= 20k x-beats/s at D = 64.
-Measured at D = 64 E4M3, 20,000 beats, on the 2-core machine (2026-12-03), fast mode / simulator
-alone (docs/mu_interface.md has the table and the build times):
-
-* Dadda tree, hierarchical build (what the tests use): 247 x-beats/s / 287 cycles/s;
-* word-level tree (``--tree words``: same exact sum, one wide add per node), hierarchical:
-  2,847 / 3,662;
-* word-level tree, flat build (``HW_SIM_FLAT=1``): 7,302 / 11,027;
-* the same with ``--threads 2``: 7,773 / 13,253.
-
-The budget is not met: the bit-level Dadda tree (one named signal per adder cell, ~2,400 per
-column, ~150k per D = 64 unit) is what the simulator spends its time on, and even the word-level
-variant evaluates 4,096 lanes per cycle at 11-13k cycles/s before any testbench code runs.
+The measured build times and rates, and why the bit-level Dadda tree keeps the simulator itself
+below the x-beats/s budget at D = 64, are in ``docs/mu_interface.md`` ("Simulation and lint at
+large D").
 """
 
 import argparse
@@ -91,7 +83,9 @@ def sim_rate(width: int, fmt: str, rows: int, beats: int, exact: bool,
     Returns
     -------
     dict
-        ``x_beats``, ``cycles``, ``wall_s``, ``x_beats_per_s``, ``cycles_per_s`` and
+        ``x_beats``, ``cycles``, ``wall_s``, ``x_beats_per_s``, ``cycles_per_s``,
+        ``x_beats_per_cpu_s`` (per CPU second of the simulation process: Verilator and cocotb,
+        less sensitive to other jobs on the machine) and
         ``simulator_cycles_per_s`` (the simulator alone, no Python per cycle).
     """
     verilog, latency, variant, _ = emit_unit(width, fmt, rows, tree=tree)
@@ -129,7 +123,8 @@ def main(argv=None) -> None:
                 r = sim_rate(w, args.fmt, args.rows, args.beats, exact, tree=args.tree,
                              threads=args.threads)
                 mode = "exact (2 triggers/cycle)" if exact else "fast (1 trigger/cycle)"
-                print(f"D={w} cocotb {mode}: {r['x_beats_per_s']:.0f} x-beats/s "
+                print(f"D={w} cocotb {mode}: {r['x_beats_per_s']:.0f} x-beats/s, "
+                      f"{r['x_beats_per_cpu_s']:.0f} per CPU second "
                       f"({r['x_beats']} beats, {r['cycles']} cycles, {r['wall_s']:.1f} s); "
                       f"simulator alone {r['simulator_cycles_per_s']:.0f} cycles/s", flush=True)
 

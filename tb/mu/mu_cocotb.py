@@ -17,10 +17,12 @@ import numpy as np
 from cocotb.triggers import Timer
 
 from hw.formats import get_format
+from perf.contract import Schedule
+from tb.lib.clocked import write
+from tb.lib.pause import bursty_pause, cycle_pause, random_pause
 
 from . import stimulus
 from .program import Program
-from .stream import bursty_pause, cycle_pause, random_pause
 from .testbench import Checker, MuTestbench
 
 WIDTH = int(os.environ.get("MU_WIDTH", "8"))
@@ -123,28 +125,53 @@ async def stalls(dut):
         assert res.counters["stall_y"] > 0 or pauses["y_pause"] is None
 
 
+def contract_schedule(prog: Program) -> Schedule:
+    """The throughput contract's schedule of a program: tiles start at the ``swap`` beats."""
+    starts = [int(i) for i in np.flatnonzero(prog.swap)] + [prog.n_beats]
+    return Schedule(WIDTH, tuple(np.diff(starts).tolist()), y_beats=prog.n_outputs)
+
+
+def check_contract(prog: Program, res) -> Schedule:
+    """An unpaused run against the contract: the unit's beat and MAC counters, and the cycle of the
+    last result (``Schedule.cycles``: cycle 0 is the run's first edge, where the first w beat is
+    taken)."""
+    sched = contract_schedule(prog)
+    got = {k: res.counters[k] for k in sched.counters()}
+    assert got == sched.counters(), f"counters {got}, the contract's schedule {sched.counters()}"
+    last = int(res.y_cycles[-1]) + 1
+    assert last == sched.cycles(LATENCY), (
+        f"last result after {last} cycles, the contract says {sched.cycles(LATENCY)} "
+        f"({sched.tiles} tiles, D {WIDTH}, latency {LATENCY})")
+    return sched
+
+
 @cocotb.test()
 async def throughput(dut):
-    """Throughput contract from the counters: one x beat per cycle when each tile serves D beats;
-    one tile per D cycles at batch 1."""
+    """Throughput contract (perf.contract) from the counters: one x beat per cycle when each tile
+    serves D beats; one tile per D cycles at batch 1; whole runs end when the contract says."""
     tb = await _tb(dut)
     d = WIDTH
     prog = stimulus.full_rate(d, FMT, ROWS, tiles=4)
     i0, i1 = d, prog.n_beats - 1            # from the first beat of tile 1 to the last beat
     res, _ = await _run_checked(tb, prog, "full_rate", snap_beats=(i0, i1))
+    sched = check_contract(prog, res)
     a, b = res.windows
     beats, cycles = b["x_beats"] - a["x_beats"], b["cycles"] - a["cycles"]
     tb.log.info("full rate: %d x beats in %d cycles (stall_tile +%d)", beats, cycles,
                 b["stall_tile"] - a["stall_tile"])
-    assert beats == i1 - i0 and cycles == beats, (beats, cycles)
+    # tiles 1.. serve D beats each: the window holds the unit max(D, D) = 1 cycle per beat
+    assert beats == i1 - i0 and cycles == Schedule(d, sched.tile_beats[1:]).steady_cycles() - 1, (
+        beats, cycles)
     assert b["stall_tile"] == a["stall_tile"]
     prog = stimulus.batch_one(d, FMT, ROWS, tiles=8)
     res, _ = await _run_checked(tb, prog, "batch_one", snap_beats=(1, 7))
+    check_contract(prog, res)
     a, b = res.windows
     beats, cycles = b["x_beats"] - a["x_beats"], b["cycles"] - a["cycles"]
     w_beats = b["w_beats"] - a["w_beats"]
     tb.log.info("batch 1: %d tiles in %d cycles (%d w beats)", beats, cycles, w_beats)
-    assert beats == 6 and cycles == 6 * d, (beats, cycles)
+    # beats 2..7: six one-beat tiles, each holding the unit max(D, 1) = D cycles
+    assert beats == 6 and cycles == Schedule(d, (1,) * 6).steady_cycles() == 6 * d, (beats, cycles)
     assert w_beats == 6 * d or beats == 6
 
 
@@ -155,9 +182,9 @@ async def bench(dut):
     n_tiles = max(1, int(os.environ.get("MU_BENCH", "4096")) // WIDTH)
     prog = stimulus.full_rate(WIDTH, FMT, ROWS, tiles=n_tiles)
     expected = prog.expected()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     res = await tb.run(prog, fast=os.environ.get("MU_BENCH_EXACT", "0") != "1")
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     Checker(expected, tb.log).check(res.y)
     rate = prog.n_beats / wall
     tb.log.info("bench: %d x beats, %d cycles in %.2f s: %.0f x-beats/s, %.0f cycles/s",
@@ -170,16 +197,15 @@ async def bench(dut):
     again = Program(WIDTH, FMT, ROWS, x=prog.x[-1:], swap=np.zeros(1, bool),  # no swap: the tile
                     first=np.ones(1, bool), last=np.ones(1, bool),            # still active, a row
                     row=np.zeros(1, np.int64))                                # per beat
-    dut.x__payload.value = again.x_beats()[0]
-    dut.w__valid.value = 0
-    dut.y__ready.value = 1
-    dut.x__valid.value = 1
+    write(dut.x__payload, again.x_beats()[0])   # at the falling edge where the run returned
+    write(dut.w__valid, 0)
+    write(dut.y__ready, 1)
+    write(dut.x__valid, 1)
     raw_cycles = max(2000, res.cycles)
     x0 = tb.counters()["x_beats"]
     t0 = time.perf_counter()
     await Timer(raw_cycles * tb.period_ns, unit="ns")
     raw = raw_cycles / (time.perf_counter() - t0)
-    dut.x__valid.value = 0
     busy = tb.counters()["x_beats"] - x0
     assert busy >= raw_cycles - 2, f"the datapath idled: {busy} x beats in {raw_cycles} cycles"
     tb.log.info("bench: simulator alone %.0f cycles/s (%d x beats)", raw, busy)
@@ -188,6 +214,7 @@ async def bench(dut):
         with open(out, "w") as fh:
             json.dump({"x_beats": prog.n_beats, "cycles": res.cycles, "wall_s": wall,
                        "x_beats_per_s": rate, "cycles_per_s": res.cycles / wall,
+                       "x_beats_per_cpu_s": prog.n_beats / cpu,
                        "simulator_cycles_per_s": raw}, fh)
 
 

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tb.lib.pause import make_pause
+
 from .program import Program, Tile
-from .stream import make_pause
 
 __all__ = ["ReplayResult", "run_tiles", "model_tiles", "load_program", "save_result"]
 
@@ -137,7 +138,7 @@ def run_tiles(width: int, fmt: str, tiles, *, rows: int = 1, stages: int | None 
         What to send, in order.
     pauses : dict, optional
         Pause specs per stream, e.g. ``{"w": "random:0.3", "y": "bursty:4:8"}``
-        (:func:`tb.mu.stream.make_pause`); default none.
+        (:func:`tb.lib.pause.make_pause`); default none.
     check : bool
         Raise ``AssertionError`` if the unit's rows differ from the model's.
     name_suffix : str

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from hw.formats import MATRIX_FORMATS, get_format
+from tb.lib.pause import make_pause
 
 from .program import Program, Tile, pack_rows, row_bits, unpack_y
 from .stimulus import ADVERSARIAL, every_product, product_oracle, random_program
-from .stream import make_pause
 
 pytestmark = pytest.mark.quick
 

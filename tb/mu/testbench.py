@@ -1,9 +1,11 @@
-"""cocotb testbench of the matrix unit: one clocked loop, drivers for ``w``/``x``, a monitor for ``y``,
-an in-order checker against the bit-true model, and the unit's counters cross-checked against what the
-testbench itself observed.
+"""cocotb testbench of the matrix unit: sources for ``w``/``x``, a sink for ``y``, an in-order checker
+against the bit-true model, and the unit's counters cross-checked against what the testbench itself
+observed.
 
-The loop awaits two triggers per cycle whatever the number of streams: after the rising edge every
-component drives, at the falling edge every component samples (see :mod:`tb.mu.stream`).
+It runs on the shared clocked loop (:mod:`tb.lib.clocked`, the project's one clock-edge rule):
+inputs are written at the falling edge; in the default mode the handshakes are sampled once the
+design has settled (two triggers per cycle), in the fast mode the ``w``/``x`` transfers are read
+from the unit's own beat counters at the next falling edge (one trigger per cycle).
 """
 
 from __future__ import annotations
@@ -13,16 +15,17 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, RisingEdge
+
+from hw.mu.interface import COUNTERS
+from tb.lib.clocked import Clocked
+from tb.lib.pause import no_pause
+from tb.lib.stream import StreamSink, StreamSource, read_int
 
 from .program import Program, row_bits, unpack_y
-from .stream import StreamDriver, StreamMonitor, fast_reader, no_pause
 
 __all__ = ["COUNTERS", "MuTestbench", "RunResult", "Checker"]
 
 #: Counter ports (docs/mu_interface.md), as ``cnt_<name>``.
-COUNTERS = ("cycles", "w_beats", "x_beats", "y_beats", "stall_tile", "stall_x", "stall_y", "macs")
 
 
 @dataclass
@@ -96,17 +99,18 @@ class Checker:
 
 
 class _RunState:
-    """Bookkeeping of one :meth:`MuTestbench.run` shared by its two loop flavours."""
+    """Bookkeeping of one :meth:`MuTestbench.run`: the ``step`` of the clocked loop (books each
+    rising edge) and a ``drive`` part that accounts the tile stall the coming edge will count."""
 
-    def __init__(self, tb, prog, w_pause, x_pause, y_pause, snap_beats, drain, timeout):
+    def __init__(self, tb, prog, w_pause, x_pause, y_pause, snap_beats, drain, timeout, fast):
         d = tb.width
-        self.tb, self.d = tb, d
-        self.wdrv = StreamDriver(tb.dut, "w", prog.w_beats(), w_pause)
-        self.xdrv = StreamDriver(tb.dut, "x", prog.x_beats(), x_pause)
-        self.ymon = StreamMonitor(tb.dut, "y", y_pause or no_pause())
+        self.tb, self.d, self.fast = tb, d, fast
+        self.wdrv = StreamSource(tb.dut, "w", prog.w_beats(), w_pause)
+        self.xdrv = StreamSource(tb.dut, "x", prog.x_beats(), x_pause)
+        self.ymon = StreamSink(tb.dut, "y", y_pause or no_pause())
         self.swaps = prog.swap
         self.n_out, self.n_x, self.n_w = prog.n_outputs, prog.n_beats, len(self.wdrv.beats)
-        self.start = tb.counters()
+        self.start = None
         self.drain = tb.latency + 8 if drain is None else drain
         self.timeout = timeout or (64 + 4 * d + tb.latency) * 8
         self.snap = set(snap_beats)
@@ -117,19 +121,33 @@ class _RunState:
         self.swapped = 0         # swap beats transferred so far
         self.idle = 0
         self.tail = None
-        self.want_snap = None
         self.cycle = 0
+        self._cw, self._cx = tb.cnt["w_beats"], tb.cnt["x_beats"]
 
-    def before_sample(self) -> bool:
-        """Take a pending counter snapshot; return True when the run is over."""
-        if self.want_snap is not None:
-            self.windows.append({"beat": self.want_snap, "cycle": self.cycle,
-                                 **{k: v - self.start[k] for k, v in self.tb.counters().items()}})
-            self.want_snap = None
+    def step(self) -> bool:
+        """At a falling edge: book the rising edge that just passed; True when the run is over."""
+        if self.start is None:            # first call: no edge of this run has passed yet
+            self.start = self.tb.counters()
+            self._last_w, self._last_x = self.start["w_beats"], self.start["x_beats"]
+            return False
+        wdrv, xdrv = self.wdrv, self.xdrv
+        if self.fast:                     # the transfers of that edge, from the unit's counters
+            now_w, now_x = read_int(self._cw), read_int(self._cx)
+            wf, xf = now_w - self._last_w, now_x - self._last_x
+            self._last_w, self._last_x = now_w, now_x
+            if wf > int(wdrv.valid) or xf > int(xdrv.valid):
+                raise AssertionError(f"cycle {self.cycle}: counters stepped by w {wf}, x {xf} "
+                                     f"with valid w={wdrv.valid}, x={xdrv.valid}")
+            wdrv.fired, xdrv.fired = bool(wf), bool(xf)
+        self._book(wdrv.fired, xdrv.fired, self.ymon.fired)
         return self.tail is not None and self.tail <= 0
 
-    def account_tile_stall(self) -> None:
-        """Count a cycle in which x is valid but its tile is not there (or x is not valid)."""
+    def drive(self) -> None:
+        """After the sources drove: count a cycle in which x is valid but its tile is not there
+        (or x is not valid), as ``cnt_stall_tile``/``cnt_stall_x`` will at the coming edge (not
+        booked when the run stops at this falling edge)."""
+        if self.tail is not None and self.tail <= 0:
+            return
         xdrv = self.xdrv
         if xdrv.valid:
             swap = self.swaps[xdrv.sent]
@@ -139,7 +157,7 @@ class _RunState:
         else:
             self.obs["stall_x"] += 1
 
-    def after_sample(self, wf: bool, xf: bool, yf: bool) -> None:
+    def _book(self, wf: bool, xf: bool, yf: bool) -> None:
         """Book the transfers of one rising edge (cycle ``self.cycle``)."""
         self.obs["cycles"] += 1
         if wf:
@@ -148,8 +166,6 @@ class _RunState:
             self.x_cycles.append(self.cycle)
             i = self.xdrv.sent
             self.swapped += int(self.swaps[i])
-            if i in self.snap:
-                self.want_snap = i
         if yf:
             self.y_cycles.append(self.cycle)
         self.idle = 0 if (wf or xf or yf) else self.idle + 1
@@ -161,6 +177,9 @@ class _RunState:
                 f"{self.n_out} y rows (x ready={int(dut.x__ready.value)}, "
                 f"w ready={int(dut.w__ready.value)})")
         self.cycle += 1
+        if xf and i in self.snap:         # counters right after the edge that took beat i
+            self.windows.append({"beat": i, "cycle": self.cycle,
+                                 **{k: v - self.start[k] for k, v in self.tb.counters().items()}})
         if self.tail is None:
             if (len(self.ymon.received) >= self.n_out and len(self.x_cycles) >= self.n_x
                     and self.w_done >= self.n_w):
@@ -187,37 +206,27 @@ class MuTestbench:
         self.log = logging.getLogger("cocotb.tb.mu")
         self.rb = row_bits(rows)
         self.cnt = {c: getattr(dut, f"cnt_{c}") for c in COUNTERS}
-        self._clock = None
-        self.period_ns = 10
+        self.clock = Clocked(dut, period_ns=10)
+        self.period_ns = self.clock.period_ns
 
     async def start(self, reset_cycles: int = 3) -> None:
-        """Start the clock and hold reset (streams idle)."""
+        """Start the clock and hold reset (streams idle); check the counters read 0 after it."""
         dut = self.dut
-        if self._clock is None:
-            # the GPI (C++) clock: no Python wake-up per edge unless a test awaits one
-            self._clock = Clock(dut.clk, self.period_ns, unit="ns", impl="gpi")
-            self._clock.start()
-        dut.w__valid.value = 0
-        dut.x__valid.value = 0
-        dut.y__ready.value = 0
-        dut.rst.value = 1
-        for _ in range(reset_cycles):
-            await RisingEdge(dut.clk)
-        dut.rst.value = 0
-        await FallingEdge(dut.clk)
+        await self.clock.reset(reset_cycles, idle=(dut.w__valid, dut.x__valid, dut.y__ready))
         got = self.counters()
         assert all(v == 0 for v in got.values()), f"counters not 0 right after reset: {got}"
 
     def counters(self) -> dict:
         """Read every counter port now."""
-        return {k: int(h.value) for k, h in self.cnt.items()}
+        return {k: read_int(h) for k, h in self.cnt.items()}
 
     async def run(self, prog: Program, *, w_pause=None, x_pause=None, y_pause=None,
                   snap_beats=(), drain: int | None = None, timeout: int | None = None,
                   fast: bool = False) -> RunResult:
         """Send a program, collect every ``y`` row, check the counters against observation.
 
-        Must be called right after :meth:`start` or another ``run`` (at a falling edge).
+        Must be called right after :meth:`start` or another ``run``. Cycle 0 of the run is the
+        first rising edge at which its beats can transfer.
 
         Parameters
         ----------
@@ -242,8 +251,10 @@ class MuTestbench:
             On a timeout or on counters that disagree with what the testbench observed.
         """
         t0 = time.perf_counter()
-        st = _RunState(self, prog, w_pause, x_pause, y_pause, snap_beats, drain, timeout)
-        await (self._loop_fast(st) if fast else self._loop_exact(st))
+        st = _RunState(self, prog, w_pause, x_pause, y_pause, snap_beats, drain, timeout, fast)
+        drive = (st.wdrv, st.xdrv, st.ymon, st)
+        sample = (st.ymon,) if fast else (st.wdrv, st.xdrv, st.ymon)
+        await self.clock.run(st.step, drive, sample, settle=not fast)
         end = self.counters()
         got = {k: end[k] - st.start[k] for k in COUNTERS}
         obs = st.obs
@@ -258,57 +269,6 @@ class MuTestbench:
         diff = {k: (got[k], obs[k]) for k in COUNTERS if got[k] != obs[k]}
         assert not diff, f"counters (unit, testbench) disagree: {diff}"
         return res
-
-    async def _loop_exact(self, st: _RunState) -> None:
-        """Two triggers per cycle: drive after the rising edge, sample at the falling edge."""
-        dut = self.dut
-        wdrv, xdrv, ymon = st.wdrv, st.xdrv, st.ymon
-        rising, falling = RisingEdge(dut.clk), FallingEdge(dut.clk)
-        # We are at a falling edge: each iteration samples the transfers of the coming rising edge
-        # (with the values driven after the previous one), then drives the next cycle.
-        while True:
-            if st.before_sample():
-                break
-            st.account_tile_stall()
-            wf = wdrv.sample()
-            xf = xdrv.sample()
-            yf = ymon.sample()
-            st.after_sample(wf, xf, yf)
-            await rising
-            wdrv.drive()
-            xdrv.drive()
-            ymon.drive()
-            await falling
-
-    async def _loop_fast(self, st: _RunState) -> None:
-        """One trigger per cycle: at each falling edge learn the previous edge's w/x transfers from
-        the counters, sample y (registered), drive everything for the next edge."""
-        dut = self.dut
-        wdrv, xdrv, ymon = st.wdrv, st.xdrv, st.ymon
-        cw, cx = fast_reader(self.cnt["w_beats"]), fast_reader(self.cnt["x_beats"])
-        falling = FallingEdge(dut.clk)
-        last_w, last_x = st.start["w_beats"], st.start["x_beats"]
-        yf = started = False
-        wdrv.fired = xdrv.fired = False
-        while True:
-            # transfers of the previous rising edge, from the counters
-            now_w, now_x = cw(), cx()
-            wf, xf = now_w - last_w, now_x - last_x
-            last_w, last_x = now_w, now_x
-            if wf > int(wdrv.valid) or xf > int(xdrv.valid):
-                raise AssertionError(f"cycle {st.cycle}: counters stepped by w {wf}, x {xf} "
-                                     f"with valid w={wdrv.valid}, x={xdrv.valid}")
-            if started:          # the first iteration has no previous edge of this run
-                wdrv.fired, xdrv.fired = bool(wf), bool(xf)
-                st.after_sample(bool(wf), bool(xf), yf)
-            started = True
-            if st.before_sample():
-                break
-            wdrv.drive()
-            xdrv.drive()
-            st.account_tile_stall()
-            yf = ymon.step()
-            await falling
 
     def check_latency(self, prog: Program, res: RunResult) -> None:
         """With ``y`` never backpressured, each row leaves exactly ``latency`` cycles after its beat."""

@@ -5,16 +5,16 @@ twice what the unit consumes) runs the real MiniLM layer-0 FFN up projection (38
 with the testbench's HBM model limited to ``rate`` bytes per cycle, for rates from 0.25x to 2x of
 the unit's consumption ``D * b / 8``. Every run is also checked bit-exact against the numerics model.
 
-Analytical feed-bound model (batch 1: every weight is used once): the units need ``units * D * b/8``
-bytes per cycle and do ``units * D`` MACs per cycle, so
+The model column is the throughput contract's steady state (:meth:`perf.contract.Product.
+macs_per_cycle`: useful MACs over the schedule's cycles, each tile holding the unit for as long as
+the feed needs to bring the next one). At batch 1 (every weight used once) that is the feed-bound
+line ``min(rate * 8 / b, units * D) * useful_fraction`` (``useful_fraction`` = useful weight
+elements / elements streamed; 1 for this shape at every D). The measured value is useful MACs
+(M*K*N) over the command's cycles (acceptance to last write), so it includes the fill and drain time
+the model leaves out.
 
-    model_macs_per_cycle = min(rate * 8 / b, units * D) * useful_fraction
-
-(``useful_fraction`` = useful weight elements / elements streamed; 1 for this shape at every D).
-The measured value is useful MACs (M*K*N) over the command's cycles (acceptance to last write),
-so it includes the fill and drain time the model leaves out.
-
-Usage: ``python -m tb.slice.knee [--widths 32 64 128] [--rates 0.25 0.5 ...]``; writes
+Usage: ``python -m tb.slice.knee [--widths 32 64 128] [--rates 0.25 0.5 ...]``
+(``--widths 8 --rates 0.5 1`` is the smallest run); writes
 ``reports/knee.csv`` and ``reports/plots/knee.png`` (rows of widths not run are kept from the
 existing CSV, so widths can be run separately).
 """
@@ -22,9 +22,11 @@ existing CSV, so widths can be run separately).
 import argparse
 import csv
 import json
+import math
 import time
 from pathlib import Path
 
+from perf.contract import Product
 from tb import sim
 from tb.slice.harness import run_cases
 
@@ -33,11 +35,13 @@ CSV = REPO / "reports" / "knee.csv"
 PLOT = REPO / "reports" / "plots" / "knee.png"
 RATES = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)
 COLUMNS = ("width", "feed_bytes_per_cycle", "measured_macs_per_cycle", "model_macs_per_cycle", "unit")
+#: The swept product: MiniLM layer-0 FFN up projection, one token (M x K x N).
+SHAPE = (1, 384, 1536)
 
 
-def model_macs(rate: float, width: int, units: int = 1, bits: int = 8, useful: float = 1.0) -> float:
-    """Feed-bound MACs per cycle at batch 1 (see the module docstring)."""
-    return min(rate * 8 / bits, units * width) * useful
+def model_macs(rate: float, width: int, units: int = 1, bits: int = 8) -> float:
+    """The contract's MACs per cycle of :data:`SHAPE` at ``rate`` bytes per cycle (module docstring)."""
+    return Product(*SHAPE, width, units=units).macs_per_cycle(bits, feed=rate)
 
 
 def measure(width: int, rates, latency: int = 20, numerics: str = "mu", reuse: bool = False) -> list:
@@ -61,12 +65,11 @@ def measure(width: int, rates, latency: int = 20, numerics: str = "mu", reuse: b
     print(f"D={width}: {len(cases)} rates in {time.time() - t0:.0f} s")
     rows = []
     for r, case in zip(res, cases, strict=True):
-        c = r["counters"]
-        useful = c["w_useful_elems"] / (c["w_useful_elems"] + c["w_pad_elems"])
+        assert r["macs"][0] == math.prod(SHAPE), "the case is not the modelled shape"
         measured = r["macs"][0] / r["cmd_cycles"][0]
         rows.append({"width": width, "feed_bytes_per_cycle": case["rate"],
                      "measured_macs_per_cycle": round(measured, 4),
-                     "model_macs_per_cycle": round(model_macs(case["rate"], width, useful=useful), 4),
+                     "model_macs_per_cycle": round(model_macs(case["rate"], width), 4),
                      "unit": "matrix_unit" if numerics == "mu" else "timing_stub"})
     return rows
 

@@ -11,6 +11,7 @@ import numpy as np
 from hw.formats import get_format
 from hw.payload import pack
 from hw.slice.slice import cmd_layout
+from perf.contract import Product
 from tb.mu.model import FP32_EDGES
 from tb.mu.program import pack_rows
 
@@ -146,21 +147,26 @@ def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str) ->
 
 
 def expected_counters(g: SliceGeometry, cmds: list) -> dict:
-    """Counter values the shapes imply (HBM bytes, useful/padding weights, beats, result rows)."""
-    D, U, B = g.width, g.units, g.feed_bytes
+    """Counter values the shapes imply (HBM bytes, useful/padding weights, beats, result rows).
+
+    The unit-side numbers are the throughput contract's schedule (:class:`perf.contract.Product`
+    on ``units`` units with ``rows`` accumulator rows: ``x_beats`` and ``w_rows`` are one unit's
+    ``x`` and weight beats, every unit running in lockstep); the HBM side adds the feed's beats of
+    ``feed_bytes``, each group's Kp super-rows rounded up to whole beats, fetched once per pass.
+    """
+    D, B = g.width, g.feed_bytes
     c = dict(hbm_req_bytes=0, w_useful_elems=0, w_pad_elems=0, x_beats=0, y_rows=0, w_rows=0)
     for cmd in cmds:
         mm, k, n = cmd.mkn
-        kt, nt, groups = _tiles(g, k, n)
-        passes = -(-mm // g.rows)
-        group_bytes = kt * D * g.row_bytes
-        beats = -(-group_bytes // B)
-        c["hbm_req_bytes"] += passes * groups * beats * B
-        c["w_useful_elems"] += passes * k * n
-        c["w_pad_elems"] += passes * groups * kt * D * U * D - passes * k * n
-        c["x_beats"] += groups * kt * mm
-        c["y_rows"] += mm * nt
-        c["w_rows"] += passes * groups * kt * D
+        prod = Product(mm, k, n, D, rows=g.rows, units=g.units)
+        sched = prod.schedule()
+        beats = -(-prod.k_tiles * D * g.row_bytes // B)     # one group's Kp super-rows
+        c["hbm_req_bytes"] += prod.passes * prod.groups * beats * B
+        c["w_useful_elems"] += prod.weights_useful
+        c["w_pad_elems"] += prod.weights_streamed - prod.weights_useful
+        c["x_beats"] += sched.x_beats
+        c["y_rows"] += prod.y_rows
+        c["w_rows"] += sched.w_beats
     c["hbm_rcv_bytes"] = c["hbm_req_bytes"]
     return c
 

@@ -4,15 +4,16 @@ Knobs (environment, JSON): ``SLICE_CFG`` = :class:`tb.slice.layout.SliceGeometry
 ``SLICE_CASES`` = a list of {``shapes``: [[M, K, N] or [M, K, N, acc], ...] or ``minilm``: op name
 (``ffn_up``), ``numerics``: ``mu`` | ``stub``, ``rate``: HBM bytes per cycle (float), ``latency``:
 cycles, ``hbm_pause``, ``req_pause``, ``read_pause``, ``done_pause``, ``load_pause``: pause specs
-(``tb.mu.stream.make_pause``), ``seed``, ``garbage``: fill padding with random codes,
+(``tb.lib.pause.make_pause``), ``seed``, ``garbage``: fill padding with random codes,
 ``spy_reads``: host reads of x words issued while the commands run}, run in turn with a reset
 between. ``acc`` = 0 overwrites y, 1 accumulates onto old y values the host writes first (random
 FP32 with specials, :func:`tb.slice.layout.random_fp32`), 2 accumulates onto the previous command's
 y (same M and N: a K split over two commands);
 ``SLICE_OUT``: a JSON file to write the measurements to (cycles per command, counters).
 
-One clocked loop drives every port: after each rising edge the drivers present beats, at the falling
-edge every handshake is sampled (the pattern of :mod:`tb.mu.stream`).
+One clocked loop drives every port (:class:`tb.lib.clocked.Clocked`, the project's one clock-edge
+rule): at each falling edge the sources present beats and the sinks set ``ready``; once the design
+has settled, every handshake of the coming rising edge is sampled.
 """
 
 import json
@@ -21,13 +22,13 @@ from collections import deque
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 from hw.payload import pack, unpack
 from hw.slice.feed import request_layout
 from hw.slice.slice import spad_write_layout, unit_counters_layout
-from tb.mu.stream import StreamDriver, StreamMonitor, make_pause, read_int
+from tb.lib.clocked import Clocked, write
+from tb.lib.pause import make_pause
+from tb.lib.stream import StreamSink, StreamSource, read_int
 from tb.slice.layout import (
     Matmul,
     SliceGeometry,
@@ -65,11 +66,10 @@ class HbmModel:
         self.pause = data_pause
         self.queue = deque()
         self.cycle = 0
-        self.req = StreamMonitor(dut, "hbm_req", req_pause, callback=self._on_req)
+        self.req = StreamSink(dut, "hbm_req", req_pause, callback=self._on_req)
         self.payload = dut.hbm_rdata__payload
         self.valid_h = dut.hbm_rdata__valid
         self.ready_h = dut.hbm_rdata__ready
-        self.valid_h.value = 0
         self.valid = self.fired = False
         self.sent_bytes = 0
         self.requested_bytes = 0
@@ -92,6 +92,7 @@ class HbmModel:
             self.queue.append((self.cycle + self.latency, self._read(addr + i * self.B)))
 
     def drive(self) -> None:
+        """At a falling edge: retire a taken beat, present the next one the rate allows."""
         self.req.drive()
         if self.fired:
             self.queue.popleft()
@@ -101,14 +102,15 @@ class HbmModel:
         paused = next(self.pause)
         if (not self.valid and not paused and self.queue and self.queue[0][0] <= self.cycle
                 and self.credit >= self.B):
-            self.payload.value = self.queue[0][1]
+            write(self.payload, self.queue[0][1])
             self.credit -= self.B
             self.valid = True
-        self.valid_h.value = int(self.valid)
+        write(self.valid_h, self.valid)
 
     def sample(self) -> None:
+        """Settled before a rising edge: the request and data handshakes that edge makes."""
         self.req.sample()
-        self.fired = self.valid and bool(self.ready_h.value)
+        self.fired = self.valid and bool(read_int(self.ready_h))
         if self.fired and self.first_beat_cycle is None:
             self.first_beat_cycle = self.cycle
         self.cycle += 1
@@ -160,18 +162,99 @@ def _matmuls(g: SliceGeometry, case: dict, rng) -> list:
 async def slice_matmuls(dut):
     """Every case of ``SLICE_CASES`` in turn (reset between): results, losses, counters."""
     g = SliceGeometry(**json.loads(os.environ["SLICE_CFG"]))
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    clock = Clocked(dut, period_ns=10)
     results = []
     for case in json.loads(os.environ["SLICE_CASES"]):
         dut._log.info("case %s", case)
-        results.append(await run_case(dut, g, case))
+        results.append(await run_case(dut, clock, g, case))
     out = os.environ.get("SLICE_OUT")
     if out:
         with open(out, "w") as fh:
             json.dump(results, fh)
 
 
-async def run_case(dut, g: SliceGeometry, case: dict) -> dict:
+class _CaseLoop:
+    """The phases of one case on the clocked loop: ``load`` (host writes x and old y words), ``run``
+    (commands, done, host spy reads, HBM), ``read`` (host reads every y word back).
+
+    Attributes
+    ----------
+    cmd_start, done_valid, done_cycle : list of int
+        Cycle of each command's acceptance, of the first cycle its ``done`` beat was valid, and of
+        its transfer (cycle ``n`` is the ``n``-th rising edge of the case).
+    rdata : StreamSink
+        The y words read back (phase ``read``).
+    """
+
+    def __init__(self, dut, case, seed, n_cmds, reads, load, cmd, done, spy, spy_mon, hbm):
+        self.dut, self.case, self.seed, self.n_cmds, self.reads = dut, case, seed, n_cmds, reads
+        self.load, self.cmd, self.done, self.spy, self.spy_mon, self.hbm = (load, cmd, done, spy,
+                                                                           spy_mon, hbm)
+        self.rreq = self.rdata = None
+        self.cycle = 0
+        self.cmd_start, self.done_cycle, self.done_valid = [], [], []
+        self.phase = "load"
+        self.limit = int(case.get("max_cycles", 2_000_000))
+        self.finished = False
+
+    def step(self) -> bool:
+        """At a falling edge: True once every y word was read back."""
+        return self.finished
+
+    def drive(self) -> None:
+        """At a falling edge: the current phase's sources and sinks, then the HBM model."""
+        if self.finished:
+            return
+        if self.phase == "load":
+            self.load.drive()
+            if self.load.done:
+                self.phase = "run"
+        if self.phase == "run":
+            for p in (self.cmd, self.done, self.spy, self.spy_mon):
+                p.drive()
+        if self.phase == "read_start":
+            pause = self.case.get("read_pause", "none")
+            self.rreq = StreamSource(self.dut, "spad_rreq", self.reads, make_pause(pause, self.seed + 4))
+            self.rdata = StreamSink(self.dut, "spad_rdata", make_pause(pause, self.seed + 5))
+            self.phase = "read"
+        if self.phase == "read":
+            self.rreq.drive()
+            self.rdata.drive()
+        self.hbm.drive()
+
+    def sample(self) -> None:
+        """Settled before a rising edge: that edge's handshakes; phase changes take effect at the
+        next falling edge."""
+        cycle = self.cycle
+        if self.phase == "load":
+            self.load.sample()
+        if self.phase == "run":
+            cmd, done, spy, spy_mon = self.cmd, self.done, self.spy, self.spy_mon
+            if cmd.sample():
+                self.cmd_start.append(cycle)
+            got = done.sample()
+            if done.valid and len(self.done_valid) == len(done.received) - got:
+                self.done_valid.append(cycle)
+            spy.sample()
+            spy_mon.sample()
+            if got:
+                self.done_cycle.append(cycle)
+                if len(done.received) == self.n_cmds:
+                    # stop the spy reads after the request on the port (a beat is never withdrawn)
+                    spy.beats = spy.beats[:spy.sent + int(spy.valid)]
+            if len(done.received) == self.n_cmds and len(spy_mon.received) == len(spy.beats):
+                self.phase = "read_start"   # the read stack takes the ports at the next falling edge
+        elif self.phase == "read":
+            self.rreq.sample()
+            self.rdata.sample()
+            if len(self.rdata.received) == len(self.reads):
+                self.finished = True
+        self.hbm.sample()
+        self.cycle += 1
+        assert self.cycle < self.limit, f"timeout after {self.cycle} cycles in phase {self.phase}"
+
+
+async def run_case(dut, clock: Clocked, g: SliceGeometry, case: dict) -> dict:
     """Commands end to end: results bit-exact, nothing lost, counters match the traffic."""
     rng = np.random.default_rng(case.get("seed", 1))
     numerics = case.get("numerics", "mu")
@@ -180,14 +263,9 @@ async def run_case(dut, g: SliceGeometry, case: dict) -> dict:
     image = {c.w_addr: hbm_image(g, c.w, rng if garbage else None) for c in cmds}
     seed = case.get("seed", 1)
 
-    dut.rst.value = 1
-    for s in ("cmd", "spad_w", "spad_rreq", "hbm_rdata"):
-        getattr(dut, f"{s}__valid").value = 0
-    for s in ("done", "spad_rdata", "hbm_req"):
-        getattr(dut, f"{s}__ready").value = 0
-    for _ in range(3):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
+    await clock.reset(3, idle=[getattr(dut, f"{s}__valid") for s in ("cmd", "spad_w", "spad_rreq",
+                                                                      "hbm_rdata")]
+                      + [getattr(dut, f"{s}__ready") for s in ("done", "spad_rdata", "hbm_req")])
 
     loads = []
     x_mem = {}
@@ -199,9 +277,9 @@ async def run_case(dut, g: SliceGeometry, case: dict) -> dict:
         if c.y_init is not None:
             for i, wd in enumerate(y_words(g, c.y_init)):
                 loads.append(pack(spad_w, addr=c.y_addr + i, data=wd))
-    load = StreamDriver(dut, "spad_w", loads, make_pause(case.get("load_pause", "none"), seed))
-    cmd = StreamDriver(dut, "cmd", [cmd_word(g, c) for c in cmds], make_pause("none"))
-    done = StreamMonitor(dut, "done", make_pause(case.get("done_pause", "none"), seed + 1))
+    load = StreamSource(dut, "spad_w", loads, make_pause(case.get("load_pause", "none"), seed))
+    cmd = StreamSource(dut, "cmd", [cmd_word(g, c) for c in cmds], make_pause("none"))
+    done = StreamSink(dut, "done", make_pause(case.get("done_pause", "none"), seed + 1))
     hbm = HbmModel(dut, image, g, float(case.get("rate", g.row_bytes)), int(case.get("latency", 20)),
                    make_pause(case.get("req_pause", "none"), seed + 2),
                    make_pause(case.get("hbm_pause", "none"), seed + 3))
@@ -211,64 +289,11 @@ async def run_case(dut, g: SliceGeometry, case: dict) -> dict:
     spy_addrs = list(x_mem)
     n_spy = int(case.get("spy_reads", 0))
     spy_list = [spy_addrs[i % len(spy_addrs)] for i in range(n_spy)]
-    spy = StreamDriver(dut, "spad_rreq", spy_list, make_pause(case.get("read_pause", "none"), seed + 6))
-    spy_mon = StreamMonitor(dut, "spad_rdata", make_pause(case.get("read_pause", "none"), seed + 7))
-    rreq = rdata = None
-
-    cycle = 0
-    cmd_start, done_cycle, done_valid = [], [], []
-    phase = "load"
-    limit = int(case.get("max_cycles", 2_000_000))
-    while True:
-        await RisingEdge(dut.clk)
-        # Writes made in the rising edge's own callback can reach the flops of that same edge with
-        # Verilator; a step later they cannot (the beats below are meant for the next edge).
-        await Timer(1, "ns")
-        if phase == "load":
-            load.drive()
-            if load.done:
-                phase = "run"
-        if phase == "run":
-            cmd.drive()
-            done.drive()
-            spy.drive()
-            spy_mon.drive()
-        if phase == "read_start":
-            rreq = StreamDriver(dut, "spad_rreq", reads,
-                                make_pause(case.get("read_pause", "none"), seed + 4))
-            rdata = StreamMonitor(dut, "spad_rdata",
-                                  make_pause(case.get("read_pause", "none"), seed + 5))
-            phase = "read"
-        if phase == "read":
-            rreq.drive()
-            rdata.drive()
-        hbm.drive()
-        await FallingEdge(dut.clk)
-        if phase == "load":
-            load.sample()
-        if phase == "run":
-            if cmd.sample():
-                cmd_start.append(cycle)
-            got = done.sample()
-            if done.valid and len(done_valid) == len(done.received) - got:
-                done_valid.append(cycle)
-            spy.sample()
-            spy_mon.sample()
-            if got:
-                done_cycle.append(cycle)
-                if len(done.received) == len(cmds):
-                    # stop the spy reads after the request on the port (a beat is never withdrawn)
-                    spy.beats = spy.beats[:spy.sent + int(spy.valid)]
-            if len(done.received) == len(cmds) and len(spy_mon.received) == len(spy.beats):
-                phase = "read_start"   # the read stack takes the ports after the coming edge
-        elif phase == "read":
-            rreq.sample()
-            rdata.sample()
-            if len(rdata.received) == len(reads):
-                break
-        hbm.sample()
-        cycle += 1
-        assert cycle < limit, f"timeout after {cycle} cycles in phase {phase}"
+    spy = StreamSource(dut, "spad_rreq", spy_list, make_pause(case.get("read_pause", "none"), seed + 6))
+    spy_mon = StreamSink(dut, "spad_rdata", make_pause(case.get("read_pause", "none"), seed + 7))
+    loop = _CaseLoop(dut, case, seed, len(cmds), reads, load, cmd, done, spy, spy_mon, hbm)
+    await clock.run(loop.step, (loop,), (loop,))
+    rdata, cmd_start, done_cycle, done_valid = loop.rdata, loop.cmd_start, loop.done_cycle, loop.done_valid
 
     # ---- host reads during the run: the x words, in order
     spy_want = [x_mem[a] for a in spy.beats]

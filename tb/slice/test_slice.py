@@ -9,6 +9,8 @@ formats and several accumulator rows.
 import pytest
 
 from hw.slice.slice import Slice
+from perf.contract import Product
+from tb.slice import knee
 from tb.slice.harness import run_cases
 
 STALLS = {"hbm_pause": "random:0.3", "req_pause": "rbursty:4:6", "done_pause": "random:0.5",
@@ -53,10 +55,12 @@ def test_mu_ragged_stalls_and_minilm():
     ]
     res, dut = run_cases("slice-mu-u2w8f12", cases, numerics="mu", units=2, width=8, feed_bytes=12,
                          spad_bytes=8192)
-    # beats of 12 bytes at 16 bytes/cycle: the port, not the units, bounds the rate (12 B/cycle)
-    rows = 384 * 1536 // dut.row_bytes
+    # beats of 12 bytes at 16 bytes/cycle: the port, not the units, bounds the rate (12 B/cycle);
+    # the contract's steady state at that feed: 36,864 super-rows of 16 bytes at 12 bytes a cycle
+    model = Product(1, 384, 1536, 8, units=2).steady_cycles(feed=12.0)
+    assert model == pytest.approx(384 * 1536 // dut.row_bytes * 16 / 12)
     cycles = res[2]["cmd_cycles"][0]
-    assert rows * 16 / 12 <= cycles <= rows * 16 / 12 * 1.02 + 100, (rows, cycles)
+    assert model <= cycles <= model * 1.02 + 100, (model, cycles)
 
 
 @pytest.mark.full
@@ -68,8 +72,9 @@ def test_minilm_ffn_up():
                          spad_bytes=32768)
     r = res[0]
     # at full feed the two units take a row per cycle: cycles close to rows (384 * 1536 / 32)
-    rows = 384 * 1536 // dut.row_bytes
-    assert rows <= r["cmd_cycles"][0] <= rows * 1.02 + 100, (rows, r["cmd_cycles"])
+    model = Product(1, 384, 1536, 16, units=2).steady_cycles(feed=32.0)
+    assert model == 384 * 1536 // dut.row_bytes
+    assert model <= r["cmd_cycles"][0] <= model * 1.02 + 100, (model, r["cmd_cycles"])
 
 
 @pytest.mark.full
@@ -87,6 +92,16 @@ def test_mu_rows():
               **STALLS}]
     run_cases("slice-mu-u3w8r3", cases, numerics="mu", units=3, width=8, rows=3, feed_bytes=24,
               spad_bytes=8192)
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("width", [8, 16, 32, 64, 128])
+def test_knee_model_is_the_feed_bound_line(width):
+    """The knee's model column: min(feed, D) MACs per cycle for FP8 at M = 1 (no padding at these
+    widths: 384 and 1536 are multiples of D), worked by hand."""
+    for rate in (0.25, 0.5, 1.0, 2.0):
+        assert knee.model_macs(rate * width, width) == pytest.approx(min(rate, 1.0) * width)
+    assert knee.model_macs(width, width, units=2) == pytest.approx(width)  # two units, one D feed
 
 
 @pytest.mark.quick

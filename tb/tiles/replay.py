@@ -11,8 +11,8 @@ index ``r`` on beat ``r``. The FP32 results are
   which must stay within the contract's bound) and with the unquantized float32 product of the real
   model (the cost of the format: quantization error after the per-tensor scales are applied).
 
-Cost figures come from the throughput contract (docs/mu_interface.md) and, for RTL runs, from the
-unit's counters.
+Cost figures come from the throughput contract (:mod:`perf.contract`: a run is one
+:class:`~perf.contract.Product` pass) and, for RTL runs, from the unit's counters.
 """
 
 import time
@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hw.formats import get_format
+from perf.contract import Product
 
 from . import exact
 from .corpus import Tile
 
-__all__ = ["beats", "schedule_cycles", "contract_cycles", "RunResult", "replay_model", "finish",
-           "rtl_available"]
+__all__ = ["beats", "RunResult", "replay_model", "finish", "rtl_available"]
 
 
 def beats(tile: Tile) -> list:
@@ -38,23 +38,6 @@ def beats(tile: Tile) -> list:
         out.append((tile.w[ks], tile.x[:, ks], t == 0, t == tile.k_tiles - 1))
     assert out and m > 0
     return out
-
-
-def schedule_cycles(tile_beats, width: int, latency: int = 0) -> int:
-    """Cycles from the first weight beat to the last result, by the throughput contract.
-
-    ``tile_beats[t]`` activation beats are served by tile ``t``. Tile 0 loads in ``D`` cycles; tile
-    ``t + 1`` loads while tile ``t`` serves its beats (the loading buffer frees when ``t`` swaps in),
-    so tile ``t`` holds the unit for ``max(D, beats_t)`` cycles; the last tile's beats and the
-    pipeline latency follow: ``D + sum_{t < T-1} max(D, beats_t) + beats_{T-1} + latency``.
-    """
-    tile_beats = list(tile_beats)
-    return width + sum(max(width, b) for b in tile_beats[:-1]) + tile_beats[-1] + latency
-
-
-def contract_cycles(k_tiles: int, rows: int, width: int, latency: int = 0) -> int:
-    """:func:`schedule_cycles` of one pass: ``k_tiles`` tiles serving ``rows`` beats each."""
-    return schedule_cycles([rows] * k_tiles, width, latency)
 
 
 @dataclass
@@ -151,7 +134,7 @@ def replay_model(tile: Tile) -> RunResult:
     res = RunResult(tile.id, tile.meta, tile.width, tile.fmt, tile.x.shape[0], tile.x_f32.shape[1], n,
                     tile.k_tiles, bits, err_f64=_rel(got, ref64), err_f32=_rel(scaled, ref32))
     res.err_f64["within_bound"] = True
-    res.cycles_contract = contract_cycles(tile.k_tiles, res.rows, tile.width)
+    res.cycles_contract = Product(res.rows, tile.x.shape[1], n, tile.width).schedule().cycles()
     res.seconds = time.perf_counter() - t0
     return res
 

@@ -9,13 +9,15 @@ A unit with ``R`` accumulator rows serves the ``M`` rows of a run in ``ceil(M / 
 group is a full pass over the ``k_tiles`` weight tiles (the weights are fed again), exactly as a
 sequencer would schedule it. Besides bit equality with the model, each run checks the unit's counters
 against that schedule and the throughput contract: weight, activation and result beats, MACs, and the
-cycle of the last result (:func:`tb.tiles.replay.schedule_cycles`).
+cycle of the last result (:class:`perf.contract.Product` of the run with ``R`` rows).
 """
 
 import numpy as np
 
+from perf.contract import Product
+
 from .corpus import Tile
-from .replay import RunResult, beats, finish, schedule_cycles
+from .replay import RunResult, beats, finish
 
 __all__ = ["UNITS", "unit_for", "run_rtl"]
 
@@ -56,30 +58,31 @@ def run_rtl(tile: Tile, res: RunResult, pauses: dict | None = None) -> RunResult
 
     d, m, fmt = tile.width, tile.x.shape[0], tile.fmt
     r_unit, suffix = unit_for(d, fmt)
-    unit_tiles, tile_beats = [], []
+    unit_tiles = []
     for g0 in range(0, m, r_unit):
         rows = np.arange(g0, min(m, g0 + r_unit))
         for w, x, first, last in beats(tile):
             unit_tiles.append(UnitTile(w, x[rows], first=first, last=last, row=rows - g0))
-            tile_beats.append(len(rows))
+    prod = Product(m, tile.x.shape[1], d, d, rows=r_unit)   # row groups of R, one column tile
+    sched = prod.schedule()
+    assert sched.tile_beats == tuple(len(t.x) for t in unit_tiles), "the run is the contract's schedule"
     rr = run_tiles(d, fmt, unit_tiles, rows=r_unit, pauses=pauses, check=False, name_suffix=suffix)
     assert not rr.mismatches, f"{tile.id}: RTL vs model: {rr.mismatches[:3]}"
-    groups = -(-m // r_unit)
+    groups = prod.passes
     assert rr.y_bits.shape == (m, d), f"{tile.id}: {rr.y_bits.shape[0]} result rows, expected {m}"
     assert np.array_equal(rr.expected, res.bits), f"{tile.id}: replay's model differs from tb/tiles'"
     latency = emit_unit(d, fmt, r_unit)[1]
     c = dict(rr.counters)
-    kt = tile.k_tiles
     c.update(latency=latency, unit_rows=r_unit, row_groups=groups, last_y_cycle=int(rr.y_cycles[-1]),
              wall_s=rr.wall_s, sim_s=rr.sim_s)
-    want = {"w_beats": groups * kt * d, "x_beats": kt * m, "y_beats": m, "macs": kt * m * d * d}
+    want = sched.counters()
     got = {k: c[k] for k in want}
     res = finish(res, rr.y_bits, c)
     assert got == want, f"{tile.id}: counters {got}, schedule {want}"
     if not pauses:
-        res.cycles_contract = schedule_cycles(tile_beats, d, latency)
+        res.cycles_contract = sched.cycles(latency)
         c["cycles_run"] = res.counters["cycles_run"] = int(rr.y_cycles[-1]) + 1
         assert c["cycles_run"] == res.cycles_contract, (
             f"{tile.id}: last result after {c['cycles_run']} cycles, the throughput contract says "
-            f"{res.cycles_contract} ({len(tile_beats)} tiles, R {r_unit}, D {d}, latency {latency})")
+            f"{res.cycles_contract} ({sched.tiles} tiles, R {r_unit}, D {d}, latency {latency})")
     return res

@@ -26,20 +26,12 @@ def test_padding_md_has_the_80_wide_case_and_every_model():
     assert "No RTL run recorded yet" in md
 
 
-def test_schedule_cycles_by_hand():
-    # D = 32: tile 0 loads in 32 cycles, two more tiles of one beat each hold 32 cycles apiece, the
-    # last one's beat, then a latency of 4
-    assert replay.schedule_cycles([1, 1, 1], 32, 4) == 32 + 32 + 32 + 1 + 4
-    # tiles serving more beats than D hold the unit for their beats
-    assert replay.schedule_cycles([40, 40], 32, 0) == 32 + 40 + 40
-    assert replay.contract_cycles(12, 16, 32, 3) == 32 * 12 + 16 + 3
-
-
 def test_row_groups_give_the_single_pass_results(monkeypatch, tmp_path):
     """A unit with R < M rows serves a prefill run in row groups; the adapter must reassemble the
     model's single-pass results (checked here through tb/mu's model, no simulator)."""
     import numpy as np
 
+    from perf.contract import Schedule
     from tb.mu import replay as mu_replay
     from tb.tiles import rtl
 
@@ -47,7 +39,7 @@ def test_row_groups_give_the_single_pass_results(monkeypatch, tmp_path):
         tiles = list(tiles)
         y = np.array([r.bits for r in mu_replay.model_tiles(width, fmt, tiles, rows=rows)], np.uint32)
         beats = [len(t.x) for t in tiles]
-        last = replay.schedule_cycles(beats, width, 3) - 1
+        last = Schedule(width, beats).cycles(3) - 1
         counters = {"w_beats": len(tiles) * width, "x_beats": sum(beats), "y_beats": len(y),
                     "macs": sum(beats) * width * width}
         return mu_replay.ReplayResult(y, np.zeros(len(y), int), y.copy(), y * 0.0, y * 0.0, [],

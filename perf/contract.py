@@ -1,0 +1,236 @@
+"""The matrix unit's throughput contract as code: schedules, cycles, beats and counter values.
+
+This is the one performance model of the unit (``docs/mu_interface.md``, "Tiles" and "Latency and
+throughput"); the shape costs (:mod:`perf.shapes`), the real-tile replay (``tb/tiles``), the slice's
+expected counters and its starvation knee (``tb/slice``) all read it. The rules it encodes:
+
+* A weight tile is ``D`` weight beats (rows of ``D`` elements). The unit holds two tiles: the
+  *loading* one fills while the *active* one serves ``x`` beats; an ``x`` beat with ``swap`` makes
+  the loaded tile active (in the cycle its row 0 of the next tile may already be taken).
+* An ``x`` beat is one activation row against the active tile: ``D * D`` MACs, one per cycle.
+* Hence a tile serving ``b`` beats holds the unit for ``max(L, b)`` cycles, ``L`` being the cycles
+  to load the next tile: ``L = D`` at full feed (one weight beat per cycle), longer when the weight
+  feed brings fewer than ``D * bits / 8`` bytes per cycle per unit.
+* From the first weight beat to the last result: tile 0 loads in ``L`` cycles, tiles ``0 .. T-2``
+  hold the unit ``max(L, b_t)`` each, then the last tile's ``b_{T-1}`` beats and the pipeline
+  latency (``MatrixUnit.latency``) follow.
+
+A :class:`Product` turns ``y[M x N] = x[M x K] . W[K x N]`` into the schedule one unit runs: the
+``ceil(N / D)`` column tiles are dealt to ``units`` units working in lockstep (``groups`` column
+tiles each, the last group padded), the ``M`` rows are served in ``passes`` of at most ``rows``
+(the unit's accumulator rows), and each pass walks the ``ceil(K / D)`` k-tiles, accumulating.
+Numbers are exact integers where the hardware counts (beats, MACs, cycles at full feed); the
+feed-bound cycles are real numbers (a rate in bytes per cycle).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["Schedule", "Product", "load_cycles"]
+
+
+def _positive(name: str, value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, not {value!r}")
+    return value
+
+
+def load_cycles(width: int, bits: int = 8, feed: float | None = None, units: int = 1) -> float:
+    """Cycles to load one tile into each of ``units`` units sharing a weight feed.
+
+    Parameters
+    ----------
+    width : int
+        D.
+    bits : int
+        Element bits (a weight row is ``D * bits / 8`` bytes).
+    feed : float, optional
+        Weight bytes per cycle the units share (None: full feed, one weight beat per cycle each).
+    units : int
+        Units fed in lockstep (a super-row of ``units * D`` weights per tile row).
+
+    Returns
+    -------
+    float
+        ``D`` at full feed, else ``D * max(1, units * D * bits / 8 / feed)``.
+
+    Raises
+    ------
+    ValueError
+        If ``feed`` is not positive.
+    """
+    _positive("width", width)
+    if feed is None:
+        return width
+    if not feed > 0:
+        raise ValueError(f"feed must be a positive number of bytes per cycle, not {feed!r}")
+    return width * max(1.0, units * width * bits / 8 / feed)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """What one unit runs: weight tiles in order, each serving a number of ``x`` beats.
+
+    Parameters
+    ----------
+    width : int
+        D.
+    tile_beats : tuple of int
+        ``x`` beats served by tile ``t``, in order (each >= 1).
+    y_beats : int
+        Result rows the beats produce (beats carrying ``last``).
+    """
+
+    width: int
+    tile_beats: tuple
+    y_beats: int = 0
+
+    def __post_init__(self):
+        _positive("width", self.width)
+        beats = tuple(self.tile_beats)
+        if not beats or any(not isinstance(b, int) or b < 1 for b in beats):
+            raise ValueError(f"tile_beats must be a non-empty list of positive ints, not {beats!r}")
+        object.__setattr__(self, "tile_beats", beats)
+
+    @property
+    def tiles(self) -> int:
+        return len(self.tile_beats)
+
+    @property
+    def w_beats(self) -> int:
+        """Weight beats (``cnt_w_beats``): ``D`` per tile."""
+        return self.tiles * self.width
+
+    @property
+    def x_beats(self) -> int:
+        """Activation beats (``cnt_x_beats``)."""
+        return sum(self.tile_beats)
+
+    @property
+    def macs(self) -> int:
+        """MACs issued, padding included (``cnt_macs``): ``D * D`` per ``x`` beat."""
+        return self.x_beats * self.width * self.width
+
+    def counters(self) -> dict:
+        """The unit's beat and MAC counters after the schedule ran: ``w_beats``, ``x_beats``,
+        ``y_beats``, ``macs`` (``docs/mu_interface.md``, "Counters")."""
+        return {"w_beats": self.w_beats, "x_beats": self.x_beats, "y_beats": self.y_beats,
+                "macs": self.macs}
+
+    def steady_cycles(self, load: float | None = None) -> float:
+        """Cycles with fill and pipeline latency left out: ``sum_t max(L, b_t)``.
+
+        ``load`` is ``L`` (:func:`load_cycles`; default ``D``, full feed).
+        """
+        load = self.width if load is None else load
+        return sum(max(load, b) for b in self.tile_beats)
+
+    def cycles(self, latency: int = 0, load: float | None = None) -> float:
+        """Cycles from the first weight beat to the transfer of the last result, ``y`` never blocked.
+
+        ``L + sum_{t < T-1} max(L, b_t) + b_{T-1} + latency`` (``load`` = ``L``, default ``D``).
+        """
+        load = self.width if load is None else load
+        *head, last = self.tile_beats
+        return load + sum(max(load, b) for b in head) + last + latency
+
+
+@dataclass(frozen=True)
+class Product:
+    """``y[M x N] = x[M x K] . W[K x N]`` on ``units`` units of width ``D`` with ``rows`` accumulator
+    rows each.
+
+    Parameters
+    ----------
+    m, k, n : int
+        The product's shape.
+    width : int
+        D.
+    rows : int, optional
+        Accumulator rows per unit (default ``m``: one pass).
+    units : int
+        Units sharing the work (column tiles dealt round-robin per group).
+    """
+
+    m: int
+    k: int
+    n: int
+    width: int
+    rows: int | None = None
+    units: int = 1
+
+    def __post_init__(self):
+        for name in ("m", "k", "n", "width", "units"):
+            _positive(name, getattr(self, name))
+        if self.rows is not None:
+            _positive("rows", self.rows)
+
+    @property
+    def k_tiles(self) -> int:
+        return math.ceil(self.k / self.width)
+
+    @property
+    def n_tiles(self) -> int:
+        return math.ceil(self.n / self.width)
+
+    @property
+    def tiles(self) -> int:
+        """Weight tiles of the padded product (``k_tiles * n_tiles``), each fetched once per pass."""
+        return self.k_tiles * self.n_tiles
+
+    @property
+    def groups(self) -> int:
+        """Column tiles each unit runs (the last group padded when ``units`` does not divide)."""
+        return math.ceil(self.n_tiles / self.units)
+
+    @property
+    def passes(self) -> int:
+        """Passes over the weights: ``ceil(M / rows)``."""
+        return math.ceil(self.m / (self.rows or self.m))
+
+    def pass_rows(self) -> list:
+        """Rows served by each pass."""
+        r = self.rows or self.m
+        return [min(r, self.m - p * r) for p in range(self.passes)]
+
+    def schedule(self) -> Schedule:
+        """One unit's schedule: per group, per pass, the ``k_tiles`` tiles serving the pass's rows
+        (a result row per row at the last k-tile)."""
+        beats = [b for _ in range(self.groups) for b in self.pass_rows() for _ in range(self.k_tiles)]
+        return Schedule(self.width, tuple(beats), y_beats=self.groups * self.m)
+
+    @property
+    def y_rows(self) -> int:
+        """Result rows of real (not padding) column tiles, over all units: ``M * ceil(N / D)``."""
+        return self.m * self.n_tiles
+
+    @property
+    def macs_useful(self) -> int:
+        return self.m * self.k * self.n
+
+    @property
+    def weights_streamed(self) -> int:
+        """Weight elements streamed to all units, padding included (each pass fetches again)."""
+        return self.passes * self.groups * self.units * self.k_tiles * self.width * self.width
+
+    @property
+    def weights_useful(self) -> int:
+        """Weight elements of ``W`` streamed (``K * N`` per pass)."""
+        return self.passes * self.k * self.n
+
+    def steady_cycles(self, bits: int = 8, feed: float | None = None) -> float:
+        """Cycles of the whole product, fill and latency left out, at a weight feed of ``feed`` bytes
+        per cycle shared by the units (None: full feed)."""
+        return self.schedule().steady_cycles(load_cycles(self.width, bits, feed, self.units))
+
+    def macs_per_cycle(self, bits: int = 8, feed: float | None = None) -> float:
+        """Useful MACs per cycle in steady state: ``M * K * N / steady_cycles``.
+
+        At ``M = 1`` (every weight used once) this is the feed-bound line
+        ``min(feed * 8 / bits, units * D) * weights_useful / weights_streamed``.
+        """
+        return self.macs_useful / self.steady_cycles(bits, feed)
