@@ -23,9 +23,7 @@ from tb.lib.stream import StreamSink, StreamSource, read_int
 
 from .program import Program, row_bits, unpack_y
 
-__all__ = ["COUNTERS", "MuTestbench", "RunResult", "Checker"]
-
-#: Counter ports (docs/mu_interface.md), as ``cnt_<name>``.
+__all__ = ["MuTestbench", "RunResult", "Checker"]
 
 
 @dataclass
