@@ -4,7 +4,7 @@ The ``exact`` accumulate mode (contract in ``docs/exact_accumulate.md``). ``S`` 
 two's-complement D-term dot product from :mod:`hw.mu.tree` (W bits, LSB ``2**lsb_exp``). Every row
 accumulates the whole K-long sum exactly in ``A = W + guard_bits`` bits of two's-complement fixed
 point, and the sum is rounded once to FP32 when the ``last`` beat is taken. HardFloat style:
-unpack (``S`` is already exact) -> exact raw result -> round and pack (:class:`hw.fp.round.RoundPack`).
+unpack (``S`` is already exact) -> exact raw result -> round and pack.
 
 Per-beat loop (the only logic that must close in one cycle per beat)
 --------------------------------------------------------------------
@@ -20,19 +20,27 @@ makes an accumulation longer than ``2**guard_bits`` beats visible: its result is
 Drain pipeline (one per column, shared by the rows)
 ---------------------------------------------------
 On a ``last`` beat the row's new state is also written into the capture register. Four steps
-follow: resolve the pending carries (one A-bit add), take the magnitude, normalize (leading-zero
-count and left shift), round and pack. ``drain_stages`` = k splits them into k register-separated
+follow (:data:`DRAIN_STEPS`): resolve the pending carries (carry-select by chunk with a parallel
+prefix over the chunks), take the magnitude (an OR prefix: no carry chain), normalize (leading-zero
+count and left shift, the bits below FP32's guard ORed into a sticky bit), round and pack. The
+rounding is specialised rather than :class:`hw.fp.round.RoundPack`: the sum is a multiple of
+``2**lsb_exp >= 2**-32``, so it is never an FP32 subnormal, and the increment is an AND prefix
+instead of RoundPack's 37-bit ``{exponent, mantissa} + up`` adder (a ripple after mapping, the
+slowest drain step). The packing and the specials' precedence are RoundPack's
+(:func:`hw.fp.round.pack_code`). ``drain_stages`` = k splits them into k register-separated
 segments ending in the ``y`` register, so ``y_valid`` rises ``latency = k + 1`` enabled cycles
 after the ``last`` beat's ``we``. The pipeline takes a new drain every cycle, and every register
 (rows, drain, ``y``) holds while ``en`` is low.
 """
+
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..formats import get_format
-from ..fp.round import RoundPack, leading_zeros
+from ..fp.round import leading_zeros, pack_code
 from .numerics import dot_widths
 
 __all__ = ["ExactAccumulator", "DRAIN_STEPS"]
@@ -40,7 +48,7 @@ __all__ = ["ExactAccumulator", "DRAIN_STEPS"]
 FP32 = get_format("fp32")
 #: The drain's steps in order; ``drain_stages`` registers are spread over the boundaries between them.
 DRAIN_STEPS = ("resolve", "magnitude", "normalize", "round")
-_ROUND_SIG = 26  # hidden + 23 mantissa + guard + one more kept bit; the rest is ORed into a sticky
+_FP32_SIG = FP32.man_bits + 1  # significand bits of FP32 (hidden bit included)
 
 
 def _cuts(stages: int) -> tuple:
@@ -105,9 +113,10 @@ class ExactAccumulator(wiring.Component):
     """
 
     def __init__(self, fmt, width: int, rows: int = 1, *, guard_bits: int = 16, chunk_bits: int = 8,
-                 drain_stages: int = 3, in_reg: bool = True):
+                 drain_stages: int = 4, in_reg: bool = True):
         self._dw = dot_widths(fmt, width)
         f = self._dw.fmt
+        assert self._dw.lsb_exp > FP32.emin, "a nonzero sum must be an FP32 normal (no subnormal path)"
         for name, v, lo in (("rows", rows, 1), ("guard_bits", guard_bits, 1),
                             ("chunk_bits", chunk_bits, 1), ("drain_stages", drain_stages, 1)):
             if not isinstance(v, int) or v < lo:
@@ -238,7 +247,7 @@ class ExactAccumulator(wiring.Component):
                 m.d.sync += [regs[k].eq(nxt[k]) for k in regs]
 
         # capture register: the drained accumulation's final state
-        cap = {k: Signal.like(v, name=f"d_{k}") for k, v in rows[0].items()}
+        cap = {k: Signal.like(v, name=f"d_{k}", reset_less=True) for k, v in rows[0].items()}
         cap_valid = Signal(name="d_valid")
         with m.If(self.en):
             m.d.sync += cap_valid.eq(take & self.last)
@@ -251,8 +260,8 @@ class ExactAccumulator(wiring.Component):
     # -------------------------------------------------------------------------------- drain
     def _stage(self, m, vals: dict, valid, idx: int):
         """Register ``vals`` and ``valid`` (enabled by ``en``) as drain register ``idx``."""
-        regs = {k: Signal.like(v, name=f"p{idx}_{k}") if isinstance(v, Signal)
-                else Signal(len(v), name=f"p{idx}_{k}") for k, v in vals.items()}
+        regs = {k: Signal.like(v, name=f"p{idx}_{k}", reset_less=True) if isinstance(v, Signal)
+                else Signal(len(v), name=f"p{idx}_{k}", reset_less=True) for k, v in vals.items()}
         rv = Signal(name=f"p{idx}_valid")
         with m.If(self.en):
             m.d.sync += [regs[k].eq(v) for k, v in vals.items()] + [rv.eq(valid)]
@@ -268,7 +277,7 @@ class ExactAccumulator(wiring.Component):
             vals = step(m, vals, A, cb, dw)
         for j in range(self._k - 1 - len(cuts)):  # extra segments beyond the four steps
             vals, valid = self._stage(m, vals, valid, len(steps) + j)
-        y, yv, ovf = Signal(32, name="y_r"), Signal(name="y_valid_r"), Signal(name="ovf_r")
+        y, yv, ovf = Signal(32, name="y_r"), Signal(name="y_valid_r"), Signal(name="ovf_r")  # y resets to +0
         with m.If(self.en):
             m.d.sync += [yv.eq(valid), ovf.eq(valid & vals["ovf"])]
             with m.If(valid):
@@ -309,45 +318,56 @@ class ExactAccumulator(wiring.Component):
 
     @staticmethod
     def _normalize(m, v, A, cb, dw):
-        """Leading-zero count and left shift: ``norm`` has its MSB set unless the sum is zero."""
+        """Leading-zero count and left shift. Keeps FP32's 24 significant bits and the guard bit of
+        the normalized magnitude, ORs the rest into a sticky bit, and forms the biased exponent for
+        both outcomes of the rounding (no carry into the next binade / a carry)."""
         mag = v["mag"]
         lz = leading_zeros(m, mag, name="n_lz")
-        norm = Signal(A - 1, name="n_sig")
+        norm = Signal(A - 1, name="n_norm")
         m.d.comb += norm.eq(mag << lz)
-        if len(norm) > _ROUND_SIG:  # keep the top bits, OR the rest into a sticky bit
-            low = len(norm) - _ROUND_SIG
-            sig = Cat(norm[:low].any(), norm[low:])
-        else:
-            sig = norm
-        sig_r = Signal(len(sig), name="n_kept")
-        top = dw.lsb_exp + A - 2  # weight exponent of mag's MSB
-        exp = Signal(signed(_exp_width(dw, A)), name="n_exp")
+        keep = _FP32_SIG + 1  # significand and guard
+        if len(norm) > keep:
+            sig = Cat(norm[:len(norm) - keep].any(), norm[-keep:])
+        else:  # fewer bits than FP32 keeps: exact, pad below
+            sig = Cat(Const(0, keep + 1 - len(norm)), norm)
+        sig_r = Signal(keep + 1, name="n_sig")  # {significand, guard, sticky}
+        top = dw.lsb_exp + A - 2 + FP32.bias  # biased exponent of mag's MSB
+        eb0, eb1 = Signal(10, name="n_eb0"), Signal(10, name="n_eb1")
         zero = Signal(name="n_zero")
-        m.d.comb += [sig_r.eq(sig), exp.eq(top - lz), zero.eq(mag == 0)]
-        return {"sig": sig_r, "exp": exp, "zero": zero, "sign": v["sign"],
-                **_flags(v)}
+        m.d.comb += [sig_r.eq(sig), eb0.eq(top - lz), eb1.eq(top + 1 - lz), zero.eq(mag == 0)]
+        return {"sig": sig_r, "eb0": eb0, "eb1": eb1, "zero": zero, "sign": v["sign"], **_flags(v)}
 
     @staticmethod
     def _round(m, v, A, cb, dw):
-        """RNE to FP32 and specials: NaN (NaN seen, +Inf and -Inf seen, or overflow), Inf, +0."""
+        """RNE to FP32 and pack, with the specials: NaN (NaN seen, +Inf and -Inf seen, or the
+        overflow mark), Inf, +0. The increment is an AND prefix (no carry chain); a carry out of the
+        significand selects the next binade's exponent."""
         sig = v["sig"]
-        rp = RoundPack(FP32, sig_width=len(sig), exp_width=len(v["exp"]))
-        m.submodules.round = rp
+        kept, guard, sticky = sig[2:], sig[1], sig[0]
+        up = Signal(name="r_up")
+        m.d.comb += up.eq(guard & (sticky | kept[0]))
+        ones = _prefix(m, [(Const(0, 1), kept[i]) for i in range(_FP32_SIG)], name="ra", propagate=True)
+        carry = Cat(up, *[up & ones[i] for i in range(_FP32_SIG - 1)])  # into bit i
+        cout = Signal(name="r_cout")
+        rounded = Signal(_FP32_SIG, name="r_sig")
+        m.d.comb += [rounded.eq(kept ^ carry), cout.eq(up & ones[-1])]
+        eb = Signal(10, name="r_eb")
+        m.d.comb += eb.eq(Mux(cout, v["eb1"], v["eb0"]))
         nan, pinf, ninf = (v.get(k, Const(0, 1)) for k in ("nan", "pinf", "ninf"))
-        m.d.comb += [
-            rp.raw.sig.eq(Cat(sig[:-1], Const(1, 1))),  # normalized: the MSB is 1 unless zero
-            rp.raw.exp.eq(v["exp"]),
-            rp.raw.sign.eq(Mux(pinf | ninf, ninf, v["sign"] & ~v["zero"])),
-            rp.raw.is_zero.eq(v["zero"]),
-            rp.raw.is_nan.eq(nan | v["ovf"] | (pinf & ninf)),
-            rp.raw.is_inf.eq(pinf | ninf),
-        ]
-        return {"code": rp.code, "ovf": v["ovf"]}
+        sign = Signal(name="r_sign")
+        m.d.comb += sign.eq(Mux(pinf | ninf, ninf, v["sign"] & ~v["zero"]))
+        flags = SimpleNamespace(sign=sign, is_nan=nan | v["ovf"] | (pinf & ninf),
+                                is_inf=pinf | ninf, is_zero=v["zero"])
+        code = Signal(32, name="r_code")
+        pack_code(m, code, flags, FP32, flush=0, over=eb >= 255,
+                  mag=Cat(rounded[:FP32.man_bits], eb[:FP32.exp_bits]))
+        return {"code": code, "ovf": v["ovf"]}
 
 
-def _prefix(m, gp: list, *, name: str) -> list:
+def _prefix(m, gp: list, *, name: str, propagate: bool = False) -> list:
     """Kogge-Stone prefix of (generate, propagate) pairs: element i of the result is the generate of
-    elements 0..i (with every propagate 1 it is the OR of the generates 0..i)."""
+    elements 0..i (with every propagate 1 it is the OR of the generates 0..i), or with ``propagate``
+    the propagate of 0..i (the AND of the propagates)."""
     g = [x for x, _ in gp]
     p = [y for _, y in gp]
     d, level = 1, 0
@@ -358,15 +378,9 @@ def _prefix(m, gp: list, *, name: str) -> list:
             np_[i] = Signal(name=f"{name}_p{level}_{i}")
             m.d.comb += [ng[i].eq(g[i] | (p[i] & g[i - d])), np_[i].eq(p[i] & p[i - d])]
         g, p, d, level = ng, np_, 2 * d, level + 1
-    return g
+    return p if propagate else g
 
 
 def _flags(v: dict) -> dict:
     """The overflow bit and the special flags carried down the drain."""
     return {k: v[k] for k in ("ovf", "nan", "pinf", "ninf") if k in v}
-
-
-def _exp_width(dw, A: int) -> int:
-    """Signed bits holding every exponent of the sum (lsb_exp .. lsb_exp + A - 2) and FP32's range."""
-    lo, hi = min(dw.lsb_exp, -150), max(dw.lsb_exp + A, 128)
-    return max(abs(lo), abs(hi)).bit_length() + 2
