@@ -53,6 +53,7 @@ def _fraction_rne(v: Fraction) -> int:
     return pick | (0x80000000 if v < 0 else 0)
 
 
+@pytest.mark.quick
 def test_rne_fp32_against_numpy():
     rng = random.Random(1)
     for _ in range(20000):
@@ -65,6 +66,7 @@ def test_rne_fp32_against_numpy():
         assert rne_fp32(n, e) == want, (n, e)
 
 
+@pytest.mark.quick
 def test_rne_fp32_ties_against_fractions():
     rng = random.Random(2)
     cases = []
@@ -226,19 +228,23 @@ def test_ties_and_binade_carry(fmt):
         beats += _accumulation(_pieces(rng, t, n, model.s_limit, swing=0.3))
     got, want = _run(ExactAccumulator(fmt, D, drain_stages=4), model, beats, en_prob=0.8, seed=6)
     _check(got, want)
+    assert len(want) >= 40
 
 
 @pytest.mark.full
 def test_ties_and_binade_carry_e2m1():
-    """E2M1 at D = 8 needs over 8192 beats per sum to reach 25 significant bits."""
+    """E2M1 at D = 8 (|S| < 2^11) needs over 8192 beats per sum to reach 25 significant bits."""
     rng = random.Random(7)
     model = ExactAccModel("fp4_e2m1", D)
+    totals = [(1 << 24) + 3, -((1 << 24) + 5), (1 << 25) - 1]  # tie up, tie down, new binade
     beats = []
-    for t in _tie_totals(rng, model, 2)[:6]:
+    for t in totals:
         n = -(-abs(t) // (model.s_limit - 1)) + 2
         beats += _accumulation(_pieces(rng, t, n, model.s_limit, swing=0.1))
     got, want = _run(ExactAccumulator("fp4_e2m1", D), model, beats, seed=8)
     _check(got, want)
+    assert [w for w, _ in want] == [rne_fp32(t, model.dw.lsb_exp) for t in totals]
+    assert want[2][0] == rne_fp32(1 << 25, model.dw.lsb_exp)
 
 
 @pytest.mark.parametrize("fmt", MATRIX_FORMATS)
@@ -300,3 +306,16 @@ def test_overflow_limit(fmt):
     _check(got, want)
     assert [o for _, o in want] == [False, False, False, True, True, False, True]
     assert want[2][0] == rne_fp32(4 * big, model.dw.lsb_exp)
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize(("fmt", "acc_bits", "row_bits"),
+                         [("fp8_e4m3", 58, 83), ("fp8_e5m2", 86, 116), ("fp4_e2m1", 30, 50)])
+def test_geometry_d32(fmt, acc_bits, row_bits):
+    """Widths by hand at D = 32, g = 16, 8-bit chunks (docs/exact_accumulate.md section 4):
+    W = P + log2(32) + 1 with P = 36 / 64 / 8; row = A + (chunks - 1) + g + 1 + flags."""
+    dut = ExactAccumulator(fmt, 32)
+    assert dut.acc_bits == acc_bits and dut.row_state_bits == row_bits
+    assert dut.latency == 5 and dut.in_latency == 1
+    with pytest.raises(ValueError, match="guard_bits"):
+        ExactAccumulator(fmt, 32, guard_bits=0)
