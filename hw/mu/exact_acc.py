@@ -19,17 +19,18 @@ makes an accumulation longer than ``2**guard_bits`` beats visible: its result is
 
 Drain pipeline (one per column, shared by the rows)
 ---------------------------------------------------
-On a ``last`` beat the row's new state is also written into the capture register. Four steps
-follow (:data:`DRAIN_STEPS`): resolve the pending carries (carry-select by chunk with a parallel
-prefix over the chunks), take the magnitude (an OR prefix: no carry chain), normalize (leading-zero
-count and left shift, the bits below FP32's guard ORed into a sticky bit), round and pack. The
-rounding is specialised rather than :class:`hw.fp.round.RoundPack`: the sum is a multiple of
-``2**lsb_exp >= 2**-32``, so it is never an FP32 subnormal, and the increment is an AND prefix
-instead of RoundPack's 37-bit ``{exponent, mantissa} + up`` adder (a ripple after mapping, the
-slowest drain step). The packing and the specials' precedence are RoundPack's
-(:func:`hw.fp.round.pack_code`). ``drain_stages`` = k splits them into k register-separated
-segments ending in the ``y`` register, so ``y_valid`` rises ``latency = k + 1`` enabled cycles
-after the ``last`` beat's ``we``. The pipeline takes a new drain every cycle, and every register
+On a ``last`` beat the row's new state is also written into the capture register. Five steps
+follow (:data:`DRAIN_STEPS`): find the carry into every chunk (each chunk's generate/propagate and
+a prefix over the chunks), add them chunk by chunk (no carry crosses a chunk), take the magnitude
+(an OR prefix: no carry chain), normalize (leading-zero count and left shift, the bits below FP32's
+guard ORed into a sticky bit), round and pack. The rounding is specialised rather than
+:class:`hw.fp.round.RoundPack`: the sum is a multiple of ``2**lsb_exp >= 2**-32``, so it is never
+an FP32 subnormal, and the increment is an AND prefix instead of RoundPack's 37-bit
+``{exponent, mantissa} + up`` adder (a ripple after mapping, the slowest drain step). The packing
+and the specials' precedence are RoundPack's (:func:`hw.fp.round.pack_code`). ``drain_stages`` = k
+splits the steps into k register-separated segments ending in the ``y`` register, so ``y_valid``
+rises ``latency = k + 1`` enabled cycles after the ``last`` beat's ``we``. The pipeline takes a new
+drain every cycle, and every register
 (rows, drain, ``y``) holds while ``en`` is low.
 """
 
@@ -47,13 +48,13 @@ __all__ = ["ExactAccumulator", "DRAIN_STEPS"]
 
 FP32 = get_format("fp32")
 #: The drain's steps in order; ``drain_stages`` registers are spread over the boundaries between them.
-DRAIN_STEPS = ("resolve", "magnitude", "normalize", "round")
+DRAIN_STEPS = ("carries", "resolve", "magnitude", "normalize", "round")
 _FP32_SIG = FP32.man_bits + 1  # significand bits of FP32 (hidden bit included)
 
 
 def _cuts(stages: int) -> tuple:
-    """Step boundaries (1..3, after step i-1) that get a register when the drain has ``stages``
-    segments (the last segment always ends in the ``y`` register)."""
+    """Step boundaries (i: a register before step i) when the drain has ``stages`` segments, spread
+    evenly (the last segment always ends in the ``y`` register)."""
     n = len(DRAIN_STEPS)
     k = min(stages, n) - 1
     return tuple((i * n) // (k + 1) for i in range(1, k + 1))
@@ -77,7 +78,8 @@ class ExactAccumulator(wiring.Component):
     chunk_bits : int
         Bits per chunk of the carry-pending accumulator (the per-beat adder's length).
     drain_stages : int
-        k >= 1, segments of the drain pipeline (at most 4 are useful; more add empty stages).
+        k >= 1, segments of the drain pipeline (one per step of :data:`DRAIN_STEPS` at the default
+        5; more add empty stages, fewer put several steps in one cycle).
     in_reg : bool
         Register ``s`` and its flags (enabled by ``en``) before the accumulate, as
         :class:`hw.mu.accumulate.Accumulator`'s ``norm_reg``.
@@ -113,7 +115,7 @@ class ExactAccumulator(wiring.Component):
     """
 
     def __init__(self, fmt, width: int, rows: int = 1, *, guard_bits: int = 16, chunk_bits: int = 8,
-                 drain_stages: int = 4, in_reg: bool = True):
+                 drain_stages: int = 5, in_reg: bool = True):
         self._dw = dot_widths(fmt, width)
         f = self._dw.fmt
         assert self._dw.lsb_exp > FP32.emin, "a nonzero sum must be an FP32 normal (no subnormal path)"
@@ -270,12 +272,12 @@ class ExactAccumulator(wiring.Component):
     def _drain(self, m, vals, valid):
         dw, A, cb = self._dw, self.acc_bits, self._cb
         cuts = _cuts(self._k)
-        steps = (self._resolve, self._magnitude, self._normalize, self._round)
+        steps = (self._carries, self._resolve, self._magnitude, self._normalize, self._round)
         for i, step in enumerate(steps):
             if i in cuts:
                 vals, valid = self._stage(m, vals, valid, i)
             vals = step(m, vals, A, cb, dw)
-        for j in range(self._k - 1 - len(cuts)):  # extra segments beyond the four steps
+        for j in range(self._k - 1 - len(cuts)):  # extra segments beyond one per step
             vals, valid = self._stage(m, vals, valid, len(steps) + j)
         y, yv, ovf = Signal(32, name="y_r"), Signal(name="y_valid_r"), Signal(name="ovf_r")  # y resets to +0
         with m.If(self.en):
@@ -285,25 +287,39 @@ class ExactAccumulator(wiring.Component):
         m.d.comb += [self.y.eq(y), self.y_valid.eq(yv), self.overflow.eq(ovf)]
 
     @staticmethod
-    def _resolve(m, v, A, cb, dw):
-        """x + pending carries -> the A-bit two's-complement sum ``v`` (carry-select by chunk).
-
-        Every chunk computes ``x_i + c_i`` and ``x_i + c_i + 1`` in parallel (``c_i`` the carry pending
-        at its LSB); a parallel prefix over the chunks' generate/propagate picks one.
-        """
+    def _carries(m, v, A, cb, dw):
+        """The carry into every chunk when the pending carries are resolved: each chunk's
+        ``x_i + c_i`` gives a generate (carry out) and a propagate (all ones), and a parallel prefix
+        over the chunks combines them (``cc[i]``: carry into chunk ``i + 1``)."""
         nc = -(-A // cb)
-        gp, s0, s1 = [], [], []
-        for i in range(nc):
+        gp = []
+        for i in range(nc - 1):
             lo, hi = i * cb, min((i + 1) * cb, A)
             cin = v["c"][i - 1] if i > 0 else Const(0, 1)
-            a0, a1 = Signal(hi - lo + 1, name=f"rs0_{i}"), Signal(hi - lo, name=f"rs1_{i}")
-            m.d.comb += [a0.eq(v["x"][lo:hi] + cin), a1.eq(v["x"][lo:hi] + cin + 1)]
-            s0.append(a0[:-1])
-            s1.append(a1)
-            gp.append((a0[-1], a0[:-1].all()))  # generate (carry out), propagate (all ones)
-        grp = _prefix(m, gp, name="rc")
+            a0 = Signal(hi - lo + 1, name=f"rc_s{i}")
+            m.d.comb += a0.eq(v["x"][lo:hi] + cin)
+            gp.append((a0[-1], a0[:-1].all()))
+        grp = _prefix(m, gp, name="rc") if gp else []
+        cc = Signal(max(nc - 1, 1), name="rc_cc")
+        m.d.comb += cc.eq(Cat(*grp) if grp else 0)
+        return {"x": v["x"], "c": v["c"], "cc": cc, **_flags(v)}
+
+    @staticmethod
+    def _resolve(m, v, A, cb, dw):
+        """x + pending carries -> the A-bit two's-complement sum ``v``: every chunk adds its pending
+        carry and its resolved carry-in, independently of the others."""
+        nc = -(-A // cb)
+        parts = []
+        for i in range(nc):
+            lo, hi = i * cb, min((i + 1) * cb, A)
+            if i == 0:
+                parts.append(v["x"][lo:hi])
+                continue
+            t = Signal(hi - lo, name=f"rs_{i}")
+            m.d.comb += t.eq(v["x"][lo:hi] + v["c"][i - 1] + v["cc"][i - 1])
+            parts.append(t)
         sum_ = Signal(signed(A), name="res_v")
-        m.d.comb += sum_.eq(Cat(s0[0], *[Mux(grp[i - 1], s1[i], s0[i]) for i in range(1, nc)]))
+        m.d.comb += sum_.eq(Cat(*parts))
         return {"v": sum_, **_flags(v)}
 
     @staticmethod

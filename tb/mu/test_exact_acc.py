@@ -248,7 +248,7 @@ def test_ties_and_binade_carry_e2m1():
 
 
 @pytest.mark.parametrize("fmt", MATRIX_FORMATS)
-@pytest.mark.parametrize("stages", [1, 2, 3, 4, 6])
+@pytest.mark.parametrize("stages", [1, 2, 3, 5, 7])
 def test_single_beat_back_to_back(fmt, stages):
     """One result per cycle: every beat is its own accumulation (first and last)."""
     rng = random.Random(stages)
@@ -316,6 +316,6 @@ def test_geometry_d32(fmt, acc_bits, row_bits):
     W = P + log2(32) + 1 with P = 36 / 64 / 8; row = A + (chunks - 1) + g + 1 + flags."""
     dut = ExactAccumulator(fmt, 32)
     assert dut.acc_bits == acc_bits and dut.row_state_bits == row_bits
-    assert dut.latency == 5 and dut.in_latency == 1
+    assert dut.latency == 6 and dut.in_latency == 1
     with pytest.raises(ValueError, match="guard_bits"):
         ExactAccumulator(fmt, 32, guard_bits=0)
