@@ -249,13 +249,13 @@ class ExactAccumulator(wiring.Component):
                 m.d.sync += [regs[k].eq(nxt[k]) for k in regs]
 
         # capture register: the drained accumulation's final state
-        cap = {k: Signal.like(v, name=f"d_{k}", reset_less=True) for k, v in rows[0].items()}
+        cap = {k: Signal.like(v, name=f"d_{k}", reset_less=True) for k, v in rows[0].items()
+               if k != "cnt"}  # the count only decides the overflow mark
         cap_valid = Signal(name="d_valid")
         with m.If(self.en):
             m.d.sync += cap_valid.eq(take & self.last)
         with m.If(take & self.last):
             m.d.sync += [cap[k].eq(nxt[k]) for k in cap]
-        cap.pop("cnt")
         self._drain(m, cap, cap_valid)
         return m
 
