@@ -327,3 +327,31 @@ def test_geometry_d32(fmt, acc_bits, row_bits):
             ExactAccumulator(fmt, 32, guard_bits=0)
         del err
         gc.collect()
+
+
+@pytest.mark.parametrize("stages", [1, 5])
+def test_latency_counts_enabled_cycles(stages):
+    """y_valid is high exactly ``latency`` enabled cycles after the cycle that takes the last beat
+    (a stall in between delays it by the stalled cycles and holds it while en is low)."""
+    dut = ExactAccumulator("fp8_e4m3", D, drain_stages=stages, in_reg=False)
+    en_seq = [1, 1, 0, 0, 1, 0] + [1] * 12  # the beat is taken in cycle 1
+    seen = []
+
+    async def bench(ctx):
+        for cyc, en in enumerate(en_seq):
+            ctx.set(dut.en, en)
+            ctx.set(dut.we, cyc == 1)
+            ctx.set(dut.first, 1)
+            ctx.set(dut.last, 1)
+            ctx.set(dut.s, 3)
+            seen.append((cyc, en, ctx.get(dut.y_valid), ctx.get(dut.y)))
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    enabled_after = [c for c, en, _, _ in seen if c > 1 and en]  # enabled cycles after the beat's
+    due = enabled_after[dut.latency - 1]
+    assert [c for c, en, v, _ in seen if en and v] == [due]
+    assert all(y == rne_fp32(3, ExactAccModel("fp8_e4m3", D).dw.lsb_exp) for _, _, v, y in seen if v)
