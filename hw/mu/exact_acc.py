@@ -63,7 +63,8 @@ def _cuts(stages: int) -> tuple:
 class ExactAccumulator(wiring.Component):
     """R rows of exact fixed-point accumulators fed by one column's exact sums, one drain pipeline.
 
-    Module name when placed: ``mu_xacc_w{D}_{fmt}_r{R}_g{g}_c{c}_d{k}``.
+    Module name when placed: ``mu_xacc_w{D}_{fmt}_r{R}_g{g}_c{c}_d{k}`` (``_n`` appended without
+    ``in_reg``).
 
     Parameters
     ----------
@@ -172,7 +173,7 @@ class ExactAccumulator(wiring.Component):
     def module_name(self) -> str:
         dw = self._dw
         return (f"mu_xacc_w{dw.width}_{dw.fmt.name}_r{self._rows}_g{self._g}_c{self._cb}"
-                f"_d{self._k}")
+                f"_d{self._k}" + ("" if self._in_reg else "_n"))
 
     # ---------------------------------------------------------------------------- elaborate
     def _flag_names(self):
