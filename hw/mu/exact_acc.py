@@ -1,0 +1,403 @@
+"""Exact accumulate of one matrix-unit column: ``y = RNE_fp32(sum of S over first..last)``.
+
+The ``exact`` accumulate mode (contract in ``docs/exact_accumulate.md``). ``S`` is the exact
+two's-complement D-term dot product from :mod:`hw.mu.tree` (W bits, LSB ``2**lsb_exp``). Every row
+accumulates the whole K-long sum exactly in ``A = W + guard_bits`` bits of two's-complement fixed
+point, and the sum is rounded once to FP32 when the ``last`` beat is taken. HardFloat style:
+unpack (``S`` is already exact) -> exact raw result -> round and pack.
+
+Per-beat loop (the only logic that must close in one cycle per beat)
+--------------------------------------------------------------------
+The row's sum is kept *carry-pending*: the A bits are cut into chunks of ``chunk_bits`` bits and
+every chunk adds its slice of the sign-extended ``S`` plus the carry that the chunk below produced
+on the previous beat (a register). The row's value is ``x + sum_i c_i * 2**(i * chunk_bits)``
+modulo ``2**A``, so the loop is one ``chunk_bits``-bit add (plus the row select and the ``first``
+clear), whatever W is. A beat counter per row (``guard_bits`` bits and a sticky overflow bit)
+makes an accumulation longer than ``2**guard_bits`` beats visible: its result is NaN and
+``overflow`` is set with it. Up to ``2**guard_bits`` beats the sum cannot wrap, since
+``|S| < 2**(W - 1)``.
+
+Drain pipeline (one per column, shared by the rows)
+---------------------------------------------------
+On a ``last`` beat the row's new state is also written into the capture register. Five steps
+follow (:data:`DRAIN_STEPS`): find the carry into every chunk (each chunk's generate/propagate and
+a prefix over the chunks), add them chunk by chunk (no carry crosses a chunk), take the magnitude
+(an OR prefix: no carry chain), normalize (leading-zero count and left shift, the bits below FP32's
+guard ORed into a sticky bit), round and pack. The rounding is specialised rather than
+:class:`hw.fp.round.RoundPack`: the sum is a multiple of ``2**lsb_exp >= 2**-32``, so it is never
+an FP32 subnormal, and the increment is an AND prefix instead of RoundPack's 37-bit
+``{exponent, mantissa} + up`` adder (a ripple after mapping, the slowest drain step). The packing
+and the specials' precedence are RoundPack's (:func:`hw.fp.round.pack_code`). ``drain_stages`` = k
+splits the steps into k register-separated segments ending in the ``y`` register, so ``y_valid``
+rises ``latency = k + 1`` enabled cycles after the ``last`` beat's ``we``. The pipeline takes a new
+drain every cycle, and every register
+(rows, drain, ``y``) holds while ``en`` is low.
+"""
+
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..formats import get_format
+from ..fp.round import leading_zeros, pack_code
+from .numerics import dot_widths
+
+__all__ = ["ExactAccumulator", "DRAIN_STEPS"]
+
+FP32 = get_format("fp32")
+#: The drain's steps in order; ``drain_stages`` registers are spread over the boundaries between them.
+DRAIN_STEPS = ("carries", "resolve", "magnitude", "normalize", "round")
+_FP32_SIG = FP32.man_bits + 1  # significand bits of FP32 (hidden bit included)
+
+
+def _cuts(stages: int) -> tuple:
+    """Step boundaries (i: a register before step i) when the drain has ``stages`` segments, spread
+    evenly (the last segment always ends in the ``y`` register)."""
+    n = len(DRAIN_STEPS)
+    k = min(stages, n) - 1
+    return tuple((i * n) // (k + 1) for i in range(1, k + 1))
+
+
+class ExactAccumulator(wiring.Component):
+    """R rows of exact fixed-point accumulators fed by one column's exact sums, one drain pipeline.
+
+    Module name when placed: ``mu_xacc_w{D}_{fmt}_r{R}_g{g}_c{c}_d{k}`` (``_n`` appended without
+    ``in_reg``).
+
+    Parameters
+    ----------
+    fmt : str or FloatFormat
+        A matrix element format.
+    width : int
+        D (sets W, the width of S).
+    rows : int
+        R, accumulator rows.
+    guard_bits : int
+        g >= 1: an accumulation may be up to ``2**g`` beats long; the accumulator has ``W + g`` bits.
+    chunk_bits : int
+        Bits per chunk of the carry-pending accumulator (the per-beat adder's length).
+    drain_stages : int
+        k >= 1, segments of the drain pipeline (one per step of :data:`DRAIN_STEPS` at the default
+        5; more add empty stages, fewer put several steps in one cycle).
+    in_reg : bool
+        Register ``s`` and its flags (enabled by ``en``) before the accumulate, as
+        :class:`hw.mu.accumulate.Accumulator`'s ``norm_reg``.
+
+    Members
+    -------
+    en : In(1)
+        Pipeline enable: every register holds while it is low.
+    s : In(signed(W))
+    s_nan, s_inf, s_inf_neg : In(1)
+        As the format has them (see :class:`hw.mu.tree.Tree`); ``in_reg`` cycles before ``we``.
+    we : In(1)
+        The beat now at the accumulate stage is valid: it is added into row ``row`` at the end of
+        this cycle (taken only when ``en`` is also high).
+    first : In(1)
+        The beat starts a new accumulation (the row's sum, counter and flags start from zero).
+    last : In(1)
+        The beat ends the accumulation: its sum enters the drain pipeline.
+    row : In(ceil(log2 R))
+        Present if R > 1. Rows >= R (R not a power of two) use the last row.
+    y : Out(32)
+        The FP32 code of the last drained accumulation (a register).
+    y_valid : Out(1)
+        ``y`` is the result of the accumulation whose ``last`` beat was taken ``latency`` enabled
+        cycles ago; high for one enabled cycle per result (it holds while ``en`` is low).
+    overflow : Out(1)
+        With ``y_valid``: that accumulation was longer than ``2**g`` beats (``y`` is NaN).
+
+    Raises
+    ------
+    ValueError
+        On a parameter out of range (the message names it).
+    """
+
+    def __init__(self, fmt, width: int, rows: int = 1, *, guard_bits: int = 16, chunk_bits: int = 8,
+                 drain_stages: int = 5, in_reg: bool = True):
+        self._dw = dot_widths(fmt, width)
+        f = self._dw.fmt
+        assert self._dw.lsb_exp > FP32.emin, "a nonzero sum must be an FP32 normal (no subnormal path)"
+        for name, v, lo in (("rows", rows, 1), ("guard_bits", guard_bits, 1),
+                            ("chunk_bits", chunk_bits, 1), ("drain_stages", drain_stages, 1)):
+            if not isinstance(v, int) or v < lo:
+                raise ValueError(f"{name} must be an integer >= {lo}, not {v!r}")
+        self._rows, self._g, self._cb = rows, guard_bits, chunk_bits
+        self._k, self._in_reg = drain_stages, bool(in_reg)
+        members = {"en": In(1), "s": In(signed(self._dw.sum_bits)), "we": In(1), "first": In(1),
+                   "last": In(1)}
+        if f.has_nan or f.has_inf:
+            members["s_nan"] = In(1)
+        if f.has_inf:
+            members["s_inf"] = In(1)
+            members["s_inf_neg"] = In(1)
+        if rows > 1:
+            members["row"] = In(range(rows))
+        members.update(y=Out(32), y_valid=Out(1), overflow=Out(1))
+        super().__init__(members)
+
+    # ------------------------------------------------------------------------------- geometry
+    @property
+    def acc_bits(self) -> int:
+        """A = W + g, two's-complement bits of a row's sum."""
+        return self._dw.sum_bits + self._g
+
+    @property
+    def chunks(self) -> int:
+        """Chunks of the carry-pending sum (the top one may be shorter)."""
+        return -(-self.acc_bits // self._cb)
+
+    @property
+    def flag_bits(self) -> int:
+        """Sticky special flags per row: NaN (if the format has NaN or Inf), +Inf and -Inf seen."""
+        return len(self._flag_names())
+
+    @property
+    def row_state_bits(self) -> int:
+        """Register bits per row: sum, pending carries, beat counter, overflow bit, flags."""
+        return self.acc_bits + (self.chunks - 1) + self._g + 1 + self.flag_bits
+
+    @property
+    def latency(self) -> int:
+        """Enabled cycles from the ``last`` beat's ``we`` to ``y_valid`` (``drain_stages + 1``)."""
+        return self._k + 1
+
+    @property
+    def in_latency(self) -> int:
+        """Cycles between ``s`` and the accumulate stage (``we``): 1 with ``in_reg``, else 0."""
+        return int(self._in_reg)
+
+    @property
+    def module_name(self) -> str:
+        dw = self._dw
+        return (f"mu_xacc_w{dw.width}_{dw.fmt.name}_r{self._rows}_g{self._g}_c{self._cb}"
+                f"_d{self._k}" + ("" if self._in_reg else "_n"))
+
+    # ---------------------------------------------------------------------------- elaborate
+    def _flag_names(self):
+        """The sticky special flags a row keeps: ``nan`` (NaN seen), ``pinf`` / ``ninf`` (+Inf / -Inf
+        seen), as the format has them."""
+        f = self._dw.fmt
+        return (("nan",) if f.has_nan or f.has_inf else ()) + (("pinf", "ninf") if f.has_inf else ())
+
+    def _inputs(self, m):
+        """``s`` and the beat's flags (a dict like :meth:`_flag_names`) at the accumulate stage."""
+        f = self._dw.fmt
+        vals = {"s": self.s}
+        if f.has_nan or f.has_inf:
+            vals["nan"] = self.s_nan
+        if f.has_inf:
+            vals["pinf"] = self.s_inf & ~self.s_inf_neg
+            vals["ninf"] = self.s_inf & self.s_inf_neg
+        if not self._in_reg:
+            return vals
+        regs = {k: Signal(signed(len(self.s)) if k == "s" else 1, name=f"i_{k}", reset_less=True)
+                for k in vals}
+        with m.If(self.en):
+            m.d.sync += [regs[k].eq(v) for k, v in vals.items()]
+        return regs
+
+    def _row_regs(self, r):
+        """The registers of row ``r`` (a dict; also the layout of the drain's capture register)."""
+        A, nc = self.acc_bits, self.chunks
+        return {"x": Signal(A, name=f"r{r}_x"), "c": Signal(max(nc - 1, 1), name=f"r{r}_c"),
+                "cnt": Signal(self._g, name=f"r{r}_cnt"), "ovf": Signal(name=f"r{r}_ovf"),
+                **{k: Signal(name=f"r{r}_{k}") for k in self._flag_names()}}
+
+    def _beat(self, m, cur, inp):
+        """The row's next state after adding this beat (``cur`` is already cleared on ``first``)."""
+        A, cb, nc = self.acc_bits, self._cb, self.chunks
+        se = Signal(A, name="s_ext")  # S sign-extended to A bits
+        m.d.comb += se.eq(inp["s"].as_signed())
+        xs, cs = [], []
+        for i in range(nc):
+            lo, hi = i * cb, min((i + 1) * cb, A)
+            t = Signal(hi - lo + 1, name=f"sum{i}")
+            cin = cur["c"][i - 1] if i > 0 else Const(0, 1)
+            m.d.comb += t.eq(cur["x"][lo:hi] + se[lo:hi] + cin)
+            xs.append(t[:hi - lo])
+            cs.append(t[-1])
+        full = Signal(name="cnt_full")
+        m.d.comb += full.eq(cur["cnt"].all())
+        return {"x": Cat(*xs), "c": Cat(*cs[:-1]) if nc > 1 else Const(0, 1),
+                "cnt": Mux(self.first, 0, cur["cnt"] + 1), "ovf": cur["ovf"] | full,
+                **{k: cur[k] | inp[k] for k in self._flag_names()}}
+
+    def elaborate(self, platform):
+        m = Module()
+        inp = self._inputs(m)
+        take = Signal()
+        m.d.comb += take.eq(self.we & self.en)
+
+        rows = [self._row_regs(r) for r in range(self._rows)]
+        cur = {k: Signal.like(v, name=f"cur_{k}") for k, v in rows[0].items()}
+        if self._rows > 1:
+            with m.Switch(self.row):
+                for r in range(self._rows - 1):
+                    with m.Case(r):
+                        m.d.comb += [cur[k].eq(v) for k, v in rows[r].items()]
+                with m.Default():
+                    m.d.comb += [cur[k].eq(v) for k, v in rows[-1].items()]
+        else:
+            m.d.comb += [cur[k].eq(v) for k, v in rows[0].items()]
+        op = {k: Mux(self.first, 0, v) for k, v in cur.items()}  # a new accumulation starts at 0
+        nxt = self._beat(m, op, inp)
+        for r, regs in enumerate(rows):
+            sel = take if self._rows == 1 else take & (self.row == r)
+            with m.If(sel):
+                m.d.sync += [regs[k].eq(nxt[k]) for k in regs]
+
+        # capture register: the drained accumulation's final state
+        cap = {k: Signal.like(v, name=f"d_{k}", reset_less=True) for k, v in rows[0].items()
+               if k != "cnt"}  # the count only decides the overflow mark
+        cap_valid = Signal(name="d_valid")
+        with m.If(self.en):
+            m.d.sync += cap_valid.eq(take & self.last)
+        with m.If(take & self.last):
+            m.d.sync += [cap[k].eq(nxt[k]) for k in cap]
+        self._drain(m, cap, cap_valid)
+        return m
+
+    # -------------------------------------------------------------------------------- drain
+    def _stage(self, m, vals: dict, valid, idx: int):
+        """Register ``vals`` and ``valid`` (enabled by ``en``) as drain register ``idx``."""
+        regs = {k: Signal.like(v, name=f"p{idx}_{k}", reset_less=True) if isinstance(v, Signal)
+                else Signal(len(v), name=f"p{idx}_{k}", reset_less=True) for k, v in vals.items()}
+        rv = Signal(name=f"p{idx}_valid")
+        with m.If(self.en):
+            m.d.sync += [regs[k].eq(v) for k, v in vals.items()] + [rv.eq(valid)]
+        return regs, rv
+
+    def _drain(self, m, vals, valid):
+        dw, A, cb = self._dw, self.acc_bits, self._cb
+        cuts = _cuts(self._k)
+        steps = (self._carries, self._resolve, self._magnitude, self._normalize, self._round)
+        for i, step in enumerate(steps):
+            if i in cuts:
+                vals, valid = self._stage(m, vals, valid, i)
+            vals = step(m, vals, A, cb, dw)
+        for j in range(self._k - 1 - len(cuts)):  # extra segments beyond one per step
+            vals, valid = self._stage(m, vals, valid, len(steps) + j)
+        y, yv, ovf = Signal(32, name="y_r"), Signal(name="y_valid_r"), Signal(name="ovf_r")  # y resets to +0
+        with m.If(self.en):
+            m.d.sync += [yv.eq(valid), ovf.eq(valid & vals["ovf"])]
+            with m.If(valid):
+                m.d.sync += y.eq(vals["code"])
+        m.d.comb += [self.y.eq(y), self.y_valid.eq(yv), self.overflow.eq(ovf)]
+
+    @staticmethod
+    def _carries(m, v, A, cb, dw):
+        """The carry into every chunk when the pending carries are resolved: each chunk's
+        ``x_i + c_i`` gives a generate (carry out) and a propagate (all ones), and a parallel prefix
+        over the chunks combines them (``cc[i]``: carry into chunk ``i + 1``)."""
+        nc = -(-A // cb)
+        gp = []
+        for i in range(nc - 1):
+            lo, hi = i * cb, min((i + 1) * cb, A)
+            cin = v["c"][i - 1] if i > 0 else Const(0, 1)
+            a0 = Signal(hi - lo + 1, name=f"rc_s{i}")
+            m.d.comb += a0.eq(v["x"][lo:hi] + cin)
+            gp.append((a0[-1], a0[:-1].all()))
+        grp = _prefix(m, gp, name="rc") if gp else []
+        cc = Signal(max(nc - 1, 1), name="rc_cc")
+        m.d.comb += cc.eq(Cat(*grp) if grp else 0)
+        return {"x": v["x"], "c": v["c"], "cc": cc, **_flags(v)}
+
+    @staticmethod
+    def _resolve(m, v, A, cb, dw):
+        """x + pending carries -> the A-bit two's-complement sum ``v``: every chunk adds its pending
+        carry and its resolved carry-in, independently of the others."""
+        nc = -(-A // cb)
+        parts = []
+        for i in range(nc):
+            lo, hi = i * cb, min((i + 1) * cb, A)
+            if i == 0:
+                parts.append(v["x"][lo:hi])
+                continue
+            t = Signal(hi - lo, name=f"rs_{i}")
+            m.d.comb += t.eq(v["x"][lo:hi] + v["c"][i - 1] + v["cc"][i - 1])
+            parts.append(t)
+        sum_ = Signal(signed(A), name="res_v")
+        m.d.comb += sum_.eq(Cat(*parts))
+        return {"v": sum_, **_flags(v)}
+
+    @staticmethod
+    def _magnitude(m, v, A, cb, dw):
+        """Sign and magnitude (``|v| < 2**(A-1)``): a negative v keeps its bits up to the lowest
+        one and inverts the rest (an OR prefix, no carry chain)."""
+        sign, mag = Signal(name="mag_sign"), Signal(A - 1, name="mag")
+        below = _prefix(m, [(v["v"][i], Const(1, 1)) for i in range(A - 2)], name="mo")
+        flip = Cat(Const(0, 1), *below) & sign.replicate(A - 1)
+        m.d.comb += [sign.eq(v["v"][-1]), mag.eq(v["v"][:A - 1] ^ flip)]
+        return {"sign": sign, "mag": mag, **_flags(v)}
+
+    @staticmethod
+    def _normalize(m, v, A, cb, dw):
+        """Leading-zero count and left shift. Keeps FP32's 24 significant bits and the guard bit of
+        the normalized magnitude, ORs the rest into a sticky bit, and forms the biased exponent for
+        both outcomes of the rounding (no carry into the next binade / a carry)."""
+        mag = v["mag"]
+        lz = leading_zeros(m, mag, name="n_lz")
+        norm = Signal(A - 1, name="n_norm")
+        m.d.comb += norm.eq(mag << lz)
+        keep = _FP32_SIG + 1  # significand and guard
+        if len(norm) > keep:
+            sig = Cat(norm[:len(norm) - keep].any(), norm[-keep:])
+        else:  # fewer bits than FP32 keeps: exact, pad below
+            sig = Cat(Const(0, keep + 1 - len(norm)), norm)
+        sig_r = Signal(keep + 1, name="n_sig")  # {significand, guard, sticky}
+        top = dw.lsb_exp + A - 2 + FP32.bias  # biased exponent of mag's MSB
+        eb0, eb1 = Signal(10, name="n_eb0"), Signal(10, name="n_eb1")
+        zero = Signal(name="n_zero")
+        m.d.comb += [sig_r.eq(sig), eb0.eq(top - lz), eb1.eq(top + 1 - lz), zero.eq(mag == 0)]
+        return {"sig": sig_r, "eb0": eb0, "eb1": eb1, "zero": zero, "sign": v["sign"], **_flags(v)}
+
+    @staticmethod
+    def _round(m, v, A, cb, dw):
+        """RNE to FP32 and pack, with the specials: NaN (NaN seen, +Inf and -Inf seen, or the
+        overflow mark), Inf, +0. The increment is an AND prefix (no carry chain); a carry out of the
+        significand selects the next binade's exponent."""
+        sig = v["sig"]
+        kept, guard, sticky = sig[2:], sig[1], sig[0]
+        up = Signal(name="r_up")
+        m.d.comb += up.eq(guard & (sticky | kept[0]))
+        ones = _prefix(m, [(Const(0, 1), kept[i]) for i in range(_FP32_SIG)], name="ra", propagate=True)
+        carry = Cat(up, *[up & ones[i] for i in range(_FP32_SIG - 1)])  # into bit i
+        cout = Signal(name="r_cout")
+        rounded = Signal(_FP32_SIG, name="r_sig")
+        m.d.comb += [rounded.eq(kept ^ carry), cout.eq(up & ones[-1])]
+        eb = Signal(10, name="r_eb")
+        m.d.comb += eb.eq(Mux(cout, v["eb1"], v["eb0"]))
+        nan, pinf, ninf = (v.get(k, Const(0, 1)) for k in ("nan", "pinf", "ninf"))
+        sign = Signal(name="r_sign")
+        m.d.comb += sign.eq(Mux(pinf | ninf, ninf, v["sign"] & ~v["zero"]))
+        flags = SimpleNamespace(sign=sign, is_nan=nan | v["ovf"] | (pinf & ninf),
+                                is_inf=pinf | ninf, is_zero=v["zero"])
+        code = Signal(32, name="r_code")
+        pack_code(m, code, flags, FP32, flush=0, over=eb >= 255,
+                  mag=Cat(rounded[:FP32.man_bits], eb[:FP32.exp_bits]))
+        return {"code": code, "ovf": v["ovf"]}
+
+
+def _prefix(m, gp: list, *, name: str, propagate: bool = False) -> list:
+    """Kogge-Stone prefix of (generate, propagate) pairs: element i of the result is the generate of
+    elements 0..i (with every propagate 1 it is the OR of the generates 0..i), or with ``propagate``
+    the propagate of 0..i (the AND of the propagates)."""
+    g = [x for x, _ in gp]
+    p = [y for _, y in gp]
+    d, level = 1, 0
+    while d < len(g):
+        ng, np_ = list(g), list(p)
+        for i in range(d, len(g)):
+            ng[i] = Signal(name=f"{name}_g{level}_{i}")
+            np_[i] = Signal(name=f"{name}_p{level}_{i}")
+            m.d.comb += [ng[i].eq(g[i] | (p[i] & g[i - d])), np_[i].eq(p[i] & p[i - d])]
+        g, p, d, level = ng, np_, 2 * d, level + 1
+    return p if propagate else g
+
+
+def _flags(v: dict) -> dict:
+    """The overflow bit and the special flags carried down the drain."""
+    return {k: v[k] for k in ("ovf", "nan", "pinf", "ninf") if k in v}
