@@ -59,12 +59,15 @@ def main(argv=None) -> int:
     """Run the QoR sweep and write the cross-width report."""
     p = argparse.ArgumentParser(prog="python -m flows qor", description=__doc__.split("\n\n")[0])
     p.add_argument("--widths", default=",".join(map(str, STUDY_WIDTHS)),
-                   help="matrix-unit widths (comma separated)")
-    p.add_argument("--formats", default=",".join(MATRIX_FORMATS), help="element formats")
+                   help="matrix-unit widths, comma separated (default: %(default)s)")
+    p.add_argument("--formats", default=",".join(MATRIX_FORMATS),
+                   help="element formats, comma separated (default: %(default)s)")
     p.add_argument("--no-bf16", action="store_true", help="leave out the BF16 multiplier points")
     p.add_argument("--report-only", action="store_true", help="only regenerate the report from metrics")
     p.add_argument("--liberty", default=None, help="liberty file (default: the flow's: $LIBERTY, OSU 0.18um)")
-    p.add_argument("--clock-ps", default=None, help="target period for ABC in ps")
+    p.add_argument("--clock-ps", default=None,
+                   help="target period for ABC in ps (default: none; $CLOCK_PS is not read, so the "
+                   "committed study stays unconstrained)")
     add_run_args(p)
     a = p.parse_args(argv)
     rc = 0
