@@ -16,14 +16,13 @@ Examples::
 
 import argparse
 import sys
-import time
 
 from hw.designs import STUDY_WIDTHS
 from hw.formats import MATRIX_FORMATS
 
 from ..report import qor as report_qor
-from .cli import add_run_args, clock_from_env
-from .runner import Job, SweepError, run, summary
+from .cli import add_run_args, clock_from_env, run_from_cli
+from .runner import Job
 from .synth_jobs import synth_jobs
 
 __all__ = ["qor_jobs", "main", "BF16_ARCHS"]
@@ -72,21 +71,13 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     rc = 0
     if not a.report_only:
-        try:
-            jobs = qor_jobs(_csv(a.widths, int), _csv(a.formats), not a.no_bf16, a.liberty,
-                            clock_from_env(a.clock_ps))
-            t0 = time.monotonic()
-            outs = run(jobs, a.executor, a.jobs, a.retries, a.force, not a.no_progress)
-        except (SweepError, ValueError, RuntimeError) as e:
-            print(f"python -m flows qor: error: {e}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt:
-            print("python -m flows qor: interrupted; finished jobs are cached (rerun to continue, "
-                  "or --report-only for a report of what exists)", file=sys.stderr)
-            return 130
-        print(summary(outs))
-        print(f"qor: sweep wall time {time.monotonic() - t0:.1f} s")
-        rc = 0 if all(o.ok for o in outs) else 1
+        rc = run_from_cli(
+            "python -m flows qor",
+            lambda: qor_jobs(_csv(a.widths, int), _csv(a.formats), not a.no_bf16, a.liberty,
+                             clock_from_env(a.clock_ps)),
+            a, "rerun to continue, or --report-only for a report of what exists")
+        if rc in (2, 130):
+            return rc
     rrc = report_qor.main([])
     return rc or rrc
 
