@@ -36,6 +36,7 @@ help:
 	@echo "make qor / qor-check / qor-update            cross-width report, regression gate, goldens"
 	@echo "  synth options: LIBERTY=cells.lib CLOCK_PS=period FLOW=auto|flat|hier PUBLISH=1 (to reports/qor/);"
 	@echo "  design options: $$($(PY) -m hw options --make-vars 2>/dev/null || echo 'see python -m hw list')"
+	@echo "  formats (FMT): $$($(PY) -m hw options --choices fmt 2>/dev/null || echo 'see python -m hw list')"
 	@echo "  BF16 side by side:"
 	@echo "  $(PY) -m flows bf16-compare (reports/qor/bf16_mul_comparison.md)"
 

@@ -5,6 +5,7 @@ Examples
 ``python -m hw gen bf16_mul --arch booth4 --stages 0 -o bf16_mul.v``
 ``python -m hw gen mu --width 64 --fmt fp8_e4m3 -o mu.v --manifest mu.json``
 ``python -m hw options --make-vars`` (the Makefile's option variables: every option, upper case)
+``python -m hw options --choices fmt`` (the allowed values of an option, e.g. the element formats)
 """
 
 import argparse
@@ -25,9 +26,8 @@ def _parser():
     for d in DESIGNS.values():
         dp = dsub.add_parser(d.name, help=d.help, description=d.help)
         for o in d.options:
-            extra = f" (allowed: {', '.join(map(str, o.choices))})" if o.choices else ""
             dp.add_argument(f"--{o.name.replace('_', '-')}", dest=o.name, default=None, metavar="V",
-                            help=f"{o.help}{extra}; default {o.default}")
+                            help=f"{o.help}{_allowed(o)}; default {o.default}")
         dp.add_argument("-o", "--output", required=True, help="Verilog file to write")
         dp.add_argument("--top", default=None, help=f"top module name (default {d.top_name})")
         dp.add_argument("--manifest", default=None,
@@ -36,7 +36,13 @@ def _parser():
     opts = sub.add_parser("options", help="print the option names of every design")
     opts.add_argument("--make-vars", action="store_true",
                       help="as make variables: upper case, space separated (WIDTH FMT ...)")
+    opts.add_argument("--choices", metavar="OPTION", default=None,
+                      help="instead, the allowed values of OPTION (space separated)")
     return p
+
+
+def _allowed(o) -> str:
+    return f" (allowed: {', '.join(map(str, o.choices))})" if o.choices else ""
 
 
 def main(argv=None):
@@ -45,9 +51,19 @@ def main(argv=None):
         for d in DESIGNS.values():
             print(f"{d.name}: {d.help}")
             for o in d.options:
-                print(f"  --{o.name}  default {o.default}  {o.help}")
+                print(f"  --{o.name}  default {o.default}  {o.help}{_allowed(o)}")
         return 0
     if args.cmd == "options":
+        if args.choices is not None:
+            found = [o for d in DESIGNS.values() for o in d.options if o.name == args.choices]
+            if not found:
+                names = ", ".join(dict.fromkeys(o.name for d in DESIGNS.values() for o in d.options))
+                print(f"python -m hw options: error: no option {args.choices!r}; options: {names}",
+                      file=sys.stderr)
+                return 2
+            values = dict.fromkeys(str(c) for o in found for c in (o.choices or ()))
+            print(" ".join(values) if values else f"{args.choices}: no fixed list (python -m hw list)")
+            return 0
         names = dict.fromkeys(o.name for d in DESIGNS.values() for o in d.options)
         print(" ".join(n.upper() for n in names) if args.make_vars else "\n".join(names))
         return 0

@@ -47,7 +47,7 @@ class BlockParams:
 
     Subclasses are ``@dataclass(frozen=True)``. ``MODULE`` is a :meth:`str.format` template with
     exactly one ``{field}`` per field; a field is written with ``str()`` unless ``TAGS`` maps its name
-    to a function ``value -> text`` (e.g. ``""`` for a default that older names leave out).
+    to a function ``value -> text`` (e.g. ``""`` for a default value, which the name leaves out).
 
     Examples
     --------

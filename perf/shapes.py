@@ -25,13 +25,10 @@ against the RTL's counters on real MiniLM tiles (reports/regression.md).
 import math
 from dataclasses import dataclass
 
-from hw.designs import STUDY_WIDTHS
-
 from .contract import Product
 
-__all__ = ["Matmul", "MODELS", "catalog", "cost", "slice80", "WIDTHS"]
+__all__ = ["Matmul", "MODELS", "catalog", "cost", "slice80"]
 
-WIDTHS = STUDY_WIDTHS
 #: Context length assumed for the attention products of the LLMs (MiniLM: its 256-token maximum).
 CONTEXT = 4096
 

@@ -35,8 +35,8 @@ __all__ = ["run", "build", "verilator_env", "BUILD", "REPO", "FAST_BUILD_ARGS"]
 #:
 #: * ``--no-public-flat-rw --public-depth 1``: cocotb's runner makes every signal public (VPI
 #:   read/write), so Verilator keeps each one as it is and the top gets a VPI symbol per instance
-#:   port (a 256-lane BF16 top took 5.5 min to compile; a D = 32 unit simulated 117 cycles/s with
-#:   R = 2, 654 with these options and R = 16, which only adds accumulator rows).
+#:   port, which makes a wide top slow to compile and several times slower to simulate
+#:   (``python -m tb.mu.bench`` measures build time and simulation rate).
 #: * ``-MAKEFLAGS OPT_FAST=-O2``: Verilator's own ``--build`` compiles the hierarchical blocks at
 #:   -O2 instead of -Os (about twice as fast to simulate); the top, compiled by cocotb's make, stays
 #:   at -Os.

@@ -64,7 +64,7 @@ def test_same_name_same_block():
 
 
 def test_names_of_the_unit_blocks():
-    """The derived names are the documented ones (flows/report_qor.py keys on their prefixes)."""
+    """The derived names are the documented ones (flows/report/qor.py keys on their prefixes)."""
     def blocks(design, opts):
         return set(_checked_netlist(CHECKED.index((design, opts))).blocks())
 

@@ -22,7 +22,7 @@ from .executors import EXECUTORS
 from .runner import SWEEP_DIR, Job, SweepError, run, summary
 from .synth_jobs import flow_inputs, synth_jobs
 
-__all__ = ["main", "call_jobs", "add_run_args", "clock_from_env"]
+__all__ = ["main", "call_jobs", "add_run_args", "clock_from_env", "run_from_cli"]
 
 
 def call_jobs(func: str, grid: dict) -> list[Job]:
@@ -84,22 +84,35 @@ def main(argv=None) -> int:
                    "(default build/reports/qor/)")
     add_run_args(p)
     a = p.parse_args(argv)
-    try:
+
+    def jobs():
         grid = _parse_grid(a.grid)
         if a.design:
-            jobs = synth_jobs(a.design, grid, a.liberty, clock_from_env(a.clock_ps), a.publish)
-        else:
-            jobs = call_jobs(a.call, grid)
+            return synth_jobs(a.design, grid, a.liberty, clock_from_env(a.clock_ps), a.publish)
+        return call_jobs(a.call, grid)
+
+    return run_from_cli("python -m flows sweep", jobs, a, "rerun to continue")
+
+
+def run_from_cli(prog: str, make_jobs, a: argparse.Namespace, resume_hint: str) -> int:
+    """Build the jobs with ``make_jobs()`` and run them with the options of :func:`add_run_args`.
+
+    Prints the summary and the wall time; returns the exit status: 0 if every job succeeded, 1 if
+    some failed, 2 for a bad request (the message names it), 130 when interrupted (finished jobs
+    stay cached; ``resume_hint`` says how to go on).
+    """
+    try:
+        jobs = make_jobs()
         t0 = time.monotonic()
         outs = run(jobs, a.executor, a.jobs, a.retries, a.force, not a.no_progress)
     except (SweepError, ValueError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("sweep interrupted; finished jobs are cached (rerun to continue)", file=sys.stderr)
+        print(f"{prog}: interrupted; finished jobs are cached ({resume_hint})", file=sys.stderr)
         return 130
     print(summary(outs))
-    print(f"sweep: wall time {time.monotonic() - t0:.1f} s; logs under {_rel(SWEEP_DIR)}/<job>/log")
+    print(f"{prog}: wall time {time.monotonic() - t0:.1f} s; logs under {_rel(SWEEP_DIR)}/<job>/log")
     return 0 if all(o.ok for o in outs) else 1
 
 

@@ -16,14 +16,13 @@ Examples::
 
 import argparse
 import sys
-import time
 
 from hw.designs import STUDY_WIDTHS
 from hw.formats import MATRIX_FORMATS
 
 from ..report import qor as report_qor
-from .cli import add_run_args, clock_from_env
-from .runner import Job, SweepError, run, summary
+from .cli import add_run_args, clock_from_env, run_from_cli
+from .runner import Job
 from .synth_jobs import synth_jobs
 
 __all__ = ["qor_jobs", "main", "BF16_ARCHS"]
@@ -59,31 +58,26 @@ def main(argv=None) -> int:
     """Run the QoR sweep and write the cross-width report."""
     p = argparse.ArgumentParser(prog="python -m flows qor", description=__doc__.split("\n\n")[0])
     p.add_argument("--widths", default=",".join(map(str, STUDY_WIDTHS)),
-                   help="matrix-unit widths (comma separated)")
-    p.add_argument("--formats", default=",".join(MATRIX_FORMATS), help="element formats")
+                   help="matrix-unit widths, comma separated (default: %(default)s)")
+    p.add_argument("--formats", default=",".join(MATRIX_FORMATS),
+                   help="element formats, comma separated (default: %(default)s)")
     p.add_argument("--no-bf16", action="store_true", help="leave out the BF16 multiplier points")
     p.add_argument("--report-only", action="store_true", help="only regenerate the report from metrics")
     p.add_argument("--liberty", default=None, help="liberty file (default: the flow's: $LIBERTY, OSU 0.18um)")
-    p.add_argument("--clock-ps", default=None, help="target period for ABC in ps")
+    p.add_argument("--clock-ps", default=None,
+                   help="target period for ABC in ps (default: none; $CLOCK_PS is not read, so the "
+                   "committed study stays unconstrained)")
     add_run_args(p)
     a = p.parse_args(argv)
     rc = 0
     if not a.report_only:
-        try:
-            jobs = qor_jobs(_csv(a.widths, int), _csv(a.formats), not a.no_bf16, a.liberty,
-                            clock_from_env(a.clock_ps))
-            t0 = time.monotonic()
-            outs = run(jobs, a.executor, a.jobs, a.retries, a.force, not a.no_progress)
-        except (SweepError, ValueError, RuntimeError) as e:
-            print(f"python -m flows qor: error: {e}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt:
-            print("python -m flows qor: interrupted; finished jobs are cached (rerun to continue, "
-                  "or --report-only for a report of what exists)", file=sys.stderr)
-            return 130
-        print(summary(outs))
-        print(f"qor: sweep wall time {time.monotonic() - t0:.1f} s")
-        rc = 0 if all(o.ok for o in outs) else 1
+        rc = run_from_cli(
+            "python -m flows qor",
+            lambda: qor_jobs(_csv(a.widths, int), _csv(a.formats), not a.no_bf16, a.liberty,
+                             clock_from_env(a.clock_ps)),
+            a, "rerun to continue, or --report-only for a report of what exists")
+        if rc in (2, 130):
+            return rc
     rrc = report_qor.main([])
     return rc or rrc
 

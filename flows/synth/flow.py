@@ -255,7 +255,9 @@ def read_verilog(files, top: str) -> tuple:
     """
     if not files:
         raise ValueError("no Verilog given: pass --verilog FILE (repeatable) or VERILOG=file.v")
-    if not top or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", top):
+    if not top:
+        raise ValueError("user Verilog needs its top module: set TOP=name (--top name)")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", top):
         raise ValueError(f"TOP must be the name of a Verilog module, not {top!r} (e.g. TOP=my_adder)")
     texts = []
     for f in files:

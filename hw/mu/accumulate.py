@@ -36,10 +36,29 @@ from ..hier import BlockParams
 from ..pipeline import COLUMN, Cut
 from .numerics import dot_widths
 
-__all__ = ["Accumulator", "AccumulatorParams"]
+__all__ = ["Accumulator", "AccumulatorParams", "beat_inputs"]
 
 FP32 = get_format("fp32")
 EXP_W = 11  # signed exponents: FP32 -126..128 and S's lsb_exp..sum_msb_exp, differences up to ~300
+
+
+def beat_inputs(dw, rows: int, *, last: bool = False) -> dict:
+    """The input members by which a column hands one beat's sum to an accumulate block, in port
+    order: ``en``, ``s`` (``signed(dw.sum_bits)``), ``we``, ``first``, ``last`` (if asked for), the
+    special-value flags the format has (``s_nan`` with NaN or Inf; ``s_inf``, ``s_inf_neg`` with
+    Inf) and ``row`` (if R > 1). ``dw`` is :func:`hw.mu.numerics.dot_widths` of the column."""
+    f = dw.fmt
+    members = {"en": In(1), "s": In(signed(dw.sum_bits)), "we": In(1), "first": In(1)}
+    if last:
+        members["last"] = In(1)
+    if f.has_nan or f.has_inf:
+        members["s_nan"] = In(1)
+    if f.has_inf:
+        members["s_inf"] = In(1)
+        members["s_inf_neg"] = In(1)
+    if rows > 1:
+        members["row"] = In(range(rows))
+    return members
 
 
 @dataclass(frozen=True)
@@ -116,16 +135,7 @@ class Accumulator(wiring.Component):
         f = self._dw.fmt
         self.params = AccumulatorParams(width, f.name, rows, stages)
         self._rows, self._norm_reg = rows, self.params.norm_reg
-        members = {"en": In(1), "s": In(signed(self._dw.sum_bits)), "we": In(1), "first": In(1)}
-        if f.has_nan or f.has_inf:
-            members["s_nan"] = In(1)
-        if f.has_inf:
-            members["s_inf"] = In(1)
-            members["s_inf_neg"] = In(1)
-        if rows > 1:
-            members["row"] = In(range(rows))
-        members["y"] = Out(32)
-        super().__init__(members)
+        super().__init__({**beat_inputs(self._dw, rows), "y": Out(32)})
 
     @property
     def latency(self) -> int:

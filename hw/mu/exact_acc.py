@@ -38,10 +38,11 @@ from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
 from ..formats import get_format
 from ..fp.round import leading_zeros, pack_code
+from .accumulate import beat_inputs
 from .numerics import dot_widths
 
 __all__ = ["ExactAccumulator", "DRAIN_STEPS"]
@@ -118,7 +119,6 @@ class ExactAccumulator(wiring.Component):
     def __init__(self, fmt, width: int, rows: int = 1, *, guard_bits: int = 16, chunk_bits: int = 8,
                  drain_stages: int = 5, in_reg: bool = True):
         self._dw = dot_widths(fmt, width)
-        f = self._dw.fmt
         assert self._dw.lsb_exp > FP32.emin, "a nonzero sum must be an FP32 normal (no subnormal path)"
         for name, v, lo in (("rows", rows, 1), ("guard_bits", guard_bits, 1),
                             ("chunk_bits", chunk_bits, 1), ("drain_stages", drain_stages, 1)):
@@ -126,17 +126,8 @@ class ExactAccumulator(wiring.Component):
                 raise ValueError(f"{name} must be an integer >= {lo}, not {v!r}")
         self._rows, self._g, self._cb = rows, guard_bits, chunk_bits
         self._k, self._in_reg = drain_stages, bool(in_reg)
-        members = {"en": In(1), "s": In(signed(self._dw.sum_bits)), "we": In(1), "first": In(1),
-                   "last": In(1)}
-        if f.has_nan or f.has_inf:
-            members["s_nan"] = In(1)
-        if f.has_inf:
-            members["s_inf"] = In(1)
-            members["s_inf_neg"] = In(1)
-        if rows > 1:
-            members["row"] = In(range(rows))
-        members.update(y=Out(32), y_valid=Out(1), overflow=Out(1))
-        super().__init__(members)
+        super().__init__({**beat_inputs(self._dw, rows, last=True),
+                          "y": Out(32), "y_valid": Out(1), "overflow": Out(1)})
 
     # ------------------------------------------------------------------------------- geometry
     @property

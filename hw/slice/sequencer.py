@@ -25,10 +25,6 @@ from .loops import Level, advance
 __all__ = ["ActivationIssue", "WriteBack"]
 
 
-def _row_bits(rows: int) -> int:
-    return (rows - 1).bit_length()
-
-
 class ActivationIssue(wiring.Component):
     """Reads x rows from the scratchpad and sends one x beat per (pass, group, k-tile, row).
 
@@ -62,6 +58,7 @@ class ActivationIssue(wiring.Component):
     def __init__(self, *, unit: MatrixUnitSignature, addr_bits: int):
         width = unit.width
         self._d, self._b, self._r, self._aw = width, unit.bits, unit.rows, addr_bits
+        self._row_bits = unit.row_bits
         super().__init__({
             "start": In(1), "m": In(16), "k": In(16), "kt": In(16), "n_groups": In(16),
             "x_addr": In(addr_bits),
@@ -86,7 +83,7 @@ class ActivationIssue(wiring.Component):
         # stage B
         b_valid = Signal()
         b_swap, b_first, b_last = Signal(), Signal(), Signal()
-        b_row = Signal(max(1, _row_bits(R)))
+        b_row = Signal(max(1, self._row_bits))
         b_lanes = Signal(16)
 
         adv = Signal()
@@ -170,6 +167,7 @@ class WriteBack(wiring.Component):
     def __init__(self, *, unit: MatrixUnitSignature, units: int, addr_bits: int):
         width = unit.width
         self._d, self._r, self._n, self._aw = width, unit.rows, units, addr_bits
+        self._row_bits = unit.row_bits
         super().__init__({
             "start": In(1), "m": In(16), "nt": In(16), "n_groups": In(16),
             "y_addr": In(addr_bits), "acc": In(1),
@@ -195,7 +193,7 @@ class WriteBack(wiring.Component):
 
         sel_valid = Signal()
         sel_data = Signal(32 * self._d)
-        sel_row = Signal(max(1, _row_bits(R)))
+        sel_row = Signal(max(1, self._row_bits))
         exists = Signal()   # the expected row's N-tile exists (else a padding tile: dropped)
         old_ok = Signal()   # acc: the old y of the expected row is on rd_data this cycle
         take = Signal()     # the expected unit's row may be taken this cycle

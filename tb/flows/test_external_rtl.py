@@ -88,6 +88,7 @@ def test_user_runs_default_to_the_build_tree():
     (["--top", "add8r", "--verilog", "missing.v"], ["missing.v", "no such file"]),
     (["--top", "add8r", "--set", "width=8"], ["--set applies to registered designs"]),
     (["--top", "1bad"], ["TOP must be the name of a Verilog module"]),
+    ([], ["needs its top module", "TOP="]),
 ])
 def test_bad_user_verilog_is_a_clear_error(tmp_path, capsys, monkeypatch, args, words):
     monkeypatch.chdir(tmp_path)

@@ -5,11 +5,6 @@ multiplier module is emitted once (``hw.hier``) and built as a Verilator hierarc
 is Verilated and compiled once however many lanes there are. The cocotb module
 ``tb.fp.bf16_mul_cocotb`` runs the boundary sweep, random and special pairs at full throughput and a
 random-stall test; it prints the measured checking rate (never asserted).
-
-Measured on the shared 2-core machine with other jobs running (load 3-6), before -> after the
-hierarchical build: Verilator build 442 s -> 130-160 s; ``full_rate`` checking rate 188k ->
-0.46M-1.36M products/s depending on the load (0.9M-1.41M products per CPU second); test wall
-time 648 s -> 190-240 s (84 s in a CI run).
 """
 
 import json

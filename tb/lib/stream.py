@@ -7,44 +7,25 @@ a pause generator (:mod:`tb.lib.pause`). They never await anything: the clocked 
 (:class:`tb.lib.clocked.Clocked`) calls ``drive()`` at every falling edge and ``sample()`` when the
 values the next rising edge sees have settled, which is the project's one clock-edge rule.
 
-Payloads are ints on the port. ``pack``/``unpack`` convert from and to what the test works with;
-:func:`layout_codec` gives the pair for an Amaranth ``data.Layout`` (the hardware's own layout of
-the payload), so tests never place fields by bit arithmetic. A source never withdraws ``valid``
-before its beat was taken.
+Payloads are ints on the port; tests build and read them through the hardware's own layouts
+(:func:`hw.payload.pack`, :func:`hw.payload.unpack`), never by bit arithmetic. A source never
+withdraws ``valid`` before its beat was taken.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-
-from amaranth.lib import data
+from collections.abc import Iterator
 
 from .clocked import write
 from .pause import no_pause
 
-__all__ = ["StreamSource", "StreamSink", "layout_codec", "read_int"]
+__all__ = ["StreamSource", "StreamSink", "read_int"]
 
 
 def read_int(handle) -> int:
     """Integer value of a signal (any width); raises ``ValueError`` on X/Z bits."""
     return int(handle.value)
-
-
-def layout_codec(layout: data.Layout) -> tuple[Callable, Callable]:
-    """``(pack, unpack)`` for payloads of an Amaranth layout.
-
-    ``pack`` takes what ``layout.const`` takes (a dict of field values, nested dicts for nested
-    layouts) and returns the payload's integer; ``unpack`` takes an integer and returns the
-    ``data.Const`` view (``view["field"]``).
-    """
-    def pack(fields) -> int:
-        return layout.const(fields).as_bits()
-
-    def unpack(value: int):
-        return data.Const(layout, value)
-
-    return pack, unpack
 
 
 class StreamSource:
@@ -56,11 +37,9 @@ class StreamSource:
     name : str
         Stream member name (``x`` for ``x__payload``/``x__valid``/``x__ready``).
     beats : list
-        Payloads to send, in order (ints, or what ``pack`` takes).
+        Payload integers to send, in order.
     pause : iterator of bool, optional
         Pause generator (default: never).
-    pack : callable, optional
-        Converts a beat to the payload's integer (e.g. :func:`layout_codec`).
 
     Attributes
     ----------
@@ -73,14 +52,12 @@ class StreamSource:
         a testbench that learns transfers from the design's own registered record).
     """
 
-    def __init__(self, dut, name: str, beats: list, pause: Iterator[bool] | None = None,
-                 pack: Callable | None = None):
+    def __init__(self, dut, name: str, beats: list, pause: Iterator[bool] | None = None):
         self.log = logging.getLogger(f"cocotb.tb.{name}.source")
         self._payload = getattr(dut, f"{name}__payload")
         self._valid = getattr(dut, f"{name}__valid")
         self._ready = getattr(dut, f"{name}__ready")
         self.beats = beats
-        self.pack = pack
         self.pause = pause or no_pause()
         self.sent = 0
         self.valid = self.fired = False
@@ -102,8 +79,7 @@ class StreamSource:
             self.valid = self.fired = False
         paused = next(self.pause)
         if not self.valid and not paused and self.sent < len(self.beats):
-            beat = self.beats[self.sent]
-            write(self._payload, beat if self.pack is None else self.pack(beat))
+            write(self._payload, self.beats[self.sent])
             self.valid = True
         if self.valid is not self._written_valid:
             write(self._valid, self.valid)
@@ -126,29 +102,25 @@ class StreamSink:
     pause : iterator of bool, optional
         Pause generator (default: never).
     callback : callable, optional
-        Called with every received beat (after ``unpack``).
-    unpack : callable, optional
-        Converts the payload's integer to what :attr:`received` holds.
+        Called with every received beat.
 
     Attributes
     ----------
     received : list
-        Beats received, in order.
+        Payload integers received, in order.
     valid, fired : bool
         ``valid`` seen and whether a beat transfers, at the last :meth:`sample`.
     backpressured : int
         Samples with ``valid`` high and ``ready`` low (what a ``stall``-type counter counts).
     """
 
-    def __init__(self, dut, name: str, pause: Iterator[bool] | None = None, callback=None,
-                 unpack: Callable | None = None):
+    def __init__(self, dut, name: str, pause: Iterator[bool] | None = None, callback=None):
         self.log = logging.getLogger(f"cocotb.tb.{name}.sink")
         self._payload = getattr(dut, f"{name}__payload")
         self._valid = getattr(dut, f"{name}__valid")
         self._ready = getattr(dut, f"{name}__ready")
         self.pause = pause or no_pause()
         self.callback = callback
-        self.unpack = unpack
         self.received: list = []
         self.ready = self.valid = self.fired = False
         self.backpressured = 0
@@ -175,8 +147,6 @@ class StreamSink:
             self.backpressured += 1
             return False
         beat = read_int(self._payload)
-        if self.unpack is not None:
-            beat = self.unpack(beat)
         self.received.append(beat)
         if self.callback is not None:
             self.callback(beat)

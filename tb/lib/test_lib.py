@@ -1,26 +1,16 @@
-"""The testbench library's simulator-free parts: payload packing through a layout, pause generators.
+"""The testbench library's simulator-free part: the pause generators.
 
-The clocked loop and the stream source/sink are exercised by every cocotb testbench (tb/mu,
-tb/slice, tb/fp), whose counters and monitors check each transfer the loop books.
+Payload packing through a layout (``hw.payload``) is tested with the unit's interface
+(tb/mu/test_interface.py). The clocked loop and the stream source/sink are exercised by every
+cocotb testbench (tb/mu, tb/slice, tb/fp), whose counters and monitors check each transfer the
+loop books.
 """
 
 import itertools
 
 import pytest
-from amaranth.lib import data
 
 from tb.lib.pause import bursty_pause, cycle_pause, make_pause, random_pause
-from tb.lib.stream import layout_codec
-
-
-def test_layout_codec_places_fields_least_significant_first():
-    layout = data.StructLayout({"x": 8, "swap": 1, "row": 3})
-    pack, unpack = layout_codec(layout)
-    assert pack({"x": 0xA5, "swap": 1, "row": 5}) == 0xA5 | 1 << 8 | 5 << 9   # worked by hand
-    v = unpack(0xA5 | 1 << 8 | 5 << 9)
-    assert (int(v["x"]), int(v["swap"]), int(v["row"])) == (0xA5, 1, 5)
-    with pytest.raises(ValueError, match="nope"):
-        pack({"x": 1, "nope": 1})
 
 
 def test_pause_generators():

@@ -19,12 +19,7 @@ from hw.payload import unpack
 
 from .model import MatrixUnitModel, YRow
 
-__all__ = ["Tile", "Program", "pack_rows", "unpack_y", "row_bits"]
-
-
-def row_bits(rows: int) -> int:
-    """Bits of the row index: ``ceil(log2 R)``, 0 for R = 1."""
-    return (rows - 1).bit_length()
+__all__ = ["Tile", "Program", "pack_rows", "unpack_y"]
 
 
 def pack_rows(codes: np.ndarray, bits: int) -> list[int]:
@@ -131,15 +126,6 @@ class Program:
                    np.concatenate(fi), np.concatenate(la), np.concatenate(ro))
         prog.validate()
         return prog
-
-    @classmethod
-    def concat(cls, programs) -> Program:
-        """One program running several after each other (same unit parameters)."""
-        programs = list(programs)
-        p0 = programs[0]
-        return cls(p0.width, p0.fmt, p0.rows, [t for p in programs for t in p.tiles],
-                   *(np.concatenate([getattr(p, a) for p in programs])
-                     for a in ("x", "swap", "first", "last", "row")))
 
     def validate(self) -> None:
         n = len(self.x)

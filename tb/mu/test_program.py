@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from hw.formats import MATRIX_FORMATS, get_format
+from hw.mu.interface import MatrixUnitSignature
 from tb.lib.pause import make_pause
 
-from .program import Program, Tile, pack_rows, row_bits, unpack_y
+from .program import Program, Tile, pack_rows, unpack_y
 from .stimulus import ADVERSARIAL, every_product, product_oracle, random_program
 
 pytestmark = pytest.mark.quick
@@ -37,7 +38,8 @@ def test_unpack_y_layout():
     payload = sum(int(b) << (32 * j) for j, b in enumerate(bits)) | (5 << 256)
     row, got = unpack_y(payload, 8, 6)
     assert row == 5 and got.tolist() == bits.tolist()
-    assert row_bits(1) == 0 and row_bits(2) == 1 and row_bits(3) == 2 and row_bits(4) == 2
+    # ceil(log2 R) row bits, 0 for R = 1 (hand-computed)
+    assert [MatrixUnitSignature(8, "fp8_e4m3", r).row_bits for r in (1, 2, 3, 4, 5)] == [0, 1, 2, 2, 3]
 
 
 def test_x_payload_flags():

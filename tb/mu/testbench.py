@@ -21,7 +21,7 @@ from tb.lib.clocked import Clocked
 from tb.lib.pause import no_pause
 from tb.lib.stream import StreamSink, StreamSource, read_int
 
-from .program import Program, row_bits, unpack_y
+from .program import Program, unpack_y
 
 __all__ = ["MuTestbench", "RunResult", "Checker"]
 
@@ -202,7 +202,6 @@ class MuTestbench:
         self.dut = dut
         self.width, self.fmt, self.rows, self.latency = width, fmt, rows, latency
         self.log = logging.getLogger("cocotb.tb.mu")
-        self.rb = row_bits(rows)
         self.cnt = {c: getattr(dut, f"cnt_{c}") for c in COUNTERS}
         self.clock = Clocked(dut, period_ns=10)
         self.period_ns = self.clock.period_ns

@@ -10,6 +10,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from hw.designs import STUDY_WIDTHS
 from hw.formats import get_format
 from perf import shapes
 
@@ -186,7 +187,7 @@ def padding_md(recs: dict | None = None) -> str:
            "of counting: *waste* = padding / bytes fetched, *overhead* = padding / useful bytes.\n",
            "| D | 80 padded to | 1-D waste | 1-D overhead | 80x80 2-D waste | 2-D overhead |",
            "|---|---|---|---|---|---|"]
-    for d in shapes.WIDTHS:
+    for d in STUDY_WIDTHS:
         s = shapes.slice80(d)
         out.append(f"| {d} | {s['padded']} | {s['waste_1d']:.1%} | {s['overhead_1d']:.1%} | "
                    f"{s['waste_2d']:.1%} | {s['overhead_2d']:.1%} |")
@@ -206,7 +207,7 @@ def padding_md(recs: dict | None = None) -> str:
                 "| model | D | GB fetched | GB useful | waste | Mcycles (1 unit) | MAC util |",
                 "|---|---|---|---|---|---|---|"]
         for model in shapes.MODELS:
-            for d in shapes.WIDTHS:
+            for d in STUDY_WIDTHS:
                 cs = [shapes.cost(m, d) for m in mms if m.model == model]
                 f, u = sum(c["bytes_fetched"] for c in cs), sum(c["bytes_useful"] for c in cs)
                 cyc = sum(c["cycles"] for c in cs)
@@ -220,9 +221,9 @@ def padding_md(recs: dict | None = None) -> str:
     b8 = {(m.model, m.name): m for m in shapes.catalog(8)}
     for m in shapes.catalog(1):
         m8 = b8[(m.model, m.name)]
-        waste = [f"{shapes.cost(m, d)['waste']:.1%}" for d in shapes.WIDTHS]
+        waste = [f"{shapes.cost(m, d)['waste']:.1%}" for d in STUDY_WIDTHS]
         util = [f"{shapes.cost(m, d)['utilization']:.1%} / {shapes.cost(m8, d)['utilization']:.1%}"
-                for d in shapes.WIDTHS]
+                for d in STUDY_WIDTHS]
         out.append(f"| {m.model} | {m.name} | {m.m} | {m.k} | {m.n} | {m.count:g} | " + " | ".join(waste)
                    + " | " + " | ".join(util) + f" | {m.note} |")
     out += ["", "## Check against the unit on real MiniLM tiles\n",
