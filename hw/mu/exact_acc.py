@@ -1,6 +1,6 @@
 """Exact accumulate of one matrix-unit column: ``y = RNE_fp32(sum of S over first..last)``.
 
-The ``exact`` accumulate mode (contract in ``docs/exact_accumulate.md``). ``S`` is the exact
+The ``exact`` accumulate mode (contract in ``docs/numerics.md`` section 6). ``S`` is the exact
 two's-complement D-term dot product from :mod:`hw.mu.tree` (W bits, LSB ``2**lsb_exp``). Every row
 accumulates the whole K-long sum exactly in ``A = W + guard_bits`` bits of two's-complement fixed
 point, and the sum is rounded once to FP32 when the ``last`` beat is taken. HardFloat style:
