@@ -10,12 +10,15 @@ from dataclasses import dataclass, field
 from .formats import MATRIX_FORMATS
 
 __all__ = ["Option", "Design", "DESIGNS", "get_design", "OptionError", "power_of_two", "MU_WIDTHS",
-           "STUDY_WIDTHS"]
+           "STUDY_WIDTHS", "ACC_MODES"]
 
 #: Every width D a matrix unit can be generated at.
 MU_WIDTHS = (8, 16, 32, 64, 128)
 #: The widths the cross-width study, the real-tile corpus and the reports compare.
 STUDY_WIDTHS = (32, 64, 128)
+#: Accumulate modes of the matrix unit (docs/numerics.md): ``fp32`` rounds to FP32 on every beat,
+#: ``exact`` accumulates exactly and rounds each K-long dot product once.
+ACC_MODES = ("fp32", "exact")
 
 
 class OptionError(ValueError):
@@ -192,6 +195,12 @@ DESIGNS: dict[str, Design] = {
             Option("tree", "dadda", choices=("dadda", "words"),
                    help="column sum: bit-level Dadda tree (synthesis) or word adders (fast Verilator)",
                    tag=lambda v: "" if v == "dadda" else f"t{v}"),
+            Option("acc", "fp32", choices=ACC_MODES,
+                   help="accumulate: fp32 (one rounding per beat) or exact (one per dot product)",
+                   tag=lambda v: "" if v == "fp32" else "xacc"),
+            Option("guard_bits", 16, int_at_least(1),
+                   help="exact mode: accumulations up to 2**guard_bits beats long",
+                   tag=lambda v: "" if v == 16 else f"g{v}"),
         )),
         Design("slice", "hw.slice.slice:Slice",
                "matrix units + scratchpad + HBM feed port, run by matmul commands", (
@@ -210,6 +219,9 @@ DESIGNS: dict[str, Design] = {
                           tag=lambda v: "" if v == 1 else f"r{v}"),
                    Option("stages", 2, int_at_least(0), help="the units' pipeline stages",
                           tag=lambda v: "" if v == 2 else f"s{v}"),
+                   Option("acc", "fp32", choices=ACC_MODES,
+                          help="the units' accumulate mode (fp32 or exact)",
+                          tag=lambda v: "" if v == "fp32" else "xacc"),
                    Option("spad_macro", True, on_off,
                           help="scratchpad as a black-box SRAM placeholder (on; area modelled) or a "
                                "behavioral memory (off)", tag=lambda v: "" if v else "mem"),

@@ -32,7 +32,10 @@ CHECKED = (
        ("slice", {}),
        ("slice", {"rows": 2, "spad_macro": False}),
        ("bf16_bank", {"lanes": 4, "stages": 2}),
-       ("bf16_bank", {"lanes": 2, "arch": "behavioral", "subnormals": False})]
+       ("bf16_bank", {"lanes": 2, "arch": "behavioral", "subnormals": False}),
+       ("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "acc": "exact"}),
+       ("mu", {"width": 8, "fmt": "fp4_e2m1", "stages": 0, "acc": "exact", "guard_bits": 4}),
+       ("slice", {"acc": "exact"})]
 )
 
 
@@ -77,6 +80,11 @@ def test_names_of_the_unit_blocks():
     assert {"mu_w8_fp8_e4m3_r1_s2", "spad_sram_512x256_2r1w", "fp32_add"} <= blocks("slice", {})
     assert blocks("bf16_bank", {"lanes": 2, "arch": "behavioral", "subnormals": False}) == {
         "bf16_mul_behavioral_s0_ftz"}
+    assert blocks("mu", {"width": 8, "fmt": "fp4_e2m1", "stages": 0, "acc": "exact",
+                         "guard_bits": 4}) == {
+        "mu_lane_fp4_e2m1", "mu_wbuf_w8_b4", "mu_tree_w8_fp4_e2m1_s0",
+        "mu_xacc_w8_fp4_e2m1_r1_g4_c8_d5_n", "mu_col_w8_fp4_e2m1_r1_s0_xacc_g4"}
+    assert "mu_w8_fp8_e4m3_r1_s2_xacc" in blocks("slice", {"acc": "exact"})
 
 
 class _Scaled(wiring.Component):

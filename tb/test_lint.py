@@ -42,6 +42,10 @@ LINT_CASES = (
     + [("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "stages": 0}),
        ("mu", {"width": 16, "fmt": "fp4_e2m1", "rows": 4, "stages": 10}),
        ("mu", {"width": 16, "fmt": "fp8_e5m2", "rows": 2, "stages": 5, "tree": "words"})]
+    # the exact accumulate mode in every format at D = 8, with rows and without the input register
+    + [("mu", {"width": 8, "fmt": f, "acc": "exact"}) for f in MATRIX_FORMATS]
+    + [("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "stages": 0, "acc": "exact"}),
+       ("mu", {"width": 32, "fmt": "fp8_e4m3", "rows": 2, "acc": "exact", "guard_bits": 20})]
 )
 
 

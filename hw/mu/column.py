@@ -15,7 +15,10 @@ activation register to the accumulator write is S cycles):
 * S >= 2: register the tree's output sum (``RAW``, :class:`~hw.mu.tree.Tree`);
 * S >= 3: S - 2 registers between Dadda stages of the tree, evenly spaced (``TREE``).
 
-The column's latency is composed from its blocks' (:attr:`ColumnParams.latency`).
+The accumulator is :class:`~hw.mu.accumulate.Accumulator` (``acc = "fp32"``: one rounding per beat)
+or :class:`~hw.mu.exact_acc.ExactAccumulator` (``acc = "exact"``: exact fixed-point rows, one
+rounding per accumulation in a drain pipeline; its ``in_reg`` is the ``NORM`` register). The
+column's latency is composed from its blocks' (:attr:`ColumnParams.latency`).
 """
 
 from dataclasses import dataclass
@@ -26,8 +29,11 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import hier
+from ..designs import ACC_MODES
 from ..hier import BlockParams
+from ..pipeline import COLUMN, Cut
 from .accumulate import Accumulator, AccumulatorParams
+from .exact_acc import GUARD_BITS, ExactAccumulator, ExactAccumulatorParams
 from .lane import Lane
 from .numerics import dot_widths
 from .tree import Tree, TreeParams
@@ -48,27 +54,43 @@ class WeightBufferParams(BlockParams):
 class ColumnParams(BlockParams):
     """Everything that changes a :class:`Column`'s logic (and its module name)."""
 
-    MODULE: ClassVar[str] = "mu_col_w{width}_{fmt}_r{rows}_s{stages}{tree}"
-    TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"]}
+    MODULE: ClassVar[str] = "mu_col_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}"
+    TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"],
+                            "acc": lambda v: "" if v == "fp32" else "_xacc",
+                            "guard_bits": lambda v: "" if v == GUARD_BITS else f"_g{v}"}
     width: int
     fmt: str
     rows: int
     stages: int
     tree: str = "dadda"
+    acc: str = "fp32"
+    guard_bits: int = GUARD_BITS
 
     @property
     def tree_params(self) -> TreeParams:
         return TreeParams(self.width, self.fmt, self.stages, self.tree)
 
     @property
-    def acc_params(self) -> AccumulatorParams:
+    def acc_params(self):
+        """:class:`AccumulatorParams` (``fp32``) or :class:`ExactAccumulatorParams` (``exact``, its
+        input register where the ``fp32`` block has its ``NORM`` register)."""
+        if self.acc == "exact":
+            return ExactAccumulatorParams(self.width, self.fmt, self.rows, self.guard_bits,
+                                          in_reg=COLUMN.count(self.stages)[Cut.NORM] > 0)
         return AccumulatorParams(self.width, self.fmt, self.rows, self.stages)
 
     @property
     def write_delay(self) -> int:
-        """Cycles from ``x`` to the cycle whose ``acc_we``/``first``/``row`` apply to it: the
-        tree's latency + the accumulator's write delay."""
+        """Cycles from ``x`` to the cycle whose ``acc_we``/``first``/``last``/``row`` apply to it:
+        the tree's latency + the accumulator's write delay."""
         return self.tree_params.latency + self.acc_params.write_delay
+
+    @property
+    def result_delay(self) -> int:
+        """Cycles from that accumulate cycle to the cycle at whose end ``y`` takes the result: 0 for
+        ``fp32`` (the accumulator is the result), the drain pipeline's depth for ``exact``."""
+        acc = self.acc_params
+        return acc.latency - acc.write_delay - 1
 
     @property
     def latency(self) -> int:
@@ -119,9 +141,11 @@ class WeightBuffer(wiring.Component):
 
 
 class Column(wiring.Component):
-    """Column j: ``acc[row] <- RNE_fp32([acc[row] +] sum_k x[k] * W[k, j])``.
+    """Column j: ``acc[row] <- RNE_fp32([acc[row] +] sum_k x[k] * W[k, j])`` (``fp32``), or
+    ``y <- RNE_fp32(exact sum of the beats first..last)`` (``exact``).
 
-    Module name when placed: from :class:`ColumnParams` (``mu_col_w{D}_{fmt}_r{R}_s{S}``).
+    Module name when placed: from :class:`ColumnParams` (``mu_col_w{D}_{fmt}_r{R}_s{S}``, ``_xacc``
+    appended in the ``exact`` mode).
 
     Parameters
     ----------
@@ -132,6 +156,12 @@ class Column(wiring.Component):
         R.
     stages : int
         Pipeline registers between the activation register and the accumulator write.
+    tree : str
+        Column sum architecture (:data:`hw.mu.tree.TREE_ARCHS`).
+    acc : str
+        Accumulate mode, one of :data:`hw.designs.ACC_MODES`.
+    guard_bits : int
+        ``exact`` mode: an accumulation may be up to ``2**guard_bits`` beats long.
 
     Members
     -------
@@ -143,10 +173,16 @@ class Column(wiring.Component):
         The activation row (from the top's activation register).
     acc_we, first : In(1)
         The beat now at the accumulate stage is valid / starts a new accumulation.
+    last : In(1)
+        ``exact`` only: the beat at the accumulate stage ends its accumulation.
     row : In(ceil(log2 R))
         Its row (present if R > 1).
     y : Out(32)
-        The last accumulated FP32 value (register).
+        The last accumulated FP32 value (register); ``exact``: the last result, written at the end
+        of the cycle :attr:`ColumnParams.result_delay` cycles after the ``last`` beat's accumulate.
+    overflow : Out(1)
+        ``exact`` only: high for one enabled cycle after ``y`` took the result of an accumulation
+        longer than ``2**guard_bits`` beats (that ``y`` is NaN).
 
     Attributes
     ----------
@@ -156,19 +192,26 @@ class Column(wiring.Component):
         Cycles from ``x`` to the cycle whose ``acc_we``, ``first`` and ``row`` apply to it.
     """
 
-    def __init__(self, fmt, width: int, rows: int, stages: int, tree: str = "dadda"):
+    def __init__(self, fmt, width: int, rows: int, stages: int, tree: str = "dadda",
+                 acc: str = "fp32", guard_bits: int = GUARD_BITS):
+        if acc not in ACC_MODES:
+            raise ValueError(f"acc must be one of {', '.join(ACC_MODES)}, not {acc!r}")
         self._dw = dot_widths(fmt, width)
         self._tree = tree
         self._rows, self._stages = rows, stages
-        self.params = ColumnParams(width, self._dw.fmt.name, rows, stages, tree)
+        self.params = ColumnParams(width, self._dw.fmt.name, rows, stages, tree, acc, guard_bits)
         b = self._dw.fmt.bits
         members = {
             "en": In(1), "wdata": In(b), "we": In(width), "swap": In(1), "x": In(width * b),
             "acc_we": In(1), "first": In(1),
         }
+        if acc == "exact":
+            members["last"] = In(1)
         if rows > 1:
             members["row"] = In(range(rows))
         members["y"] = Out(32)
+        if acc == "exact":
+            members["overflow"] = Out(1)
         super().__init__(members)
 
     @property
@@ -205,8 +248,15 @@ class Column(wiring.Component):
             if f.has_inf:
                 m.d.comb += tree.inf[k].eq(lane.inf)
 
-        acc = Accumulator(f, D, self._rows, stages=S)
-        hier.place(m, "acc", acc)
+        p = self.params.acc_params
+        if self.params.acc == "exact":
+            acc = ExactAccumulator(f, D, self._rows, guard_bits=p.guard_bits, chunk_bits=p.chunk_bits,
+                                   drain_stages=p.drain_stages, in_reg=p.in_reg)
+            hier.place(m, "acc", acc)
+            m.d.comb += [acc.last.eq(self.last), self.overflow.eq(acc.overflow)]
+        else:
+            acc = Accumulator(f, D, self._rows, stages=S)
+            hier.place(m, "acc", acc)
         m.d.comb += [acc.en.eq(self.en), acc.s.eq(tree.s), acc.we.eq(self.acc_we),
                      acc.first.eq(self.first), self.y.eq(acc.y)]
         if f.has_nan or f.has_inf:

@@ -1,6 +1,6 @@
 """Exact accumulate of one matrix-unit column: ``y = RNE_fp32(sum of S over first..last)``.
 
-The ``exact`` accumulate mode (contract in ``docs/exact_accumulate.md``). ``S`` is the exact
+The ``exact`` accumulate mode (contract in ``docs/numerics.md`` section 6). ``S`` is the exact
 two's-complement D-term dot product from :mod:`hw.mu.tree` (W bits, LSB ``2**lsb_exp``). Every row
 accumulates the whole K-long sum exactly in ``A = W + guard_bits`` bits of two's-complement fixed
 point, and the sum is rounded once to FP32 when the ``last`` beat is taken. HardFloat style:
@@ -34,7 +34,9 @@ drain every cycle, and every register
 (rows, drain, ``y``) holds while ``en`` is low.
 """
 
+from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import ClassVar
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
@@ -42,15 +44,53 @@ from amaranth.lib.wiring import Out
 
 from ..formats import get_format
 from ..fp.round import leading_zeros, pack_code
+from ..hier import BlockParams
 from .accumulate import beat_inputs
 from .numerics import dot_widths
 
-__all__ = ["ExactAccumulator", "DRAIN_STEPS"]
+__all__ = ["ExactAccumulator", "ExactAccumulatorParams", "DRAIN_STEPS", "GUARD_BITS", "DRAIN_STAGES"]
 
 FP32 = get_format("fp32")
 #: The drain's steps in order; ``drain_stages`` registers are spread over the boundaries between them.
 DRAIN_STEPS = ("carries", "resolve", "magnitude", "normalize", "round")
 _FP32_SIG = FP32.man_bits + 1  # significand bits of FP32 (hidden bit included)
+#: Default guard bits: an accumulation may be up to 2**16 beats long.
+GUARD_BITS = 16
+#: Default drain segments: one per step of :data:`DRAIN_STEPS`.
+DRAIN_STAGES = len(DRAIN_STEPS)
+
+
+@dataclass(frozen=True)
+class ExactAccumulatorParams(BlockParams):
+    """Everything that changes an :class:`ExactAccumulator`'s logic (and its module name)."""
+
+    MODULE: ClassVar[str] = ("mu_xacc_w{width}_{fmt}_r{rows}_g{guard_bits}_c{chunk_bits}"
+                             "_d{drain_stages}{in_reg}")
+    TAGS: ClassVar[dict] = {"in_reg": lambda v: "" if v else "_n"}
+    width: int
+    fmt: str
+    rows: int
+    guard_bits: int = GUARD_BITS
+    chunk_bits: int = 8
+    drain_stages: int = DRAIN_STAGES
+    in_reg: bool = True
+
+    @property
+    def write_delay(self) -> int:
+        """Cycles from ``s`` to the cycle whose ``we``/``first``/``last``/``row`` apply to it:
+        1 with ``in_reg``, else 0."""
+        return int(self.in_reg)
+
+    @property
+    def drain_latency(self) -> int:
+        """Enabled cycles from the ``last`` beat's ``we`` to ``y_valid``: ``drain_stages + 1``."""
+        return self.drain_stages + 1
+
+    @property
+    def latency(self) -> int:
+        """Cycles from ``s`` (of the ``last`` beat) to the new ``y``: :attr:`write_delay` +
+        :attr:`drain_latency`."""
+        return self.write_delay + self.drain_latency
 
 
 def _cuts(stages: int) -> tuple:
@@ -64,8 +104,8 @@ def _cuts(stages: int) -> tuple:
 class ExactAccumulator(wiring.Component):
     """R rows of exact fixed-point accumulators fed by one column's exact sums, one drain pipeline.
 
-    Module name when placed: ``mu_xacc_w{D}_{fmt}_r{R}_g{g}_c{c}_d{k}`` (``_n`` appended without
-    ``in_reg``).
+    Module name when placed: from :class:`ExactAccumulatorParams`
+    (``mu_xacc_w{D}_{fmt}_r{R}_g{g}_c{c}_d{k}``, ``_n`` appended without ``in_reg``).
 
     Parameters
     ----------
@@ -116,8 +156,8 @@ class ExactAccumulator(wiring.Component):
         On a parameter out of range (the message names it).
     """
 
-    def __init__(self, fmt, width: int, rows: int = 1, *, guard_bits: int = 16, chunk_bits: int = 8,
-                 drain_stages: int = 5, in_reg: bool = True):
+    def __init__(self, fmt, width: int, rows: int = 1, *, guard_bits: int = GUARD_BITS,
+                 chunk_bits: int = 8, drain_stages: int = DRAIN_STAGES, in_reg: bool = True):
         self._dw = dot_widths(fmt, width)
         assert self._dw.lsb_exp > FP32.emin, "a nonzero sum must be an FP32 normal (no subnormal path)"
         for name, v, lo in (("rows", rows, 1), ("guard_bits", guard_bits, 1),
@@ -126,6 +166,8 @@ class ExactAccumulator(wiring.Component):
                 raise ValueError(f"{name} must be an integer >= {lo}, not {v!r}")
         self._rows, self._g, self._cb = rows, guard_bits, chunk_bits
         self._k, self._in_reg = drain_stages, bool(in_reg)
+        self.params = ExactAccumulatorParams(width, self._dw.fmt.name, rows, guard_bits, chunk_bits,
+                                             drain_stages, self._in_reg)
         super().__init__({**beat_inputs(self._dw, rows, last=True),
                           "y": Out(32), "y_valid": Out(1), "overflow": Out(1)})
 
@@ -153,18 +195,16 @@ class ExactAccumulator(wiring.Component):
     @property
     def latency(self) -> int:
         """Enabled cycles from the ``last`` beat's ``we`` to ``y_valid`` (``drain_stages + 1``)."""
-        return self._k + 1
+        return self.params.drain_latency
 
     @property
     def in_latency(self) -> int:
         """Cycles between ``s`` and the accumulate stage (``we``): 1 with ``in_reg``, else 0."""
-        return int(self._in_reg)
+        return self.params.write_delay
 
     @property
     def module_name(self) -> str:
-        dw = self._dw
-        return (f"mu_xacc_w{dw.width}_{dw.fmt.name}_r{self._rows}_g{self._g}_c{self._cb}"
-                f"_d{self._k}" + ("" if self._in_reg else "_n"))
+        return self.params.module_name
 
     # ---------------------------------------------------------------------------- elaborate
     def _flag_names(self):

@@ -11,16 +11,20 @@ from amaranth.hdl import unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..designs import MU_WIDTHS
+from ..designs import ACC_MODES, MU_WIDTHS
 from ..formats import MATRIX_FORMATS, get_format
 from ..payload import pack, unpack
 
-__all__ = ["MatrixUnitSignature", "y_layout", "COUNTERS", "COUNTER_BITS"]
+__all__ = ["MatrixUnitSignature", "y_layout", "COUNTERS", "EXACT_COUNTERS", "COUNTER_BITS",
+           "ACC_MODES"]
 
 #: Width of every counter port.
 COUNTER_BITS = 48
 #: Event counters, in port order; port ``cnt_<name>`` (exact definitions in docs/mu_interface.md).
 COUNTERS = ("cycles", "w_beats", "x_beats", "y_beats", "stall_tile", "stall_x", "stall_y", "macs")
+#: Counters only the ``exact`` accumulate mode has, after :data:`COUNTERS`: results of accumulations
+#: longer than the accumulator's range (their values are NaN).
+EXACT_COUNTERS = ("acc_overflow",)
 
 
 def _check_int(name, value):
@@ -52,6 +56,8 @@ class MatrixUnitSignature(wiring.Signature):
         Element format of ``w`` and ``x``, one of :data:`hw.formats.MATRIX_FORMATS`.
     rows : int
         R >= 1.
+    acc : str
+        Accumulate mode, one of :data:`ACC_MODES`; ``exact`` adds the :data:`EXACT_COUNTERS` ports.
 
     Members
     -------
@@ -62,7 +68,7 @@ class MatrixUnitSignature(wiring.Signature):
     y : Out(stream.Signature(y_layout))
         FP32 result rows with the row index.
     cnt_cycles, cnt_w_beats, ... : Out(COUNTER_BITS)
-        One port per :data:`COUNTERS` name.
+        One port per name of :attr:`counters`.
 
     Raises
     ------
@@ -72,7 +78,7 @@ class MatrixUnitSignature(wiring.Signature):
         A parameter out of range; the message names the parameter, the value and what is allowed.
     """
 
-    def __init__(self, width: int, fmt: str, rows: int = 1):
+    def __init__(self, width: int, fmt: str, rows: int = 1, acc: str = "fp32"):
         _check_int("width", width)
         if width not in MU_WIDTHS:
             raise ValueError(f"width must be a power of two in 8..128 "
@@ -85,7 +91,9 @@ class MatrixUnitSignature(wiring.Signature):
         _check_int("rows", rows)
         if rows < 1:
             raise ValueError(f"rows must be at least 1, not {rows}")
-        self._width, self._fmt, self._rows = width, fmt, rows
+        if acc not in ACC_MODES:
+            raise ValueError(f"acc must be one of {', '.join(ACC_MODES)}, not {acc!r}")
+        self._width, self._fmt, self._rows, self._acc = width, fmt, rows, acc
         super().__init__({
             "w": In(stream.Signature(self.w_layout)),
             "x": In(stream.Signature(self.x_layout)),
@@ -104,6 +112,10 @@ class MatrixUnitSignature(wiring.Signature):
     @property
     def rows(self) -> int:
         return self._rows
+
+    @property
+    def acc(self) -> str:
+        return self._acc
 
     @property
     def bits(self) -> int:
@@ -132,13 +144,18 @@ class MatrixUnitSignature(wiring.Signature):
         """``y`` payload: :func:`y_layout`."""
         return y_layout(self._width, self._rows)
 
-    counters = COUNTERS
     counter_bits = COUNTER_BITS
 
     @property
+    def counters(self) -> tuple:
+        """Counter names in port order: :data:`COUNTERS`, then :data:`EXACT_COUNTERS` in the
+        ``exact`` mode."""
+        return COUNTERS + (EXACT_COUNTERS if self._acc == "exact" else ())
+
+    @property
     def counter_ports(self) -> tuple:
-        """Port names of the counters, ``cnt_<name>`` in :data:`COUNTERS` order."""
-        return tuple(f"cnt_{name}" for name in COUNTERS)
+        """Port names of the counters, ``cnt_<name>`` in :attr:`counters` order."""
+        return tuple(f"cnt_{name}" for name in self.counters)
 
     def pack_x(self, data: int, *, swap=0, first=0, last=0, row=0) -> int:
         """The ``x__payload`` integer of one beat (``data`` already packed, element k at
@@ -161,11 +178,12 @@ class MatrixUnitSignature(wiring.Signature):
         return f.get("row", 0), f["data"]
 
     def __eq__(self, other):
-        return (type(other) is type(self) and (self._width, self._fmt, self._rows)
-                == (other._width, other._fmt, other._rows))
+        return (type(other) is type(self) and (self._width, self._fmt, self._rows, self._acc)
+                == (other._width, other._fmt, other._rows, other._acc))
 
     def __hash__(self):
-        return hash((type(self), self._width, self._fmt, self._rows))
+        return hash((type(self), self._width, self._fmt, self._rows, self._acc))
 
     def __repr__(self):
-        return f"MatrixUnitSignature(width={self._width}, fmt={self._fmt!r}, rows={self._rows})"
+        return (f"MatrixUnitSignature(width={self._width}, fmt={self._fmt!r}, rows={self._rows}, "
+                f"acc={self._acc!r})")

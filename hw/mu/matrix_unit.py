@@ -11,11 +11,14 @@ the numerics are ``docs/numerics.md``. Structure:
 * **Activations**: an accepted ``x`` beat goes into the activation register ``xr``, which feeds all
   D :class:`~hw.mu.column.Column` blocks (marked with :func:`hw.hier.place`, emitted once). A
   control pipeline (valid, first, last, row) runs beside the columns' ``stages`` registers.
-* **Output**: the columns' accumulator registers are the result; a skid register
-  (:func:`hw.stream.skid_register`) takes the result row when ``y`` is backpressured and a new row
-  is written, and the whole pipeline stops (``en`` low, a registered signal) only while the skid
-  register is full.
-* **Counters**: 48-bit event counters as output ports.
+* **Output**: the columns' result registers (the accumulators in the ``fp32`` mode, the drained
+  results in the ``exact`` mode) are the result; a skid register (:func:`hw.stream.skid_register`)
+  takes the result row when ``y`` is backpressured and a new row is written, and the whole pipeline
+  stops (``en`` low, a registered signal) only while the skid register is full. In the ``exact``
+  mode the control pipeline goes on for the columns' drain (``valid & last`` and the row), so the
+  result registers are written only with results.
+* **Counters**: 48-bit event counters as output ports (``cnt_acc_overflow`` in the ``exact`` mode,
+  counted from column 0: every column drains the same beat count).
 
 The ports, payload layouts and counters are :class:`hw.mu.interface.MatrixUnitSignature`; the
 latency is composed from the blocks' (:attr:`MatrixUnit.latency`).
@@ -31,6 +34,7 @@ from .. import hier
 from ..hier import BlockParams
 from ..stream import skid_register
 from .column import Column, ColumnParams
+from .exact_acc import GUARD_BITS
 from .interface import MatrixUnitSignature
 from .numerics import dot_widths
 from .tree import TREE_ARCHS, TreeParams, tree_levels
@@ -51,17 +55,21 @@ class MatrixUnitParams(BlockParams):
     """Everything that changes a :class:`MatrixUnit`'s logic (and its module name when a slice
     places it)."""
 
-    MODULE: ClassVar[str] = "mu_w{width}_{fmt}_r{rows}_s{stages}{tree}"
-    TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"]}
+    MODULE: ClassVar[str] = "mu_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}"
+    TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"], "acc": ColumnParams.TAGS["acc"],
+                            "guard_bits": ColumnParams.TAGS["guard_bits"]}
     width: int
     fmt: str
     rows: int
     stages: int
     tree: str = "dadda"
+    acc: str = "fp32"
+    guard_bits: int = GUARD_BITS
 
 
 class MatrixUnit(wiring.Component):
-    """DxD matrix unit: ``y[row] (+)= x . W`` with exact products and sums, FP32 accumulation.
+    """DxD matrix unit: ``y[row] (+)= x . W`` with exact products and sums, FP32 accumulation
+    rounded per beat (``fp32``) or once per accumulation (``exact``).
 
     Parameters
     ----------
@@ -76,6 +84,12 @@ class MatrixUnit(wiring.Component):
     tree : str
         Column sum: ``dadda`` (bit-level compressor tree, the synthesis default) or ``words``
         (word-level adder tree: same exact result and latency, far faster to Verilate).
+    acc : str
+        Accumulate mode (:data:`hw.designs.ACC_MODES`): ``fp32`` rounds ``acc + S`` to FP32 on every
+        beat; ``exact`` sums the beats first..last exactly and rounds once (``docs/numerics.md``).
+    guard_bits : int
+        ``exact`` mode: accumulations up to ``2**guard_bits`` beats are exact; longer ones give NaN
+        and count in ``cnt_acc_overflow``. Must stay at its default in the ``fp32`` mode.
 
     Members
     -------
@@ -92,18 +106,22 @@ class MatrixUnit(wiring.Component):
     """
 
     def __init__(self, width: int = 64, fmt: str = "fp8_e4m3", rows: int = 1, stages: int = 2,
-                 tree: str = "dadda"):
+                 tree: str = "dadda", acc: str = "fp32", guard_bits: int = GUARD_BITS):
         if tree not in TREE_ARCHS:
             raise ValueError(f"tree must be one of {', '.join(TREE_ARCHS)}, not {tree!r}")
         self._tree = tree
-        sig = MatrixUnitSignature(width, fmt, rows)  # checks width, fmt, rows
+        sig = MatrixUnitSignature(width, fmt, rows, acc)  # checks width, fmt, rows, acc
         _check_int("stages", stages)
         if not 0 <= stages <= self.max_stages(width):
             raise ValueError(f"stages must lie in 0..{self.max_stages(width)} for width {width}, "
                              f"not {stages}")
+        _check_int("guard_bits", guard_bits)
+        if guard_bits < 1 or (acc == "fp32" and guard_bits != GUARD_BITS):
+            raise ValueError(f"guard_bits must be an integer >= 1 with acc='exact' (and stay "
+                             f"{GUARD_BITS} with acc='fp32'), not {guard_bits}")
         self._dw = dot_widths(fmt, width)
-        self._rows, self._stages = rows, stages
-        self.params = MatrixUnitParams(width, fmt, rows, stages, tree)
+        self._rows, self._stages, self._acc, self._guard = rows, stages, acc, guard_bits
+        self.params = MatrixUnitParams(width, fmt, rows, stages, tree, acc, guard_bits)
         super().__init__(sig)
 
     @staticmethod
@@ -133,15 +151,21 @@ class MatrixUnit(wiring.Component):
         return self.signature.row_bits
 
     @property
+    def acc(self) -> str:
+        return self._acc
+
+    @property
     def column(self) -> ColumnParams:
         """The parameters of every column (they are all alike)."""
-        return ColumnParams(self.width, self.fmt, self._rows, self._stages, self._tree)
+        return ColumnParams(self.width, self.fmt, self._rows, self._stages, self._tree, self._acc,
+                            self._guard)
 
     @property
     def latency(self) -> int:
         """Cycles from accepting an ``x`` beat with ``last`` (cycle t) to ``y__valid`` (t + latency),
         without output backpressure: the activation register + the column's latency (tree,
-        normalize register, accumulator register; ``stages + 2`` in all)."""
+        normalize register, accumulator register; and the drain pipeline in the ``exact``
+        mode)."""
         return X_REGISTER + self.column.latency
 
     @property
@@ -205,12 +229,28 @@ class MatrixUnit(wiring.Component):
         acc_ctl = ctrl[-1]
         acc_we = Signal()
         m.d.comb += acc_we.eq(en & acc_ctl.valid)
+        exact = self._acc == "exact"
+        if exact:  # results leave the drain: valid & last and the row, column.result_delay later
+            res_layout = data.StructLayout({"valid": 1, **({"row": range(R)} if R > 1 else {})})
+            res_ctl = [Signal(res_layout, name=f"res{i}") for i in range(self.column.result_delay)]
+            with m.If(en):
+                m.d.sync += [res_ctl[0].valid.eq(acc_ctl.valid & acc_ctl.last)]
+                if R > 1:
+                    m.d.sync += res_ctl[0].row.eq(acc_ctl.row)
+                for i in range(1, len(res_ctl)):
+                    m.d.sync += res_ctl[i].eq(res_ctl[i - 1])
+            res_we = Signal()
+            m.d.comb += res_we.eq(en & res_ctl[-1].valid)
 
         # -- columns --------------------------------------------------------------------------
         ys = []
         for j in range(D):
-            col = Column(self._dw.fmt, D, R, S, self._tree)
+            col = Column(self._dw.fmt, D, R, S, self._tree, self._acc, self._guard)
             hier.place(m, f"col{j}", col)
+            if exact:
+                m.d.comb += col.last.eq(acc_ctl.last)
+                if j == 0:
+                    overflow = col.overflow
             m.d.comb += [
                 col.en.eq(en), col.wdata.eq(wr_data[j * b:(j + 1) * b]), col.we.eq(we),
                 col.swap.eq(swap_fire), col.x.eq(xr), col.acc_we.eq(acc_we),
@@ -228,10 +268,13 @@ class MatrixUnit(wiring.Component):
             res_row, skid_row = Signal(range(R)), Signal(range(R))
             res = Cat(res, res_row)
             skid = Cat(skid, skid_row)
-            load = [res_row.eq(acc_ctl.row)]
-        # every accumulate overwrites the result registers; only a ``last`` beat makes a row
-        skid_register(m, self.y, res, write=acc_we, write_valid=acc_ctl.last, load=load,
-                      out_valid=out_valid, skid_valid=skid_valid, skid=skid)
+            load = [res_row.eq(res_ctl[-1].row if exact else acc_ctl.row)]
+        if exact:  # the result registers change only with results
+            skid_register(m, self.y, res, write=res_we, write_valid=1, load=load,
+                          out_valid=out_valid, skid_valid=skid_valid, skid=skid)
+        else:  # every accumulate overwrites the result registers; only a ``last`` beat makes a row
+            skid_register(m, self.y, res, write=acc_we, write_valid=acc_ctl.last, load=load,
+                          out_valid=out_valid, skid_valid=skid_valid, skid=skid)
 
         # -- counters -------------------------------------------------------------------------
         events = {
@@ -244,6 +287,8 @@ class MatrixUnit(wiring.Component):
             "cnt_stall_y": self.y.valid & ~self.y.ready,
             "cnt_macs": Mux(x_fire, D * D, 0),
         }
+        if exact:  # column 0's overflow is high from the result's write to the next enabled edge
+            events["cnt_acc_overflow"] = en & overflow
         for name in self.signature.counter_ports:
             cnt = Signal(self.signature.counter_bits, name=name)
             m.d.sync += cnt.eq(cnt + events[name])

@@ -88,6 +88,9 @@ class Slice(wiring.Component):
         Accumulator rows per unit: activation rows sharing one pass over the weights.
     stages : int
         The units' pipeline option.
+    acc : str
+        The units' accumulate mode (:data:`hw.designs.ACC_MODES`): ``fp32`` or ``exact`` (each unit
+        rounds its K-long sums once; the ``acc = 1`` write-back still adds with one FP32 rounding).
     burst : int
         Maximum beats per HBM read request.
     hbm_addr_bits : int
@@ -96,9 +99,9 @@ class Slice(wiring.Component):
         Emit the scratchpad as a black-box SRAM placeholder (for synthesis; area from
         :func:`hw.slice.scratchpad.sram_area_um2`) instead of a behavioral memory.
     unit : callable, optional
-        Factory ``(width, fmt, rows, stages) -> component`` for the units (default
+        Factory ``(width, fmt, rows, stages, acc) -> component`` for the units (default
         :class:`hw.mu.matrix_unit.MatrixUnit`): a component whose signature is
-        ``MatrixUnitSignature(width, fmt, rows)``, that follows the unit's stream contract and has
+        ``MatrixUnitSignature(width, fmt, rows, acc)``, that follows the unit's stream contract and has
         :class:`hw.hier.BlockParams` ``params`` (its module name).
 
     Members
@@ -128,8 +131,8 @@ class Slice(wiring.Component):
 
     def __init__(self, *, units: int = 2, width: int = 8, fmt: str = "fp8_e4m3",
                  spad_bytes: int = 16384, feed_bytes: int | None = None, rows: int = 1,
-                 stages: int = 2, burst: int = 16, hbm_addr_bits: int = 32, spad_macro: bool = False,
-                 unit=None):
+                 stages: int = 2, acc: str = "fp32", burst: int = 16, hbm_addr_bits: int = 32,
+                 spad_macro: bool = False, unit=None):
         if not isinstance(units, int) or not 1 <= units <= 64:
             raise ValueError(f"units must be an integer in [1, 64], not {units!r}")
         if not isinstance(width, int) or width < 8 or width > 128 or width & (width - 1):
@@ -151,12 +154,13 @@ class Slice(wiring.Component):
         if not isinstance(burst, int) or not 1 <= burst <= 256:
             raise ValueError(f"burst must be an integer in [1, 256], not {burst!r}")
         self.units, self.width, self.fmt, self.rows, self.stages = units, width, fmt, rows, stages
+        self.acc = acc
         self.bits, self.row_bytes, self.feed_bytes, self.burst = bits, row_bytes, feed_bytes, burst
         self.spad_words, self.spad_bytes = words, spad_bytes
         self.addr_bits = max(1, (words - 1).bit_length())
         self.hbm_addr_bits = hbm_addr_bits
         self._unit = unit
-        self.unit_signature = MatrixUnitSignature(width, fmt, rows)
+        self.unit_signature = MatrixUnitSignature(width, fmt, rows, acc)  # checks acc
         try:   # a probe: checks the factory's units now rather than at elaboration
             self._make_unit()._MustUse__silence = True
         except TypeError:
@@ -197,10 +201,12 @@ class Slice(wiring.Component):
 
     def _make_unit(self):
         if self._unit is not None:
-            unit = self._unit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages)
+            unit = self._unit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages,
+                              acc=self.acc)
         else:
             from ..mu.matrix_unit import MatrixUnit
-            unit = MatrixUnit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages)
+            unit = MatrixUnit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages,
+                              acc=self.acc)
         if unit.signature != self.unit_signature:
             unit._MustUse__silence = True
             raise TypeError(f"the slice's units must have the signature {self.unit_signature!r}, "

@@ -24,8 +24,10 @@ SIM_BUILD_ARGS = sim.FAST_BUILD_ARGS
 
 
 def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None,
-                tree: str | None = None) -> dict:
-    """Parsed ``mu`` parameters (``stages``, ``tree``: None for the design's default).
+                tree: str | None = None, acc: str | None = None,
+                guard_bits: int | None = None) -> dict:
+    """Parsed ``mu`` parameters (``stages``, ``tree``, ``acc``, ``guard_bits``: None for the
+    design's default).
 
     Raises
     ------
@@ -37,13 +39,17 @@ def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None,
         given["stages"] = stages
     if tree is not None:
         given["tree"] = tree
+    if acc is not None:
+        given["acc"] = acc
+    if guard_bits is not None:
+        given["guard_bits"] = guard_bits
     return get_design("mu").params(given)
 
 
 @functools.lru_cache(maxsize=8)
-def _emit(width, fmt, rows, stages, tree):
+def _emit(width, fmt, rows, stages, tree, acc=None, guard_bits=None):
     design = get_design("mu")
-    params = unit_params(width, fmt, rows, stages, tree)
+    params = unit_params(width, fmt, rows, stages, tree, acc, guard_bits)
     t0 = time.perf_counter()
     unit = design.build(params)
     latency = unit.latency          # the generator's property, never a number of our own
@@ -52,7 +58,7 @@ def _emit(width, fmt, rows, stages, tree):
 
 
 def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None,
-              tree: str | None = None):
+              tree: str | None = None, acc: str | None = None, guard_bits: int | None = None):
     """Verilog text, latency, variant name and generation seconds of one unit (cached per process).
 
     Parameters
@@ -62,23 +68,29 @@ def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None,
     tree : str or None
         Column tree architecture (:data:`hw.mu.tree.TREE_ARCHS`; None: the design's default, the
         bit-level Dadda tree that synthesis maps).
+    acc, guard_bits : str or None, int or None
+        Accumulate mode and the ``exact`` mode's guard bits (None: the design's defaults).
 
     Returns
     -------
     tuple
         ``(verilog, latency, variant, seconds)``.
     """
-    return _emit(width, fmt, rows, stages, tree)
+    return _emit(width, fmt, rows, stages, tree, acc, guard_bits)
 
 
 def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int | None = None,
-             env: dict | None = None, suffix: str = "") -> dict:
+             acc: str | None = None, guard_bits: int | None = None, env: dict | None = None,
+             suffix: str = "") -> dict:
     """Build the unit and run cocotb tests from ``tb.mu.mu_cocotb``.
 
     Parameters
     ----------
     testcases : str or list of str, optional
         cocotb test names (default: all).
+    acc, guard_bits : str or None, int or None
+        Accumulate mode and the ``exact`` mode's guard bits (None: the design's defaults); passed
+        to the tests as ``MU_ACC`` and ``MU_GUARD_BITS``.
     env : dict, optional
         Extra knobs (``MU_SEED``, ``MU_SCALE``, ...).
     suffix : str
@@ -94,8 +106,11 @@ def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int
     AssertionError
         If a cocotb test failed (tb/sim.py names it and keeps the waveform).
     """
-    verilog, latency, variant, emit_s = emit_unit(width, fmt, rows, stages)
-    knobs = {"MU_WIDTH": width, "MU_FMT": fmt, "MU_ROWS": rows, "MU_LATENCY": latency}
+    verilog, latency, variant, emit_s = emit_unit(width, fmt, rows, stages, acc=acc,
+                                                  guard_bits=guard_bits)
+    params = unit_params(width, fmt, rows, stages, acc=acc, guard_bits=guard_bits)
+    knobs = {"MU_WIDTH": width, "MU_FMT": fmt, "MU_ROWS": rows, "MU_LATENCY": latency,
+             "MU_ACC": params["acc"], "MU_GUARD_BITS": params["guard_bits"]}
     knobs.update(env or {})
     t0 = time.perf_counter()
     xml = sim.run(variant + suffix, verilog, get_design("mu").top_name, "tb.mu.mu_cocotb",

@@ -1,8 +1,10 @@
 """Bit-true model of the matrix unit's numerics (the contract in ``docs/numerics.md``).
 
 Per activation beat and column ``j`` the unit computes ``S_j = sum_k x[k] * W[k, j]`` exactly, then
-``acc_j <- RNE_fp32(S_j)`` on a ``first`` beat, else ``acc_j <- RNE_fp32(acc_j + S_j)``: one
-rounding per beat. This module computes exactly that, with integers only:
+in the ``fp32`` accumulate mode ``acc_j <- RNE_fp32(S_j)`` on a ``first`` beat, else
+``acc_j <- RNE_fp32(acc_j + S_j)``: one rounding per beat. In the ``exact`` mode the sums of the
+beats ``first..last`` are added exactly and rounded once on the ``last`` beat
+(:func:`tb.mu.model_exact.exact_result`). This module computes exactly that, with integers only:
 
 * element codes are decoded (via :mod:`hw.formats` field split) into signed integers scaled by the
   format's smallest subnormal, ``value = n * 2**lsb``;
@@ -24,7 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hw.designs import ACC_MODES
 from hw.formats import CLASSES, MATRIX_FORMATS, get_format
+
+from .model_exact import exact_result
 
 __all__ = ["FP32_EDGES", "FP32_NAN", "FP32_PINF", "FP32_NINF", "round_fp32", "fp32_exact", "fp32_to_float",
            "ElementCodec", "exact_dot", "accumulate", "YRow", "MatrixUnitModel", "reference_f64",
@@ -280,18 +285,24 @@ class YRow:
     ref : ndarray of float64 (D,)
         float64 reference of the same accumulation (sum of float64 dot products).
     bound : ndarray of float64 (D,)
-        ``|bits - ref|`` allowed: the contract's rounding bound ``sum of half-ulp(acc)`` over the
-        accumulation's beats, plus the float64 reference's own error bound.
+        ``|bits - ref|`` allowed: the contract's rounding bound (``fp32``: the sum of half-ulp(acc)
+        over the accumulation's beats; ``exact``: half an ulp of the result), plus the float64
+        reference's own error bound.
+    overflow : bool
+        ``exact`` mode: the accumulation was longer than ``2**guard_bits`` beats (every column NaN,
+        one count of ``cnt_acc_overflow``).
     """
 
     row: int
     bits: np.ndarray
     ref: np.ndarray
     bound: np.ndarray
+    overflow: bool = False
 
 
 class MatrixUnitModel:
-    """Cycle-free functional model of the matrix unit: tiles, rows, first/last, one rounding per beat.
+    """Cycle-free functional model of the matrix unit: tiles, rows, first/last, and one rounding per
+    beat (``fp32``) or per accumulation (``exact``).
 
     Parameters
     ----------
@@ -301,22 +312,33 @@ class MatrixUnitModel:
         Element format.
     rows : int
         Accumulator rows R.
+    acc : str
+        Accumulate mode, one of :data:`hw.designs.ACC_MODES`.
+    guard_bits : int
+        ``exact`` mode: accumulations longer than ``2**guard_bits`` beats overflow (NaN).
 
     Raises
     ------
     ValueError
-        Bad width, format or rows.
+        Bad width, format, rows, mode or guard bits.
     """
 
-    def __init__(self, width: int, fmt: str, rows: int = 1):
+    def __init__(self, width: int, fmt: str, rows: int = 1, acc: str = "fp32", guard_bits: int = 16):
         if not isinstance(width, int) or width < 1:
             raise ValueError(f"width must be a positive integer, not {width!r}")
         if not isinstance(rows, int) or rows < 1:
             raise ValueError(f"rows must be an integer >= 1, not {rows!r}")
-        self.width, self.rows = width, rows
+        if acc not in ACC_MODES:
+            raise ValueError(f"acc must be one of {', '.join(ACC_MODES)}, not {acc!r}")
+        if not isinstance(guard_bits, int) or guard_bits < 1:
+            raise ValueError(f"guard_bits must be an integer >= 1, not {guard_bits!r}")
+        self.width, self.rows, self.mode, self.guard_bits = width, rows, acc, guard_bits
         self.codec = ElementCodec(fmt)
         self.e = 2 * self.codec.lsb
         self.acc = [[0] * width for _ in range(rows)]
+        # exact mode: per row the exact sums (Python ints), sticky NaN / +Inf / -Inf per column
+        self.total = [np.zeros(width, dtype=object) for _ in range(rows)]
+        self.special = np.zeros((rows, 3, width), dtype=bool)
         # float64 shadow per row: reference sum, sum of |products|, beats, sum of half-ulps
         self.ref = np.zeros((rows, width))
         self.absum = np.zeros((rows, width))
@@ -357,28 +379,50 @@ class MatrixUnitModel:
             ref = xv @ wv
             absum = np.abs(xv) @ np.abs(wv)
         out = []
-        e = self.e
         for i in range(n):
             r = int(row[i])
-            acc = self.acc[r]
-            ni, ci = num[i], cls[i]
             if first[i]:
-                new = [accumulate(None, ni[j], ci[j], e) for j in range(self.width)]
                 self.ref[r], self.absum[r], self.beats[r], self.halfulps[r] = 0.0, 0.0, 0, 0.0
-            else:
-                new = [accumulate(acc[j], ni[j], ci[j], e) for j in range(self.width)]
-            self.acc[r] = new
-            bits = np.array(new, dtype=np.uint32)
             with np.errstate(invalid="ignore"):
                 self.ref[r] = self.ref[r] + ref[i]
                 self.absum[r] = self.absum[r] + absum[i]
             self.beats[r] += 1
-            self.halfulps[r] = self.halfulps[r] + half_ulp_fp32(bits)
+            if self.mode == "exact":
+                bits, overflow = self._exact_beat(r, num[i], cls[i], first[i], last[i])
+            else:
+                bits, overflow = self._fp32_beat(r, num[i], cls[i], first[i]), False
             if last[i]:
                 # float64 reference error: D products + beats additions, each <= 2^-53 relative
                 ref_err = (self.width + self.beats[r]) * 2.0 ** -52 * self.absum[r]
-                out.append(YRow(r, bits, self.ref[r].copy(), self.halfulps[r] + ref_err))
+                out.append(YRow(r, bits, self.ref[r].copy(), self.halfulps[r] + ref_err, overflow))
         return out
+
+    def _fp32_beat(self, r: int, num, cls, first: bool) -> np.ndarray:
+        """One rounding per beat: row r's accumulators after this beat (FP32 bits)."""
+        acc = None if first else self.acc[r]
+        new = [accumulate(None if acc is None else acc[j], num[j], cls[j], self.e)
+               for j in range(self.width)]
+        self.acc[r] = new
+        bits = np.array(new, dtype=np.uint32)
+        self.halfulps[r] = self.halfulps[r] + half_ulp_fp32(bits)
+        return bits
+
+    def _exact_beat(self, r: int, num, cls, first: bool, last: bool):
+        """Add this beat exactly into row r; on ``last`` return ``(bits, overflow)`` of the row's one
+        rounding (``halfulps`` becomes the result's half-ulp), else ``(None, False)``."""
+        if first:
+            self.total[r] = np.zeros(self.width, dtype=object)
+            self.special[r] = False
+        self.total[r] = self.total[r] + np.where(cls == FINITE, num, 0)
+        self.special[r] |= cls[None, :] == np.array([NAN, PINF, NINF])[:, None]
+        if not last:
+            return None, False
+        nan, pinf, ninf = self.special[r]
+        res = [exact_result(int(self.total[r][j]), int(self.beats[r]), nan[j], pinf[j], ninf[j],
+                            guard_bits=self.guard_bits, lsb_exp=self.e) for j in range(self.width)]
+        bits = np.array([c for c, _ in res], dtype=np.uint32)
+        self.halfulps[r] = half_ulp_fp32(bits)
+        return bits, bool(res[0][1])
 
 
 # --------------------------------------------------------------------------------------------------

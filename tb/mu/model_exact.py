@@ -1,4 +1,4 @@
-"""Bit-true model of the ``exact`` accumulate mode (``docs/exact_accumulate.md``).
+"""Bit-true model of the ``exact`` accumulate mode (``docs/numerics.md``, the ``exact`` mode).
 
 An accumulation is the exact sum of the beats' dot products ``S`` (integers in units of the
 format's product LSB ``2**lsb_exp``, see :mod:`hw.mu.numerics`) from its ``first`` beat to its
@@ -8,14 +8,16 @@ format's product LSB ``2**lsb_exp``, see :mod:`hw.mu.numerics`) from its ``first
 
 :func:`rne_fp32` is written from the definition of binary32 (it does not use the RTL's rounder nor
 ``tb.mu.model``); ``tb/mu/test_exact_acc.py`` checks it against numpy's float64 -> float32 cast and
-an exact :class:`fractions.Fraction` nearest-neighbour search.
+an exact :class:`fractions.Fraction` nearest-neighbour search. :func:`exact_result` (the rounding
+and the specials of one finished accumulation) is shared with the whole-unit model
+(:class:`tb.mu.model.MatrixUnitModel` with ``acc="exact"``).
 """
 
 from dataclasses import dataclass, field
 
 from hw.mu.numerics import dot_widths
 
-__all__ = ["NAN", "PINF", "NINF", "rne_fp32", "fp32_value", "Beat", "ExactAccModel"]
+__all__ = ["NAN", "PINF", "NINF", "rne_fp32", "fp32_value", "exact_result", "Beat", "ExactAccModel"]
 
 NAN = 0x7FC00000
 PINF = 0x7F800000
@@ -69,6 +71,31 @@ def fp32_value(code: int):
     if exp == 0:
         return sign * man, -149
     return sign * (man | 1 << 23), exp - 150
+
+
+def exact_result(total: int, beats: int, nan: bool, pinf: bool, ninf: bool, *, guard_bits: int,
+                 lsb_exp: int) -> tuple:
+    """``(code, overflow)`` of a finished accumulation, by the contract's table of specials.
+
+    Parameters
+    ----------
+    total : int
+        The exact sum of the finite beats, in units of ``2**lsb_exp``.
+    beats : int
+        Beats from ``first`` to ``last``.
+    nan, pinf, ninf : bool
+        A beat's sum was NaN / +Inf / -Inf.
+    guard_bits, lsb_exp : int
+        The accumulator's range (``2**guard_bits`` beats) and the sums' LSB exponent.
+    """
+    over = beats > (1 << guard_bits)
+    if nan or over or (pinf and ninf):
+        return NAN, over
+    if pinf:
+        return PINF, False
+    if ninf:
+        return NINF, False
+    return rne_fp32(total, lsb_exp), False
 
 
 @dataclass
@@ -134,11 +161,5 @@ class ExactAccModel:
         return self.result(r)
 
     def result(self, r: _Row):
-        over = r.beats > (1 << self.guard_bits)
-        if r.nan or over or (r.pinf and r.ninf):
-            return NAN, over
-        if r.pinf:
-            return PINF, False
-        if r.ninf:
-            return NINF, False
-        return rne_fp32(r.total, self.dw.lsb_exp), False
+        return exact_result(r.total, r.beats, r.nan, r.pinf, r.ninf, guard_bits=self.guard_bits,
+                            lsb_exp=self.dw.lsb_exp)

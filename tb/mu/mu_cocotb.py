@@ -1,6 +1,7 @@
 """cocotb tests of the matrix unit (run by tb/mu/test_matrix_unit.py through tb/sim.py).
 
-Knobs (environment): ``MU_WIDTH``, ``MU_FMT``, ``MU_ROWS`` (the build's parameters), ``MU_LATENCY``
+Knobs (environment): ``MU_WIDTH``, ``MU_FMT``, ``MU_ROWS``, ``MU_ACC``, ``MU_GUARD_BITS`` (the
+build's parameters), ``MU_LATENCY``
 (``MatrixUnit.latency``, read from the generator by the runner), ``MU_SEED``, ``MU_SCALE`` (beats
 multiplier for random tests), ``MU_REPLAY_IN``/``MU_REPLAY_OUT`` (the ``replay`` test), ``MU_BENCH``
 (beats of the ``bench`` test).
@@ -28,6 +29,8 @@ from .testbench import Checker, MuTestbench
 WIDTH = int(os.environ.get("MU_WIDTH", "8"))
 FMT = os.environ.get("MU_FMT", "fp8_e4m3")
 ROWS = int(os.environ.get("MU_ROWS", "1"))
+ACC = os.environ.get("MU_ACC", "fp32")
+GUARD_BITS = int(os.environ.get("MU_GUARD_BITS", "16"))
 LATENCY = int(os.environ.get("MU_LATENCY", "-1"))
 SEED = int(os.environ.get("MU_SEED", "0"))
 SCALE = float(os.environ.get("MU_SCALE", "1"))
@@ -35,7 +38,7 @@ SCALE = float(os.environ.get("MU_SCALE", "1"))
 
 async def _tb(dut) -> MuTestbench:
     assert LATENCY >= 0, "MU_LATENCY must be set by the runner from MatrixUnit.latency"
-    tb = MuTestbench(dut, WIDTH, FMT, ROWS, LATENCY)
+    tb = MuTestbench(dut, WIDTH, FMT, ROWS, LATENCY, ACC)
     await tb.start()
     return tb
 
@@ -45,8 +48,9 @@ FAST = os.environ.get("MU_FAST", "0") == "1"
 
 async def _run_checked(tb: MuTestbench, prog: Program, name: str, latency_check=True, fast=None,
                        **pauses):
-    expected = prog.expected()
-    res = await tb.run(prog, fast=FAST if fast is None else fast, **pauses)
+    expected = prog.expected(ACC, GUARD_BITS)
+    res = await tb.run(prog, fast=FAST if fast is None else fast,
+                       overflows=sum(e.overflow for e in expected), **pauses)
     Checker(expected, tb.log).check(res.y)
     if latency_check and pauses.get("y_pause") is None:
         tb.check_latency(prog, res)
@@ -125,6 +129,42 @@ async def stalls(dut):
         assert res.counters["stall_y"] > 0 or pauses["y_pause"] is None
 
 
+@cocotb.test()
+async def long_accumulation(dut):
+    """Accumulations of thousands of beats that cancel to a small residue, interleaved over the rows
+    with stalls. In the ``exact`` mode each result is the residue rounded once, checked against a
+    float64 oracle independent of the model (the residue beat's dot product, exact in float64)."""
+    tb = await _tb(dut)
+    prog, residue = stimulus.long_cancellation(WIDTH, FMT, ROWS, beats=int(3000 * SCALE),
+                                               seed=SEED + 20)
+    res, expected = await _run_checked(tb, prog, "long_cancellation", fast=True,
+                                       x_pause=random_pause(0.1, SEED + 21),
+                                       y_pause=random_pause(0.3, SEED + 22))
+    if ACC == "exact":
+        for (row, got), want in zip(res.y, residue, strict=True):
+            assert (got == want).all(), f"row {row}: got {got} want {want}"
+
+
+@cocotb.test()
+async def overflow_limit(dut):
+    """``exact`` mode: accumulations of up to ``2**guard_bits`` beats are exact; one beat more gives
+    NaN in every column and counts once in ``cnt_acc_overflow`` (counted here from the program's
+    first..last runs, not from the model); the next ``first`` starts a clean accumulation."""
+    assert ACC == "exact", "overflow_limit tests the exact accumulate mode"
+    tb = await _tb(dut)
+    limit = 1 << GUARD_BITS
+    lengths = [limit, limit + 1, 1, limit - 1, 2 * limit + 3, 2]
+    prog = stimulus.accumulation_lengths(WIDTH, FMT, ROWS, lengths, seed=SEED + 30)
+    c0 = tb.counters()["acc_overflow"]
+    res, expected = await _run_checked(tb, prog, "overflow_limit", fast=True,
+                                       y_pause=random_pause(0.4, SEED + 31))
+    over = [n > limit for n in lengths for _ in range(ROWS)]
+    assert tb.counters()["acc_overflow"] - c0 == sum(over)
+    for (row, got), o in zip(res.y, over, strict=True):   # finite operands: NaN only from overflow
+        nan = got == 0x7FC00000
+        assert nan.all() if o else not nan.any(), f"row {row} (overflow {o}): {got}"
+
+
 def contract_schedule(prog: Program) -> Schedule:
     """The throughput contract's schedule of a program: tiles start at the ``swap`` beats."""
     starts = [int(i) for i in np.flatnonzero(prog.swap)] + [prog.n_beats]
@@ -181,7 +221,7 @@ async def bench(dut):
     tb = await _tb(dut)
     n_tiles = max(1, int(os.environ.get("MU_BENCH", "4096")) // WIDTH)
     prog = stimulus.full_rate(WIDTH, FMT, ROWS, tiles=n_tiles)
-    expected = prog.expected()
+    expected = prog.expected(ACC, GUARD_BITS)
     t0, cpu0 = time.perf_counter(), time.process_time()
     res = await tb.run(prog, fast=os.environ.get("MU_BENCH_EXACT", "0") != "1")
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
@@ -227,8 +267,8 @@ async def replay(dut):
 
     prog, pauses = load_program(src)
     tb = await _tb(dut)
-    expected = prog.expected()
-    res = await tb.run(prog, fast=True, **pauses)
+    expected = prog.expected(ACC, GUARD_BITS)
+    res = await tb.run(prog, fast=True, overflows=sum(e.overflow for e in expected), **pauses)
     errs = Checker(expected, tb.log).mismatches(res.y)
     save_result(dst, res, expected, errs)
     assert not errs, errs[0]

@@ -168,9 +168,10 @@ class Program:
                                           self.row.tolist(), strict=True)]
 
     # -- the model --------------------------------------------------------------------------------
-    def expected(self) -> list[YRow]:
-        """Result rows the contract prescribes, in output order."""
-        model = MatrixUnitModel(self.width, self.fmt, self.rows)
+    def expected(self, acc: str = "fp32", guard_bits: int = 16) -> list[YRow]:
+        """Result rows the contract prescribes, in output order, for a unit with accumulate mode
+        ``acc`` (and ``guard_bits`` in the ``exact`` mode)."""
+        model = MatrixUnitModel(self.width, self.fmt, self.rows, acc, guard_bits)
         out: list[YRow] = []
         starts = list(np.nonzero(self.swap)[0]) + [self.n_beats]
         for t in range(len(starts) - 1):

@@ -92,9 +92,10 @@ def _program(width, fmt, rows, tiles) -> Program:
     return Program.from_tiles(width, fmt, rows, list(tiles))
 
 
-def model_tiles(width: int, fmt: str, tiles, rows: int = 1) -> list:
-    """The model's results for ``tiles`` (list of :class:`~tb.mu.model.YRow`), no simulation."""
-    return _program(width, fmt, rows, tiles).expected()
+def model_tiles(width: int, fmt: str, tiles, rows: int = 1, acc: str = "fp32") -> list:
+    """The model's results for ``tiles`` (list of :class:`~tb.mu.model.YRow`) on a unit with
+    accumulate mode ``acc``, no simulation."""
+    return _program(width, fmt, rows, tiles).expected(acc)
 
 
 def save_program(path, prog: Program, pauses: dict) -> None:
@@ -126,14 +127,14 @@ def save_result(path, res, expected, errs) -> None:
 
 
 def run_tiles(width: int, fmt: str, tiles, *, rows: int = 1, stages: int | None = None,
-              pauses: dict | None = None, check: bool = True, name_suffix: str = "-replay"
-              ) -> ReplayResult:
+              acc: str = "fp32", pauses: dict | None = None, check: bool = True,
+              name_suffix: str = "-replay") -> ReplayResult:
     """Run tiles through the RTL matrix unit and compare with the model.
 
     Parameters
     ----------
-    width, fmt, rows, stages :
-        Unit parameters (``stages`` default: the design's default).
+    width, fmt, rows, stages, acc :
+        Unit parameters (``stages`` default: the design's default; ``acc`` the accumulate mode).
     tiles : iterable of Tile, or a Program
         What to send, in order.
     pauses : dict, optional
@@ -152,13 +153,13 @@ def run_tiles(width: int, fmt: str, tiles, *, rows: int = 1, stages: int | None 
 
     t0 = time.perf_counter()
     prog = _program(width, fmt, rows, tiles)
-    expected = prog.expected()
+    expected = prog.expected(acc)
     with tempfile.TemporaryDirectory(prefix="mu-replay-") as tmp:
         src, dst = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
         save_program(src, prog, dict(pauses or {}))
         err = None
         try:
-            run_unit(width, fmt, rows, "replay", stages=stages, suffix=name_suffix,
+            run_unit(width, fmt, rows, "replay", stages=stages, acc=acc, suffix=name_suffix,
                      env={"MU_REPLAY_IN": src, "MU_REPLAY_OUT": dst})
         except AssertionError as e:      # the cocotb test failed; results are still written
             err = e

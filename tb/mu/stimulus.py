@@ -12,7 +12,8 @@ from .model import ElementCodec
 from .program import Program, Tile
 
 __all__ = ["every_product", "product_oracle", "random_program", "cancellation", "max_magnitude", "specials",
-           "subnormals", "two_scale", "full_rate", "batch_one", "ADVERSARIAL"]
+           "subnormals", "two_scale", "full_rate", "batch_one", "ADVERSARIAL", "long_cancellation",
+           "accumulation_lengths"]
 
 
 def _codec(fmt):
@@ -257,3 +258,68 @@ def batch_one(width: int, fmt: str, rows: int = 1, tiles: int = 8, seed: int = 7
     ts = [Tile(rng.choice(fin, size=(width, width)), rng.choice(fin, size=(1, width)), True, True,
                t % rows) for t in range(tiles)]
     return Program.from_tiles(width, fmt, rows, ts)
+
+
+def long_cancellation(width: int, fmt: str, rows: int = 1, beats: int = 3000, seed: int = 8,
+                      tiles: int = 3):
+    """Long accumulations that cancel: per row, large beats ``x`` and their negations ``-x`` in a
+    random order plus one beat of the smallest codes, so the exact sum is that beat's dot product
+    while the partial sums stay large. Rows are interleaved at random; the beats are spread over
+    ``tiles`` tiles with the same weights (swaps inside the accumulations).
+
+    Returns
+    -------
+    (Program, list of ndarray)
+        The program and, per result row in output order, the FP32 bits of the exact sum rounded
+        once (from float64, where the residue's dot product is exact; an exact zero is +0).
+    """
+    rng = np.random.default_rng(seed)
+    codec = _codec(fmt)
+    fin = _finite(codec)
+    mag = np.abs(codec.value(fin))
+    big = fin[mag >= np.median(mag[mag > 0])]
+    small = np.concatenate([np.arange(1, 4), np.arange(1, 4) | codec.fmt.sign_bit])
+    w = rng.choice(fin, size=(width, width))
+    per_row = max(3, beats // rows) | 1           # odd: pairs plus the residue beat
+    seqs, residues = [], []
+    for _ in range(rows):
+        half = rng.choice(big, size=(per_row // 2, width))
+        res_x = rng.choice(small, size=(1, width))
+        seq = np.concatenate([half, _neg(codec, half), res_x])
+        seqs.append(list(seq[rng.permutation(per_row)]))
+        residues.append(_f32_bits(codec.value(res_x[0]) @ codec.value(w)))
+    order = rng.permutation(np.repeat(np.arange(rows), per_row))
+    x = np.array([seqs[r].pop(0) for r in order], dtype=np.int64)
+    first = np.zeros(len(order), bool)
+    last = np.zeros(len(order), bool)
+    for r in range(rows):
+        idx = np.flatnonzero(order == r)
+        first[idx[0]], last[idx[-1]] = True, True
+    bounds = np.linspace(0, len(order), tiles + 1).astype(int)
+    prog = Program.from_tiles(width, fmt, rows, [
+        Tile(w, x[a:b], first[a:b], last[a:b], order[a:b])
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+    out_rows = order[last]
+    return prog, [residues[r] for r in out_rows]
+
+
+def _f32_bits(v: np.ndarray) -> np.ndarray:
+    """FP32 bits of float64 values rounded once (RNE), an exact zero as +0."""
+    bits = np.asarray(v, np.float64).astype(np.float32).view(np.uint32).astype(np.int64)
+    return np.where(np.asarray(v) == 0, 0, bits)
+
+
+def accumulation_lengths(width: int, fmt: str, rows: int, lengths, seed: int = 9) -> Program:
+    """One accumulation per row for each length n in ``lengths`` (n beats per row, rows round
+    robin, a new tile for each length): results leave in the order (length, row 0..R-1)."""
+    rng = np.random.default_rng(seed)
+    codec = _codec(fmt)
+    fin = _finite(codec)
+    tiles = []
+    for n in lengths:
+        k = n * rows
+        first = np.arange(k) < rows
+        last = np.arange(k) >= k - rows
+        tiles.append(Tile(rng.choice(fin, size=(width, width)), rng.choice(fin, size=(k, width)),
+                          first, last, np.arange(k) % rows))
+    return Program.from_tiles(width, fmt, rows, tiles)

@@ -326,7 +326,7 @@ def test_overflow_limit(fmt):
 @pytest.mark.parametrize(("fmt", "acc_bits", "row_bits"),
                          [("fp8_e4m3", 58, 83), ("fp8_e5m2", 86, 116), ("fp4_e2m1", 30, 50)])
 def test_geometry_d32(fmt, acc_bits, row_bits):
-    """Widths by hand at D = 32, g = 16, 8-bit chunks (docs/exact_accumulate.md section 4):
+    """Widths by hand at D = 32, g = 16, 8-bit chunks (docs/numerics.md section 6.4):
     W = P + log2(32) + 1 with P = 36 / 64 / 8; row = A + (chunks - 1) + g + 1 + flags."""
     dut = ExactAccumulator(fmt, 32)
     assert dut.acc_bits == acc_bits and dut.row_state_bits == row_bits

@@ -71,6 +71,24 @@ def test_unit_and_stub_share_the_signature(fmt):
     assert unit.y.payload.shape() == sig.y_layout
 
 
+def test_exact_mode_signature():
+    """The exact accumulate mode keeps every fp32 port and adds ``cnt_acc_overflow`` after them; the
+    mode is part of the interface (the slice refuses units of the other mode)."""
+    sig = MatrixUnitSignature(8, "fp8_e4m3", 2, "exact")
+    unit = _silent(MatrixUnit(width=8, fmt="fp8_e4m3", rows=2, acc="exact"))
+    stub = _silent(StubUnit(width=8, fmt="fp8_e4m3", acc="exact"))
+    assert unit.signature == sig != MatrixUnitSignature(8, "fp8_e4m3", 2)
+    assert stub.signature == MatrixUnitSignature(8, "fp8_e4m3", 1, "exact")
+    assert [n for n, _ in sig.members.items()] == (
+        ["w", "x", "y"] + [f"cnt_{c}" for c in COUNTERS] + ["cnt_acc_overflow"])
+    assert sig.x_layout == MatrixUnitSignature(8, "fp8_e4m3", 2).x_layout
+    with pytest.raises(ValueError, match="acc must be one of fp32, exact"):
+        MatrixUnitSignature(8, "fp8_e4m3", 1, "bf16")
+    with pytest.raises(TypeError, match="signature"):
+        Slice(width=8, acc="exact",
+              unit=lambda acc, **kw: _silent(MatrixUnit(acc="fp32", **kw)))
+
+
 def test_signature_parameter_errors():
     with pytest.raises(ValueError, match="width must be a power of two in 8..128"):
         MatrixUnitSignature(12, "fp8_e4m3")
@@ -83,7 +101,7 @@ def test_signature_parameter_errors():
 class _NarrowUnit(wiring.Component):
     """A unit with the wrong x payload (no flags): the slice must refuse it."""
 
-    def __init__(self, *, width, fmt, rows, stages):
+    def __init__(self, *, width, fmt, rows, stages, acc):
         self.params = None
         super().__init__({"w": In(stream.Signature(width * 8)), "x": In(stream.Signature(width * 8)),
                           "y": Out(stream.Signature(width * 32))})

@@ -1,8 +1,10 @@
 """Thin pytest runners for the matrix unit's cocotb tests (tb/mu/mu_cocotb.py).
 
-One Verilator build per (width, fmt, rows) runs several cocotb tests, so that the ``quick`` set fits
-the CI budget; ``full`` adds wider builds and every product at D = 64. Bad-parameter and lint checks
-need no simulation.
+One Verilator build per (width, fmt, rows, acc) runs several cocotb tests, so that the ``quick`` set
+fits the CI budget; ``full`` adds wider builds and every product at D = 64. The ``exact`` accumulate
+mode runs the same tests (every product at D = 8; dot products with stalls at D = 8 and 16 in every
+format and at D = 32; D = 64 and 128 in ``full``), long cancelling accumulations, and the overflow
+limit on a unit with 4 guard bits. Bad-parameter and lint checks need no simulation.
 """
 
 import pytest
@@ -46,9 +48,35 @@ BUILDS = [
 ]
 
 
-@pytest.mark.parametrize("width,fmt,rows,tests", BUILDS)
-def test_matrix_unit(width, fmt, rows, tests):
-    run_unit(width, fmt, rows, tests)
+EXACT_BUILDS = [
+    pytest.param(8, "fp8_e4m3", 1, ["every_product", "long_accumulation"] + CORE, "exact", None,
+                 marks=quick, id="w8-e4m3-xacc"),
+    pytest.param(8, "fp8_e5m2", 3, ["long_accumulation"] + CORE, "exact", None, marks=quick,
+                 id="w8-e5m2-r3-xacc"),
+    pytest.param(8, "fp4_e2m1", 2, CORE, "exact", None, marks=quick, id="w8-e2m1-r2-xacc"),
+    pytest.param(8, "fp6_e3m2", 1, CORE, "exact", None, marks=quick, id="w8-e3m2-xacc"),
+    pytest.param(8, "fp6_e2m3", 3, CORE, "exact", None, marks=quick, id="w8-e2m3-r3-xacc"),
+    pytest.param(8, "fp8_e4m3", 3, ["overflow_limit"], "exact", 4, marks=quick,
+                 id="w8-e4m3-r3-xacc-g4"),
+    pytest.param(16, "fp8_e4m3", 2, CORE, "exact", None, marks=quick, id="w16-e4m3-r2-xacc"),
+    pytest.param(16, "fp8_e5m2", 2, CORE, "exact", None, marks=quick, id="w16-e5m2-r2-xacc"),
+    pytest.param(16, "fp4_e2m1", 2, CORE, "exact", None, marks=quick, id="w16-e2m1-r2-xacc"),
+    pytest.param(16, "fp6_e3m2", 2, CORE, "exact", None, marks=quick, id="w16-e3m2-r2-xacc"),
+    pytest.param(16, "fp6_e2m3", 2, ["long_accumulation"] + CORE, "exact", None, marks=quick,
+                 id="w16-e2m3-r2-xacc"),
+    # shared with the real-tile run in the exact mode (tb/tiles/test_regression.py)
+    pytest.param(32, "fp8_e4m3", 16, CORE, "exact", None, marks=quick, id="w32-e4m3-r16-xacc"),
+    pytest.param(64, "fp8_e5m2", 16, CORE, "exact", None, marks=full, id="w64-e5m2-r16-xacc"),
+    pytest.param(128, "fp4_e2m1", 16, ["random_dots", "throughput"], "exact", None, marks=full,
+                 id="w128-e2m1-r16-xacc"),
+]
+ALL_BUILDS = [pytest.param(*p.values, "fp32", None, marks=p.marks, id=p.id) for p in BUILDS] + \
+    EXACT_BUILDS
+
+
+@pytest.mark.parametrize("width,fmt,rows,tests,acc,guard_bits", ALL_BUILDS)
+def test_matrix_unit(width, fmt, rows, tests, acc, guard_bits):
+    run_unit(width, fmt, rows, tests, acc=acc, guard_bits=guard_bits)
 
 
 @quick
@@ -59,6 +87,8 @@ def test_matrix_unit(width, fmt, rows, tests):
     ({"width": "wide"}, "not an integer"),
     ({"fmt": "fp16"}, "fmt"),
     ({"rows": "0"}, "rows.*minimum"),
+    ({"acc": "fp16"}, "acc.*allowed: fp32, exact"),
+    ({"acc": "exact", "guard_bits": "0"}, "guard-bits.*minimum"),
 ])
 def test_bad_parameters_registry(given, match):
     """The CLI/registry path (option text, as from the command line) names the option and what is
@@ -75,6 +105,10 @@ def test_bad_parameters_registry(given, match):
     ({"fmt": "bf16"}, ValueError, "fmt"),
     ({"rows": 0}, ValueError, "rows"),
     ({"stages": -1}, ValueError, "stages"),
+    ({"acc": "fp64"}, ValueError, "acc must be one of fp32, exact"),
+    ({"acc": "exact", "guard_bits": 0}, ValueError, "guard_bits"),
+    ({"guard_bits": 8}, ValueError, "guard_bits.*acc='exact'"),
+    ({"acc": "exact", "guard_bits": 4.0}, TypeError, "guard_bits"),
 ])
 def test_bad_parameters_generator(kw, exc, match):
     """The generator itself raises a clear error too."""

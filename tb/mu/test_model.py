@@ -272,6 +272,87 @@ def test_model_sequence_matches_fractions(fmt):
         assert [(o.row, o.bits.tolist()) for o in out] == want
 
 
+@pytest.mark.parametrize("fmt", MATRIX_FORMATS)
+def test_exact_mode_matches_fractions(fmt):
+    """The ``exact`` mode: rows, first/last (a row goes on after ``last`` without ``first``), with
+    NaN/Inf operands, and one rounding of the whole accumulation, against Fractions."""
+    d, rows, n = 8, 3, 80
+    codec = ElementCodec(fmt)
+    rng = np.random.default_rng(12)
+    finite = np.nonzero(~(codec.is_nan | codec.is_inf))[0]
+    special = np.nonzero(codec.is_nan | codec.is_inf)[0]
+    m = MatrixUnitModel(d, fmt, rows, acc="exact")
+    state = {r: ([Fraction(0)] * d, [set() for _ in range(d)]) for r in range(rows)}  # from reset
+    for _ in range(3):
+        w = rng.choice(finite, size=(d, d))
+        x = rng.choice(finite, size=(n, d))
+        if special.size:
+            hit = rng.random((n, d)) < 0.01
+            x[hit] = rng.choice(special, size=int(hit.sum()))
+        row = rng.integers(0, rows, n)
+        first, last = rng.random(n) < 0.1, rng.random(n) < 0.3
+        out = m.run(w, x, first, last, row)
+        want = []
+        for i in range(n):
+            r = int(row[i])
+            if first[i]:
+                state[r] = ([Fraction(0)] * d, [set() for _ in range(d)])
+            sums, kinds = state[r]
+            for j, (kind, v) in enumerate(fraction_dot(codec, x[i], w)):
+                if kind == "fin":
+                    sums[j] += v
+                else:
+                    kinds[j].add(kind if kind == "nan" else v)
+            if last[i]:
+                bits = []
+                for j in range(d):
+                    k = kinds[j]
+                    if "nan" in k or {1.0, -1.0} <= k:
+                        bits.append(FP32_NAN)
+                    elif k:
+                        bits.append(FP32_PINF if 1.0 in k else FP32_NINF)
+                    else:
+                        bits.append(rne_oracle(sums[j]))
+                want.append((r, bits))
+        assert [(o.row, o.bits.tolist()) for o in out] == want
+
+
+def test_exact_mode_overflow_and_zero():
+    """``exact`` mode: 2**g beats are exact, one more gives NaN in every column with ``overflow``;
+    the next ``first`` starts clean; an exact zero (also from -0 operands) is +0."""
+    d, g = 8, 2
+    codec = ElementCodec("fp8_e4m3")
+    w = np.full((d, d), 0x38)                              # 1.0
+    m = MatrixUnitModel(d, "fp8_e4m3", 1, acc="exact", guard_bits=g)
+    for n, over in ((4, False), (5, True), (1, False)):
+        x = np.full((n, d), 0x30)                          # 0.5
+        (y,) = m.run(w, x, np.arange(n) == 0, np.arange(n) == n - 1)
+        assert y.overflow == over
+        want = FP32_NAN if over else f32_bits(np.float32(0.5 * d * n))
+        assert (y.bits == want).all(), (n, y.bits)
+    x = np.array([[0x30, 0xB0] * (d // 2), [0x80] * d])      # +0.5 - 0.5 ..., then all -0
+    (y,) = m.run(w, x, [True, False], [False, True])
+    assert (y.bits == 0).all() and codec.value(np.array([0x80]))[0] == 0
+
+
+def test_exact_mode_does_not_depend_on_the_split():
+    """Equal dot products give equal bits however they are cut into beats and ordered (one
+    rounding), where the ``fp32`` mode's per-beat rounding differs."""
+    d = 8
+    codec = ElementCodec("fp8_e5m2")
+    rng = np.random.default_rng(13)
+    finite = np.nonzero(~(codec.is_nan | codec.is_inf))[0]
+    w = rng.choice(finite, size=(d, d))
+    x = rng.choice(finite, size=(64, d))
+    res = {}
+    for mode in ("exact", "fp32"):
+        for order in (np.arange(64), rng.permutation(64), rng.permutation(64)):
+            m = MatrixUnitModel(d, "fp8_e5m2", 1, acc=mode)
+            (y,) = m.run(w, x[order], np.arange(64) == 0, np.arange(64) == 63)
+            res.setdefault(mode, set()).add(tuple(y.bits.tolist()))
+    assert len(res["exact"]) == 1 and len(res["fp32"]) > 1
+
+
 def test_error_within_bound_e5m2_d128():
     d = 128
     codec = ElementCodec("fp8_e5m2")
@@ -291,7 +372,8 @@ def test_error_within_bound_e5m2_d128():
 
 
 @pytest.mark.parametrize("kw,match", [({"width": 0}, "width"), ({"rows": 0}, "rows"),
-                                      ({"fmt": "bf16"}, "fmt")])
+                                      ({"fmt": "bf16"}, "fmt"), ({"acc": "fp16"}, "acc"),
+                                      ({"acc": "exact", "guard_bits": 0}, "guard_bits")])
 def test_bad_parameters(kw, match):
     args = {"width": 8, "fmt": "fp8_e4m3", "rows": 1} | kw
     with pytest.raises(ValueError, match=match):

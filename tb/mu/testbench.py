@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hw.mu.interface import COUNTERS
+from hw.mu.interface import MatrixUnitSignature
 from tb.lib.clocked import Clocked
 from tb.lib.pause import no_pause
 from tb.lib.stream import StreamSink, StreamSource, read_int
@@ -113,7 +113,7 @@ class _RunState:
         self.timeout = timeout or (64 + 4 * d + tb.latency) * 8
         self.snap = set(snap_beats)
         self.windows = []
-        self.obs = dict.fromkeys(COUNTERS, 0)
+        self.obs = dict.fromkeys(tb.counter_names, 0)
         self.x_cycles, self.y_cycles = [], []
         self.w_done = 0          # w transfers so far
         self.swapped = 0         # swap beats transferred so far
@@ -196,13 +196,16 @@ class MuTestbench:
         The unit's parameters (must match the build).
     latency : int
         ``MatrixUnit.latency`` read from the generator by the runner.
+    acc : str
+        The unit's accumulate mode (its counters: :attr:`MatrixUnitSignature.counters`).
     """
 
-    def __init__(self, dut, width: int, fmt: str, rows: int, latency: int):
+    def __init__(self, dut, width: int, fmt: str, rows: int, latency: int, acc: str = "fp32"):
         self.dut = dut
         self.width, self.fmt, self.rows, self.latency = width, fmt, rows, latency
         self.log = logging.getLogger("cocotb.tb.mu")
-        self.cnt = {c: getattr(dut, f"cnt_{c}") for c in COUNTERS}
+        self.counter_names = MatrixUnitSignature(width, fmt, rows, acc).counters
+        self.cnt = {c: getattr(dut, f"cnt_{c}") for c in self.counter_names}
         self.clock = Clocked(dut, period_ns=10)
         self.period_ns = self.clock.period_ns
 
@@ -219,7 +222,7 @@ class MuTestbench:
 
     async def run(self, prog: Program, *, w_pause=None, x_pause=None, y_pause=None,
                   snap_beats=(), drain: int | None = None, timeout: int | None = None,
-                  fast: bool = False) -> RunResult:
+                  fast: bool = False, overflows: int = 0) -> RunResult:
         """Send a program, collect every ``y`` row, check the counters against observation.
 
         Must be called right after :meth:`start` or another ``run``. Cycle 0 of the run is the
@@ -241,6 +244,9 @@ class MuTestbench:
             learnt from ``cnt_w_beats``/``cnt_x_beats`` at the next falling edge instead of from
             ``ready``. Counter errors then show up as lost or repeated beats in the checked rows
             rather than as a counter mismatch; the default (exact) mode observes ``ready`` itself.
+        overflows : int
+            Accumulations the model says exceed the ``exact`` accumulator's range (compared with
+            ``cnt_acc_overflow``, which the testbench cannot see otherwise).
 
         Raises
         ------
@@ -253,17 +259,19 @@ class MuTestbench:
         sample = (st.ymon,) if fast else (st.wdrv, st.xdrv, st.ymon)
         await self.clock.run(st.step, drive, sample, settle=not fast)
         end = self.counters()
-        got = {k: end[k] - st.start[k] for k in COUNTERS}
+        got = {k: end[k] - st.start[k] for k in self.counter_names}
         obs = st.obs
         obs["w_beats"] = st.wdrv.sent
         obs["x_beats"] = st.xdrv.sent
         obs["y_beats"] = len(st.ymon.received)
         obs["stall_y"] = st.ymon.backpressured
         obs["macs"] = self.width * self.width * st.xdrv.sent
+        if "acc_overflow" in obs:
+            obs["acc_overflow"] = overflows
         res = RunResult([unpack_y(p, self.width, self.rows) for p in st.ymon.received], got, obs,
                         np.array(st.x_cycles), np.array(st.y_cycles), st.windows, st.cycle,
                         time.perf_counter() - t0)
-        diff = {k: (got[k], obs[k]) for k in COUNTERS if got[k] != obs[k]}
+        diff = {k: (got[k], obs[k]) for k in self.counter_names if got[k] != obs[k]}
         assert not diff, f"counters (unit, testbench) disagree: {diff}"
         return res
 

@@ -26,7 +26,7 @@ def make_slice(numerics: str = "mu", **params):
     dut = Slice(unit=unit, **params)
     geom = SliceGeometry(units=dut.units, width=dut.width, fmt=dut.fmt, feed_bytes=dut.feed_bytes,
                          rows=dut.rows, addr_bits=dut.addr_bits, hbm_addr_bits=dut.hbm_addr_bits,
-                         burst=dut.burst)
+                         burst=dut.burst, acc=dut.acc)
     return dut, geom
 
 

@@ -32,6 +32,7 @@ class SliceGeometry:
     addr_bits: int = 8
     hbm_addr_bits: int = 32
     burst: int = 16
+    acc: str = "fp32"
 
     @property
     def bits(self) -> int:
@@ -120,8 +121,9 @@ def x_words(g: SliceGeometry, x: np.ndarray, rng: np.random.Generator | None = N
 def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str) -> np.ndarray:
     """FP32 bits y[M x N] the slice must write.
 
-    ``numerics="mu"``: the matrix unit's bit-true model (``tb.mu.model``), tile by tile in the
-    slice's order (k-tiles in order, one rounding per beat). ``"stub"``: the stub unit's integers.
+    ``numerics="mu"``: the matrix unit's bit-true model (``tb.mu.model``) in the units' accumulate
+    mode ``g.acc``, tile by tile in the slice's order (k-tiles in order; one rounding per beat in the
+    ``fp32`` mode, one per K-long sum in the ``exact`` mode). ``"stub"``: the stub unit's integers.
     """
     mm, k = x.shape
     n = w.shape[1]
@@ -137,7 +139,7 @@ def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str) ->
     from tb.mu.model import MatrixUnitModel
     y = np.zeros((mm, nt * D), dtype=np.uint32)
     for j in range(nt):
-        model = MatrixUnitModel(D, g.fmt, rows=mm)
+        model = MatrixUnitModel(D, g.fmt, rows=mm, acc=g.acc)
         for t in range(kt):
             out = model.run(wp[t * D:(t + 1) * D, j * D:(j + 1) * D], xp[:, t * D:(t + 1) * D],
                             first=t == 0, last=t == kt - 1, row=np.arange(mm))

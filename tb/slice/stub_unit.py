@@ -24,14 +24,17 @@ __all__ = ["StubUnit", "TimingStubUnit", "stub_reference"]
 
 @dataclass(frozen=True)
 class StubUnitParams(BlockParams):
-    """Names the stub's module like the unit's (``stubunit_w{D}_{fmt}_r1_s{stages}``)."""
+    """Names the stub's module like the unit's (``stubunit_w{D}_{fmt}_r1_s{stages}``, ``_xacc`` for
+    the ``exact`` mode's ports)."""
 
-    MODULE: ClassVar[str] = "{kind}_w{width}_{fmt}_r{rows}_s{stages}"
+    MODULE: ClassVar[str] = "{kind}_w{width}_{fmt}_r{rows}_s{stages}{acc}"
+    TAGS: ClassVar[dict] = {"acc": lambda v: "" if v == "fp32" else "_xacc"}
     kind: str
     width: int
     fmt: str
     rows: int
     stages: int
+    acc: str = "fp32"
 
 
 class StubUnit(wiring.Component):
@@ -39,18 +42,19 @@ class StubUnit(wiring.Component):
 
     Parameters
     ----------
-    width, fmt, rows, stages :
-        As the matrix unit; ``rows`` must be 1 and ``stages`` is ignored (latency 1).
+    width, fmt, rows, stages, acc :
+        As the matrix unit; ``rows`` must be 1, ``stages`` is ignored (latency 1) and ``acc`` only
+        sets the ports (the numerics stay integer).
     """
 
     compute = True
 
-    def __init__(self, *, width: int, fmt: str, rows: int = 1, stages: int = 0):
+    def __init__(self, *, width: int, fmt: str, rows: int = 1, stages: int = 0, acc: str = "fp32"):
         if rows != 1:
             raise ValueError(f"the stub unit supports rows=1 only, not {rows!r}")
-        sig = MatrixUnitSignature(width, fmt, rows)
+        sig = MatrixUnitSignature(width, fmt, rows, acc)
         self.width, self.bits = width, sig.bits
-        self.params = StubUnitParams(type(self).__name__.lower(), width, fmt, rows, stages)
+        self.params = StubUnitParams(type(self).__name__.lower(), width, fmt, rows, stages, acc)
         super().__init__(sig)
 
     @property

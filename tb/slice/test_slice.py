@@ -2,8 +2,9 @@
 
 Quick set (CI): stub units at D=8 with ragged shapes and stalls everywhere (the dataflow), and the
 real matrix unit at D=8 with ragged shapes and stalls plus the real MiniLM FFN up projection
-(384 x 1536, M = 1), bit-exact against ``tb.mu.model``. The full set adds the FFN at D=16, the other
-formats and several accumulator rows.
+(384 x 1536, M = 1), bit-exact against ``tb.mu.model``, and units in the ``exact`` accumulate mode
+with the ``acc = 1`` write-back. The full set adds the FFN at D=16, the other formats and several
+accumulator rows.
 """
 
 import pytest
@@ -63,6 +64,17 @@ def test_mu_ragged_stalls_and_minilm():
     assert model <= cycles <= model * 1.02 + 100, (model, cycles)
 
 
+@pytest.mark.quick
+def test_mu_exact_write_back():
+    """Units in the ``exact`` accumulate mode (each K-long sum rounded once): ragged shapes with
+    ``acc = 1`` write-back onto host values and onto a previous command's result, with stalls,
+    bit-exact against the model in that mode."""
+    cases = [{"shapes": RAGGED_ACC, "rate": 9.1, "latency": 17, "seed": 13, "spy_reads": 500,
+              **STALLS}]
+    run_cases("slice-mu-u2w8f12-xacc", cases, numerics="mu", units=2, width=8, feed_bytes=12,
+              spad_bytes=8192, acc="exact")
+
+
 @pytest.mark.full
 def test_minilm_ffn_up():
     """The real MiniLM layer-0 FFN up projection (384 x 1536) at M=1, bit-exact; full feed rate."""
@@ -108,7 +120,7 @@ def test_knee_model_is_the_feed_bound_line(width):
 @pytest.mark.parametrize("kw, match", [
     ({"units": 0}, "units"), ({"width": 12}, "width"), ({"width": 256}, "width"),
     ({"fmt": "bf16"}, "fmt"), ({"spad_bytes": 16}, "spad_bytes"), ({"feed_bytes": 0}, "feed_bytes"),
-    ({"rows": 0}, "rows"), ({"burst": 0}, "burst"),
+    ({"rows": 0}, "rows"), ({"burst": 0}, "burst"), ({"acc": "fp16"}, "acc"),
 ])
 def test_bad_parameters(kw, match):
     with pytest.raises(ValueError, match=match):

@@ -12,12 +12,21 @@ Each run asserts: ``tb/mu/model.py`` and the independent ``tb/tiles/exact.py`` a
 the result is within the contract's rounding bound of float64, and (when the RTL harness
 ``tb.mu.replay`` exists) the RTL equals the model bit for bit with counters matching the contract.
 Results are recorded for ``python -m tb.tiles report`` (reports/regression.md).
+
+One quick run also goes through a D = 32 unit in the ``exact`` accumulate mode (the build the
+matrix-unit tests make for ``w32-e4m3-r16-xacc``): bit-exact against the model in that mode, and
+every result within half an FP32 ulp of the exact rational dot product (computed here with Python
+integers, independently of the model).
 """
 
+from fractions import Fraction
+
+import numpy as np
 import pytest
 
 from hw.formats import get_format
 from tb.tiles import corpus, replay, report
+from tb.tiles.corpus import RunSpec
 
 QUICK = {corpus._run_id(s) for s in corpus.plan(full=False)}
 RUNS = [pytest.param(s, id=corpus._run_id(s),
@@ -60,3 +69,39 @@ def test_rtl_replay(spec):
     (_, tile), = corpus.load_runs([spec])
     res = run_rtl(tile, replay.replay_model(tile))
     report.save(res)
+
+
+@pytest.mark.quick
+def test_rtl_exact_mode():
+    """A real prefill tile (MiniLM FFN up, M = 16, K = 384: 12 beats per accumulation) through the
+    D = 32 E4M3 unit with ``acc = exact``: RTL == model bit for bit, and the error against the exact
+    K-long dot product is at most 0.5 ulp (the ``fp32`` mode's error on the same tile is logged)."""
+    reason = replay.rtl_available()
+    if reason is not None:
+        pytest.skip(f"RTL not run: {reason}")
+    from hw.mu.numerics import dot_widths
+    from tb.mu.model import ElementCodec, half_ulp_fp32
+    from tb.mu.program import Tile as UnitTile
+    from tb.mu.replay import model_tiles, run_tiles
+
+    (_, tile), = corpus.load_runs([RunSpec("ffn_up", "prefill", "fp8_e4m3", 32, 9000)])
+    m, d = tile.x.shape[0], tile.width
+    assert m <= 16
+    tiles = [UnitTile(w, x, first=first, last=last, row=np.arange(m))
+             for w, x, first, last in replay.beats(tile)]
+    rr = run_tiles(d, tile.fmt, tiles, rows=16, acc="exact", name_suffix="")
+    codec = ElementCodec(tile.fmt)
+    assert not (codec.is_nan[tile.x].any() or codec.is_nan[tile.w].any())
+    exact = codec.ints[tile.x].astype(object) @ codec.ints[tile.w].astype(object)   # (M, D) ints
+    lsb = Fraction(2) ** dot_widths(tile.fmt, d).lsb_exp
+
+    def max_ulps(bits):
+        vals = bits.astype(np.uint32).view(np.float32)
+        ulp = 2 * half_ulp_fp32(bits)
+        return max(abs(Fraction(float(v)) - t * lsb) / Fraction(float(u))
+                   for v, t, u in zip(vals.ravel(), exact.ravel(), ulp.ravel(), strict=True))
+
+    err = max_ulps(rr.y_bits)
+    fp32 = np.array([r.bits for r in model_tiles(d, tile.fmt, tiles, rows=16)])
+    print(f"{tile.id}: max error exact mode {float(err):.3f} ulp, fp32 mode {float(max_ulps(fp32)):.3f}")
+    assert err <= Fraction(1, 2), float(err)
