@@ -36,7 +36,7 @@ LINT_CASES = (
     + [("bf16_bank", {"arch": a, "stages": s, "subnormals": True, "lanes": 2})
        for a in ("behavioral", "booth4") for s in (0, 2)]
     # matrix unit: every format at every width (D = 8..32 whole, 64 and 128 block by block,
-    # :data:`BY_BLOCK`; see :func:`_marks` for which are quick), plus rows / stage extremes and the
+    # :data:`BY_BLOCK`; :func:`_marks` says which are quick), plus rows / stage extremes and the
     # word-level tree.
     + [("mu", {"width": w, "fmt": f}) for w in MU_WIDTHS for f in MATRIX_FORMATS]
     + [("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "stages": 0}),
@@ -90,15 +90,15 @@ def _first_per_rule() -> tuple:
     return tuple(first.values())
 
 
-#: Formats linted at the :data:`BY_BLOCK` widths in the quick set: the first matrix format of each
-#: special-value rule (the blocks' code differs between formats only by the rule and the field
-#: widths, and every format's field widths are linted at D = 8..32); the others are ``full``.
+#: Formats linted above D = 8 in the quick set: the first matrix format of each special-value rule
+#: (the blocks' code differs between formats only by the rule and the field widths, and every
+#: format's field widths are linted at D = 8); the others are ``full``.
 WIDE_QUICK_FORMATS = _first_per_rule()
 
 
 def _marks(case):
     design, opts = case
-    wide = design == "mu" and opts.get("width") in BY_BLOCK
+    wide = design == "mu" and opts.get("width", 8) > MU_WIDTHS[0]
     return [pytest.mark.full] if wide and opts["fmt"] not in WIDE_QUICK_FORMATS else []
 
 
