@@ -10,9 +10,8 @@ Python code per cycle (a bound on any testbench of that build).
     HW_BUILD_LOCK=/tmp/heavy.lock python -m tb.mu.bench --widths 64 128 --beats 20000
     HW_SIM_FLAT=1 python -m tb.mu.bench --widths 64 --tree words --beats 8000   # fastest variant
 
-The measured build times and rates, and why the bit-level Dadda tree keeps the simulator itself
-below the x-beats/s budget at D = 64, are in ``docs/mu_interface.md`` ("Simulation and lint at
-large D").
+Measured build times and rates, with their dates, are in ``reports/sim_speed.md``; how the builds
+are made is in ``docs/mu_interface.md`` ("Simulation and lint at large D").
 """
 
 import argparse
