@@ -99,6 +99,8 @@ WIDE_QUICK_FORMATS = _first_per_rule()
 def _marks(case):
     design, opts = case
     wide = design == "mu" and opts.get("width", 8) > MU_WIDTHS[0]
+    if design == "mu" and opts.get("acc") == "exact" and not get_format(opts["fmt"]).has_nan:
+        return [pytest.mark.full]   # quick: the exact mode in the formats with specials (E4M3, E5M2)
     return [pytest.mark.full] if wide and opts["fmt"] not in WIDE_QUICK_FORMATS else []
 
 
