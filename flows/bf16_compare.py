@@ -145,7 +145,10 @@ def main(argv=None, log=print):
     """Run every variant and write the comparison report; returns 0."""
     lib = resolve_library(log=log)
     results = {}
-    quiet = lambda *_: None  # noqa: E731
+
+    def quiet(*_):
+        pass
+
     for stages in (0, 2):
         for sub in (True, False):
             for label, arch, booth in VARIANTS:

@@ -131,15 +131,15 @@ class MatrixUnit(wiring.Component):
 
     @property
     def width(self) -> int:
-        return self._dw.width
+        return self.signature.width
 
     @property
     def fmt(self) -> str:
-        return self._dw.fmt.name
+        return self.signature.fmt
 
     @property
     def rows(self) -> int:
-        return self._rows
+        return self.signature.rows
 
     @property
     def stages(self) -> int:
@@ -152,7 +152,7 @@ class MatrixUnit(wiring.Component):
 
     @property
     def acc(self) -> str:
-        return self._acc
+        return self.signature.acc
 
     @property
     def column(self) -> ColumnParams:

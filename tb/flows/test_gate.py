@@ -9,7 +9,8 @@ import pytest
 
 from flows import gate
 from flows import metric_keys as K
-from flows.synth import liberty as L
+
+from . import needs_osu
 
 pytestmark = pytest.mark.quick
 
@@ -83,8 +84,6 @@ def test_committed_rules_cover_the_gated_variants():
             assert rule["compare"] == op and rule["value"] == math.ceil(rule["measured"] * (1 + pad))
 
 
-needs_osu = pytest.mark.skipif(not L.OSU018_DEFAULT.is_file(), reason="OSU 0.18um liberty not installed "
-                               "(apt-get install qflow-tech-osu018); .ci/run installs it")
 #: Gated in the quick set: the small points (the slice's units reuse the D = 8 unit's cached blocks).
 QUICK = ["bf16_mul-booth4-s0-osu018", "mu-w8-fp8_e4m3-osu018", "slice-u2-w8-fp8_e4m3-sp16384-osu018"]
 FULL = "mu-w32-fp8_e4m3-osu018"

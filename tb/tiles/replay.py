@@ -26,7 +26,7 @@ from perf.contract import Product
 from . import exact
 from .corpus import Tile
 
-__all__ = ["beats", "RunResult", "replay_model", "finish", "rtl_available"]
+__all__ = ["beats", "RunResult", "replay_model", "finish"]
 
 
 def beats(tile: Tile) -> list:
@@ -137,16 +137,6 @@ def replay_model(tile: Tile) -> RunResult:
     res.cycles_contract = Product(res.rows, tile.x.shape[1], n, tile.width).schedule().cycles()
     res.seconds = time.perf_counter() - t0
     return res
-
-
-def rtl_available() -> str | None:
-    """None if the RTL replay harness (``tb.mu.replay``) can be used, else the reason it cannot."""
-    try:
-        import tb.mu.replay  # noqa: F401
-    except ImportError as e:
-        return (f"tb.mu.replay is not importable ({e}): the matrix unit's replay harness is not in "
-                "this checkout")
-    return None
 
 
 def finish(res: RunResult, rtl_bits: np.ndarray, counters: dict) -> RunResult:

@@ -61,9 +61,6 @@ def test_model_replay(spec):
 @pytest.mark.parametrize("spec", RTL_RUNS)
 def test_rtl_replay(spec):
     """The matrix unit RTL on the same run: bit-exact against the model, counters against the contract."""
-    reason = replay.rtl_available()
-    if reason is not None:
-        pytest.skip(f"RTL not run: {reason}")
     from tb.tiles.rtl import run_rtl
 
     (_, tile), = corpus.load_runs([spec])
@@ -76,9 +73,6 @@ def test_rtl_exact_mode():
     """A real prefill tile (MiniLM FFN up, M = 16, K = 384: 12 beats per accumulation) through the
     D = 32 E4M3 unit with ``acc = exact``: RTL == model bit for bit, and the error against the exact
     K-long dot product is at most 0.5 ulp (the ``fp32`` mode's error on the same tile is logged)."""
-    reason = replay.rtl_available()
-    if reason is not None:
-        pytest.skip(f"RTL not run: {reason}")
     from hw.mu.numerics import dot_widths
     from tb.mu.model import ElementCodec, half_ulp_fp32
     from tb.mu.program import Tile as UnitTile
