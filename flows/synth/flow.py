@@ -31,6 +31,7 @@ from . import metrics as M
 from .hier import own_area, synth_hier
 from .liberty import NO_LIBERTY_NOTE, find_liberty, generic_library, load
 from .outputs import add_macros, sta_defaults, summarize, write_reports
+from .repair import repair, write_repaired
 from .sta import Sta
 from .yosys import SynthError, run_yosys
 
@@ -55,7 +56,7 @@ class RunOutput:
     worst : flows.synth.sta.Result
         The worst path.
     netlist_json : Path or None
-        Yosys's mapped netlist (``write_json``) of a flat run.
+        The mapped netlist of a flat run after drive repair (Yosys ``write_json`` layout).
     """
 
     metrics: dict
@@ -84,6 +85,7 @@ class _Synthesized:
     block_areas: dict = field(default_factory=dict)
     hier: object = None
     netlist_json: Path | None = None
+    repair: dict = field(default_factory=dict)
 
 
 def resolve_library(liberty=None, log=print):
@@ -126,9 +128,14 @@ def _dirs(variant, outdir, reports_dir):
 def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb) -> _Synthesized:
     """One Yosys run of the whole design, timed flat."""
     r = run_yosys(verilog, top, work / "flat", lib, booth=booth, clock_ps=clock_ps, limit_mb=limit_mb)
-    area, seq, cells = own_area(lib, r.netlist)
-    return _Synthesized(area, seq, cells, Sta(lib, r.netlist).run(), r.ltp_levels, r.stat_text,
-                        r.runtime_s, r.peak_mb, r.cached, [r.log], netlist_json=r.workdir / "mapped.json")
+    netlist, rep = repair(lib, r.netlist)
+    path = write_repaired(r.workdir, top, netlist)
+    area, seq, cells = own_area(lib, netlist)
+    return _Synthesized(area, seq, cells, Sta(lib, netlist).run(), r.ltp_levels,
+                        r.stat_text + "\n" + rep.line() + "\n", r.runtime_s, r.peak_mb, r.cached, [r.log],
+                        notes=[rep.line()], netlist_json=path,
+                        repair={"nets": rep.nets, "buffers": rep.buffers, "area": rep.area,
+                                "cell": rep.cell, "max_levels": rep.max_levels})
 
 
 def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _Synthesized:
@@ -148,6 +155,15 @@ def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _S
     if no_ltp:
         notes.append(f"no generic logic depth for {', '.join(no_ltp)}: Yosys's recursive ltp "
                      "exhausted the WebAssembly call stack (run repeated without it)")
+    blocks = list(h.blocks.values())
+    rep = {"nets": sum(b.repair.nets * max(b.instances, 1) for b in blocks),
+           "buffers": sum(b.repair.buffers * max(b.instances, 1) for b in blocks),
+           "area": sum(b.repair.area * max(b.instances, 1) for b in blocks),
+           "cell": next((b.repair.cell for b in blocks if b.repair.cell), ""),
+           "max_levels": max((b.repair.max_levels for b in blocks), default=0)}
+    notes.append(f"drive repair: {rep['nets']} net(s) over their driver's limit buffered with "
+                 f"{rep['buffers']} {rep['cell'] or 'buffers'} ({rep['area']:.1f} um^2, counted in "
+                 "the area; all instances)")
     timing_extra = "\n\n".join(
         [f"---- top {h.top}: its own logic (the blocks' internal reg->reg paths left out; "
          f"paths through and between blocks kept)\n{h.top_own.format()}"] +
@@ -156,7 +172,8 @@ def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _S
     return _Synthesized(h.area, h.seq_area, h.cells, h.worst,
                         max((b.ltp for b in h.blocks.values() if b.ltp is not None), default=None),
                         stat_text, h.runtime_s, h.peak_mb, all(b.cached for b in h.blocks.values()),
-                        [b.log for b in h.blocks.values()], timing_extra, notes, block_areas, h)
+                        [b.log for b in h.blocks.values()], timing_extra, notes, block_areas, h,
+                        repair=rep)
 
 
 def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, booth, outdir, work, t0,
@@ -166,7 +183,7 @@ def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, bo
     m = M.build(design=design, variant=variant, params=params, lib=lib, area=s.area, seq_area=s.seq,
                 cells=s.cells, worst=s.worst, ltp=s.ltp, runtime_s=time.monotonic() - t0,
                 peak_mb=s.peak_mb, flow=flow, block_areas=s.block_areas, clock_ps=clock_ps, booth=booth,
-                cached=s.cached, sta_defaults=sta_def, yosys_s=s.yosys_s, hier=s.hier)
+                cached=s.cached, sta_defaults=sta_def, yosys_s=s.yosys_s, hier=s.hier, repair=s.repair)
     if macros:
         add_macros(m, macros, module_names, s.block_areas)
     if s.notes:

@@ -6,6 +6,12 @@ modules children first and synthesizes each one on its own, its child blocks kep
 (``read_verilog -lib``), so the largest Yosys run is one block, not the whole design: this is what
 makes a D=128 matrix unit fit in yowasp's 4 GiB.
 
+Drive repair
+    Each block's mapped netlist is repaired (:func:`flows.synth.repair.repair`) before its area is
+    counted and its model extracted, with its children's models giving the loads of their input
+    pins; the parent's repair then sees each child input as one sink of the child's (repaired)
+    input capacitance, and the child's outputs start from its repaired netlist's timing.
+
 Area
     ``sum over modules of own_area(module) x instances(module)``, where own area excludes child
     blocks; the per-block metric ``synth__design__instance__area__stdcell__<block>`` is the total
@@ -26,6 +32,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .repair import RepairReport, repair
 from .sta import BlockTiming, Sta, extract_model, port_bits
 from .yosys import run_yosys
 
@@ -65,6 +72,7 @@ class BlockReport:
     stat_text: str
     log: Path
     children: dict = field(default_factory=dict)
+    repair: RepairReport = field(default_factory=RepairReport)
 
 
 @dataclass
@@ -121,22 +129,24 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
             f"{', '.join(f'{c} x{n}' for c, n in bm.children.items()) or 'none'}")
         r = run_yosys(bm.verilog, name, Path(workroot) / name, lib, booth=booth, clock_ps=clock_ps,
                        children=kids, limit_mb=limit_mb)
-        area, seq, ncells = own_area(lib, r.netlist)
-        sta = Sta(lib, r.netlist, models={c: models[c] for c in bm.children}, **sta_opts)
+        kid_models = {c: models[c] for c in bm.children}
+        mapped, rep = repair(lib, r.netlist, models=kid_models, output_load=sta_opts.get("output_load"))
+        area, seq, ncells = own_area(lib, mapped)
+        sta = Sta(lib, mapped, models=kid_models, **sta_opts)
         if name == netlist.top:
             model = BlockTiming(name)
             worst = sta.run()
             own_models = {c: BlockTiming.from_json(dict(models[c].to_json(), reg2reg=[0.0, 0]))
                           for c in bm.children}
-            top_own = Sta(lib, r.netlist, models=own_models, **sta_opts).run()
+            top_own = Sta(lib, mapped, models=own_models, **sta_opts).run()
         else:
             model, worst = extract_model(sta, name)
             if name in macros:
                 model = _ideal_register_pins(model, sta)
         models[name] = model
         blocks[name] = BlockReport(name, counts.get(name, 0), area, seq, ncells, r.runtime_s, r.peak_mb,
-                                   r.cached, r.ltp_levels, worst, model, r.stat_text, r.log,
-                                   dict(bm.children))
+                                   r.cached, r.ltp_levels, worst, model,
+                                   r.stat_text + "\n" + rep.line() + "\n", r.log, dict(bm.children), rep)
     total = sum(b.area * b.instances for b in blocks.values())
     seq = sum(b.seq_area * b.instances for b in blocks.values())
     cells = sum(b.cells * b.instances for b in blocks.values())

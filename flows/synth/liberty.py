@@ -2,7 +2,9 @@
 
 The flow needs from a liberty: cell areas, input pin capacitances, the timing arcs of every output
 pin (``related_pin``, ``timing_sense``, ``timing_type`` and the ``cell_rise``/``cell_fall``/
-``rise_transition``/``fall_transition`` tables) and the flops' clock-to-Q arcs and setup constraints.
+``rise_transition``/``fall_transition`` tables), the drive limits of output pins (``max_capacitance``,
+``max_transition``, or the library's ``default_max_*``) and the flops' clock-to-Q arcs and setup
+constraints.
 :func:`load` parses the file once with ``liberty-parser`` and keeps a plain-Python :class:`Library`
 (cached as JSON under ``build/qor-cache/``, keyed by the file's hash, because parsing takes seconds).
 
@@ -16,6 +18,7 @@ technology-independent gate library: area in gate equivalents and one unit of de
 import bisect
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,11 +26,11 @@ from pathlib import Path
 from ..paths import BUILD
 
 __all__ = ["Table", "Arc", "Cell", "Library", "LibertyError", "find_liberty", "load",
-           "generic_library", "OSU018_DEFAULT", "NO_LIBERTY_NOTE"]
+           "generic_library", "load_top", "OSU018_DEFAULT", "NO_LIBERTY_NOTE"]
 
 OSU018_DEFAULT = Path("/usr/share/qflow/tech/osu018/osu018_stdcells.lib")
 CACHE_DIR = BUILD / "qor-cache" / "liberty"
-_FORMAT = 3  # bump when the cached JSON layout changes
+_FORMAT = 4  # bump when the cached JSON layout changes
 
 NO_LIBERTY_NOTE = (
     "no liberty file found: using the generic gate library (area in gate equivalents, delay in "
@@ -111,7 +114,11 @@ class Arc:
 
 @dataclass
 class Cell:
-    """A library cell: area, pins (direction, capacitance, clock flag), arcs and flop data."""
+    """A library cell: area, pins (direction, capacitance, clock flag), arcs and flop data.
+
+    ``max_cap`` and ``max_tran`` map output pins to the liberty's ``max_capacitance`` /
+    ``max_transition`` (library units); a pin the liberty gives no limit is absent.
+    """
 
     name: str
     area: float
@@ -121,6 +128,8 @@ class Cell:
     arcs: list  # list of Arc
     is_seq: bool = False
     functions: dict = field(default_factory=dict)
+    max_cap: dict = field(default_factory=dict)
+    max_tran: dict = field(default_factory=dict)
 
     def arcs_to(self, pin):
         return [a for a in self.arcs if a.pin == pin and a.kind in
@@ -197,6 +206,20 @@ class Library:
         s0 = axis[0] if axis else 0.0
         return max(t.lookup(load, s0) for k, t in arc.tables.items() if k.endswith("transition"))
 
+    def drive_limit(self, ctype: str, pin: str) -> float:
+        """Most load (library units) output ``pin`` of cell ``ctype`` may drive.
+
+        The pin's ``max_capacitance``; with a ``max_transition`` also the load at which the pin's
+        output transition (at :meth:`default_input_slew`) reaches it; with neither, the top of the
+        pin's load tables (no extrapolation beyond the characterized range).
+        """
+        cell = self.cell(ctype)
+        limit = cell.max_cap.get(pin)
+        if pin in cell.max_tran:
+            t = _transition_limit(cell, pin, cell.max_tran[pin], self.default_input_slew())
+            limit = t if limit is None else min(limit, t)
+        return load_top(cell, pin) if limit is None else limit
+
     def default_output_load(self) -> float:
         """Load on primary outputs (library units): four GE NAND2 inputs (fanout of 4)."""
         if self.generic:
@@ -209,6 +232,7 @@ class Library:
                 "sha256": self.sha256,
                 "cells": {n: {"area": c.area, "inputs": c.inputs, "outputs": c.outputs,
                               "clock_pins": c.clock_pins, "is_seq": c.is_seq, "functions": c.functions,
+                              "max_cap": c.max_cap, "max_tran": c.max_tran,
                               "arcs": [[a.pin, a.related, a.sense, a.kind,
                                         {k: [t.index_1, t.index_2, t.values, t.load_first]
                                          for k, t in a.tables.items()}] for a in c.arcs]}
@@ -221,9 +245,40 @@ class Library:
             arcs = [Arc(p, r, s, k, {tn: Table(*tv) for tn, tv in tabs.items()})
                     for p, r, s, k, tabs in c["arcs"]]
             cells[n] = Cell(n, c["area"], c["inputs"], c["outputs"], c["clock_pins"], arcs, c["is_seq"],
-                            c["functions"])
+                            c["functions"], c.get("max_cap", {}), c.get("max_tran", {}))
         return cls(d["name"], d["short"], d["path"], d["time_ps"], d["cap_pf"], cells, d["generic"],
                    d.get("sha256", ""))
+
+
+def load_top(cell: Cell, pin: str) -> float:
+    """Top of the load axes of the tables of ``cell``'s arcs to ``pin`` (inf without tables)."""
+    tops = []
+    for a in cell.arcs_to(pin):
+        for t in a.tables.values():
+            axis = t.index_1 if t.load_first else t.index_2
+            if axis:
+                tops.append(axis[-1])
+    return max(tops) if tops else math.inf
+
+
+def _transition_limit(cell, pin, max_tran, slew):
+    """Largest load at which every transition table of ``pin`` stays within ``max_tran``."""
+    tabs = [t for a in cell.arcs_to(pin) for n, t in a.tables.items() if n.endswith("transition")]
+    if not tabs:
+        return math.inf
+
+    def worst(load):
+        return max(t.lookup(load, slew) for t in tabs)
+
+    lo, hi = 0.0, max(load_top(cell, pin), 1e-9)
+    if worst(lo) > max_tran:
+        return 0.0
+    while worst(hi) <= max_tran and hi < 1e6:
+        lo, hi = hi, hi * 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if worst(mid) <= max_tran else (lo, mid)
+    return lo
 
 
 def _is_nand2(func: str, pins) -> bool:
@@ -353,12 +408,15 @@ def _parse(path: Path) -> Library:
                 "variable_1": str(g.get("variable_1", "")), "variable_2": str(g.get("variable_2", "")),
                 "index_1": _floats(g["index_1"]) if "index_1" in g else [],
                 "index_2": _floats(g["index_2"]) if "index_2" in g else []}
+    lib_max = {k: float(lib.get(f"default_{k}")) for k in ("max_capacitance", "max_transition")
+               if lib.get(f"default_{k}") is not None}
     cells = {}
     for cg in lib.get_groups("cell"):
         cname = str(cg.args[0]).strip('"')
         if cg.get("dont_use") in (True, "true"):
             continue
         inputs, outputs, clocks, arcs, funcs = {}, [], [], [], {}
+        limits = {"max_capacitance": {}, "max_transition": {}}
         pins = list(cg.get_groups("pin"))
         for bus in cg.get_groups("bus"):
             pins.extend(bus.get_groups("pin"))
@@ -374,6 +432,10 @@ def _parse(path: Path) -> Library:
                     clocks.append(pname)
             elif direction in ("output", "inout"):
                 outputs.append(pname)
+                for k, got in limits.items():
+                    v = pg.get(k, lib_max.get(k))
+                    if v is not None:
+                        got[pname] = float(v)
                 if "function" in pg:
                     funcs[pname] = str(getattr(pg["function"], "value", pg["function"])).strip('"')
             for tg in pg.get_groups("timing"):
@@ -389,7 +451,8 @@ def _parse(path: Path) -> Library:
                     arcs.append(Arc(pname, rel, sense, kind, tables))
         is_seq = bool(cg.get_groups("ff") or cg.get_groups("latch") or cg.get_groups("ff_bank"))
         area = float(cg.get("area", 0.0))
-        cells[cname] = Cell(cname, area, inputs, outputs, clocks, arcs, is_seq, funcs)
+        cells[cname] = Cell(cname, area, inputs, outputs, clocks, arcs, is_seq, funcs,
+                            limits["max_capacitance"], limits["max_transition"])
     return Library(name, _short_name(name, path), str(path), time_ps, cap_pf, cells)
 
 
@@ -457,7 +520,7 @@ def generic_library() -> Library:
             arcs = [Arc("Q", "C", "non_unate", "rising_edge" if name.endswith("P_") else "falling_edge",
                         {"cell_rise": zero, "cell_fall": zero, "rise_transition": zero,
                          "fall_transition": zero}),
-                    Arc("D", "C", "non_unate", "setup_rising",
+                    Arc("D", "C", "non_unate", "setup_rising" if name.endswith("P_") else "setup_falling",
                         {"rise_constraint": zero, "fall_constraint": zero})]
             cells[name] = Cell(name, ge, {"C": 0.0, "D": 0.0}, ["Q"], ["C"], arcs, True)
             continue

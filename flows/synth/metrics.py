@@ -48,10 +48,12 @@ def git_revision() -> str:
 
 def build(*, design, variant, params, lib, area, seq_area, cells, worst, ltp, runtime_s, peak_mb,
           flow, block_areas=None, clock_ps=None, booth=False, cached=False, sta_defaults=None,
-          yosys_s=0.0, hier=None) -> dict:
+          yosys_s=0.0, hier=None, repair=None) -> dict:
     """Metrics dictionary of one run (see module docstring for units).
 
-    ``hier`` (a :class:`flows.synth.hier.HierReport`) adds the top's own worst path.
+    ``hier`` (a :class:`flows.synth.hier.HierReport`) adds the top's own worst path; ``repair``
+    (nets, buffers, area, cell, max_levels of the drive repair, :mod:`flows.synth.repair`) is kept
+    as ``flow__drive_repair``: its buffers are already in the area and on the timed paths.
     """
     ge = lib.ge_area if not lib.generic else 1.0
     generic = lib.generic
@@ -85,6 +87,8 @@ def build(*, design, variant, params, lib, area, seq_area, cells, worst, ltp, ru
                           "sha256": lib.sha256 or None, "ge_cell": None if generic else lib.nand2.name,
                           "ge_area_um2": ge}
     m["flow__sta"] = sta_defaults or {}
+    if repair:
+        m["flow__drive_repair"] = dict(repair, area=round(repair.get("area", 0.0), 3))
     m["flow__tools"] = tool_versions()
     m["flow__git_revision"] = git_revision()
     m["flow__date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

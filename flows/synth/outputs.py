@@ -25,7 +25,10 @@ def sta_defaults(lib) -> dict:
             "output_load_pf": round(lib.default_output_load() * lib.cap_pf, 5),
             "wire_cap_per_fanout_pf": 0.0,
             "clock": "ideal (arrival 0, slew = input slew)",
-            "inputs": "arrive at 0 ps", "outputs": "end at their arrival (no output delay)"}
+            "inputs": "arrive at 0 ps", "outputs": "end at their arrival (no output delay)",
+            "loads": "nets over their driver's liberty max_capacitance are buffered with real cells "
+                     "(area counted, levels on the paths); delay beyond a table is extrapolated "
+                     "linearly from its last segment"}
 
 
 def add_macros(m: dict, macros: list, module_names, block_areas: dict) -> None:

@@ -14,16 +14,19 @@ arrival times and transitions (slews) through them, separately for rising and fa
 * **Start points**: primary inputs arrive at 0 ps with slew ``input_slew``; flop outputs at the
   clock-to-Q delay of their ``rising_edge``/``falling_edge`` arc (ideal clock: arrival 0, slew
   ``input_slew``). Clock nets (those reaching a flop clock pin) carry no data.
-* **End points**: flop data pins add their ``setup_rising`` constraint (``rise_constraint`` or
-  ``fall_constraint`` at clock slew, data slew); primary outputs end at their arrival.
-* **High-fanout nets**: Yosys does not buffer, so a net can carry far more load than any cell's
-  tables cover (an enable reaching thousands of flops). Such a net (load above the top of its
-  driver's load axis) is timed as a placer's repair would leave it: a tree of the library's most
-  efficient buffer (least delay per e-fold of fanout). The leaf level has ``ceil(load / top)``
-  buffers sharing the load (``top``: the top of the buffer's load axis); upper levels, each buffer
-  driving at most ``top`` of buffer inputs, are added until the driver's load (its buffers' input
-  capacitance) is within its own axis. The tree's area is not added; the count of such nets is
-  reported.
+* **End points**: flop data pins add their ``setup_rising``/``setup_falling`` constraint
+  (``rise_constraint`` or ``fall_constraint`` at clock slew, data slew); primary outputs end at
+  their arrival.
+* **Clock edges**: primary inputs, outputs and blocks' pins are timed against the rising edge. A
+  flop clocked on the falling edge launches half a period late and captures half a period early,
+  so a path between flops of opposite edges must fit in half a period. When a netlist has such
+  flops, paths launched by each edge are propagated separately and every path is reported as the
+  *period it needs*: its arrival (setup included) times 2 between opposite edges, times 1 between
+  equal edges; ``delay_ps`` and fmax then refer to that period.
+* **Loads beyond the tables** are extrapolated linearly with the tables' last segment, so delay
+  grows monotonically with load. Nets loaded beyond their driver's liberty limit
+  (:meth:`flows.synth.liberty.Library.drive_limit`) are buffered with real cells before timing
+  (:mod:`flows.synth.repair`); the STA counts any that are left (``Result.overloaded_nets``).
 * **Defaults**: ``input_slew`` is the FO4 output transition of the library's GE NAND2 and
   ``output_load`` four NAND2 input capacitances (see :meth:`Library.default_input_slew`).
 
@@ -115,8 +118,9 @@ class Result:
     setup_ps: float = 0.0
     endpoints: int = 0
     unit: str = "ps"
-    buffered_nets: int = 0
-    buffer: str = ""
+    overloaded_nets: int = 0
+    edges: str = ""     # "rise->fall" etc. when the netlist has falling-edge flops
+    factor: int = 1     # period needed / path arrival: 2 between opposite clock edges
 
     def format(self) -> str:
         """The path cell by cell with incremental and cumulative arrival times."""
@@ -129,9 +133,12 @@ class Result:
         for s in self.steps:
             lines.append(f"  {s.incr_ps:9.1f} {s.arrival_ps:9.1f} {s.slew_ps:8.1f} {s.load:8.4f}  "
                          f"{s.edge:^4}  {s.point} -> {s.net}")
-        if self.buffered_nets:
-            lines.insert(2, f"  {self.buffered_nets} high-fanout net(s) beyond their driver's load axis "
-                            f"timed through an estimated {self.buffer} buffer tree (area not included)")
+        if self.overloaded_nets:
+            lines.insert(2, f"  {self.overloaded_nets} net(s) loaded beyond their driver's liberty limit "
+                            "(not repaired; their delay is extrapolated from the tables)")
+        if self.edges and self.factor != 1:
+            lines.insert(2, f"  clock edges {self.edges}: the path has half a period, so the period it "
+                            f"needs is {self.factor} x its arrival ({self.delay_ps / self.factor:.1f} {u})")
         if self.setup_ps:
             lines.append(f"  {self.setup_ps:9.1f} {self.delay_ps:9.1f} {'':8} {'':8}        "
                          f"setup of {self.end}")
@@ -173,8 +180,6 @@ class Sta:
         self.output_load = lib.default_output_load() if output_load is None else output_load
         self.wire = wire_cap_per_fanout
         self.tps = lib.time_ps
-        self.buffer = _pick_buffer(lib)
-        self.buffered = {}     # net bit -> tree levels, for nets beyond their driver's load axis
         self._build(module)
 
     # ----------------------------------------------------------------- graph construction
@@ -247,7 +252,8 @@ class Sta:
         for b in set(self.driver) | set(self.sinks) | set(self.out_bits):
             self.load[b] = self._net_load(b)
 
-    def _pin_cap(self, inst, pin):
+    def pin_cap(self, inst, pin):
+        """Capacitance of a sink pin (a library cell pin or a block input bit)."""
         ctype, _, kind = self.cells[inst]
         if kind == "macro":
             return self.models[ctype].in_cap.get(pin, 0.0)
@@ -255,7 +261,7 @@ class Sta:
 
     def _net_load(self, b):
         sinks = self.sinks.get(b, ())
-        return (sum(self._pin_cap(i, p) for i, p in sinks) + self.output_load * len(self.out_bits.get(b, ()))
+        return (sum(self.pin_cap(i, p) for i, p in sinks) + self.output_load * len(self.out_bits.get(b, ()))
                 + self.wire * len(sinks))
 
     def name(self, b):
@@ -284,11 +290,42 @@ class Sta:
         -------
         Result
         """
+        falling = regs and any(a.kind == "falling_edge" for ctype, _, kind in self.cells.values()
+                               if kind == "seq" for a in self.lib.cells[ctype].arcs)
+        self.end_by_output = {}       # output bit name -> (period ps, levels)
+        self.worst_reg_end = None     # (period ps, levels) over register end points
+        best, count = None, 0
+        for phase in ((RISE, FALL) if falling else (None,)):
+            self._arrivals(inputs, regs, phase)
+            r, n = self._endpoints(regs, phase)
+            count += n
+            if r is not None and (best is None or r.delay_ps > best.delay_ps):
+                best = r
+        unit = "levels" if self.lib.generic else "ps"
+        if best is None:
+            return Result(0.0, 0, "none", "", "", [], endpoints=0, unit=unit)
+        best.endpoints = count
+        best.overloaded_nets = self.overloaded()
+        return best
+
+    def overloaded(self) -> int:
+        """Nets driven by a library cell beyond its liberty limit (none after a drive repair)."""
+        if self.lib.generic:
+            return 0
+        n = 0
+        for b, (inst, pin) in self.driver.items():
+            if inst and self.cells[inst][2] != "macro" and b not in self.clock_bits:
+                n += self.load.get(b, 0.0) > self.lib.drive_limit(self.cells[inst][0], pin) * (1 + 1e-9)
+        return n
+
+    def _arrivals(self, inputs, regs, phase):
+        """Arrivals from the start points launched by clock edge ``phase`` (None: every edge;
+        primary inputs and blocks launch on the rising edge)."""
         self.arr = {}     # (bit, rf) -> (arrival ps, slew libunits, levels, pred, startkind)
         # pred: (point text, in_bit, in_rf, incr ps) or None for a start point
         slew0 = self.input_slew
         for pname, bits in self.inputs.items():
-            if inputs is not None and pname not in inputs:
+            if phase == FALL or (inputs is not None and pname not in inputs):
                 continue
             for bn, b in zip(port_bits(pname, bits), bits, strict=True):
                 if isinstance(b, int) and b not in self.clock_bits:
@@ -302,7 +339,7 @@ class Sta:
                 if not regs:
                     continue
                 for a in cell.arcs:
-                    if a.kind not in _SEQ_KINDS:
+                    if a.kind not in _SEQ_KINDS or (phase is not None and a.kind != _SEQ_KINDS[phase]):
                         continue
                     ob = self._conn_bit(conns, a.pin)
                     if isinstance(ob, int):
@@ -318,7 +355,7 @@ class Sta:
                         arcs_of[ob].append((inst, a, ib))
             else:
                 model = self.models[ctype]
-                if regs:
+                if regs and phase != FALL:
                     for obn, (ps, lv) in model.reg2out.items():
                         ob = self._conn_bit(conns, obn)
                         if isinstance(ob, int):
@@ -334,7 +371,6 @@ class Sta:
                                 deps[ob].add(ib)
                                 arcs_of[ob].append((inst, (bus, obn, ps, lv), ib))
         self._propagate(deps, arcs_of)
-        return self._endpoints(inputs, regs)
 
     def _offer(self, b, rf, t, slew, lv, pred, start):
         cur = self.arr.get((b, rf))
@@ -348,30 +384,14 @@ class Sta:
         for rf, (dn, sn) in enumerate(_TABLES):
             if dn not in arc.tables:
                 continue
-            d, s = self._drive(arc, dn, sn, ob, load, self.input_slew, rf)
+            d, s = self._drive(arc, dn, sn, load, self.input_slew)
             self._offer(ob, rf, d, s, 0, (f"{inst} ({ctype}) {arc.related}->{arc.pin}", None, None, d), "reg")
 
-    def _drive(self, arc, dn, sn, ob, load, s_in, rf):
-        """(delay ps, output slew) of ``arc`` driving net ``ob``, through a buffer tree if needed."""
-        tab = arc.tables[dn]
-        top = _load_top(tab)
+    def _drive(self, arc, dn, sn, load, s_in):
+        """(delay ps, output slew) of ``arc`` driving ``load`` from input slew ``s_in``."""
         st = arc.tables.get(sn)
-        if load <= top or self.buffer is None:
-            return tab.lookup(load, s_in) * self.tps, (st.lookup(load, s_in) if st is not None else s_in)
-        bcell, barc, btop, bcin = self.buffer
-        # leaf buffers share the net's load; upper levels are added until the driver can drive them
-        counts = [math.ceil(load / btop)]
-        while counts[0] * bcin > top and counts[0] > 1:
-            counts.insert(0, math.ceil(counts[0] * bcin / btop))
-        self.buffered[ob] = len(counts)
-        loads = [counts[j + 1] * bcin / counts[j] for j in range(len(counts) - 1)] + [load / counts[-1]]
-        d = tab.lookup(counts[0] * bcin, s_in)
-        s = st.lookup(counts[0] * bcin, s_in) if st is not None else s_in
-        bd, bs = barc.tables[_TABLES[rf][0]], barc.tables.get(_TABLES[rf][1])
-        for lj in loads:
-            d += bd.lookup(lj, s)
-            s = bs.lookup(lj, s) if bs is not None else s
-        return d * self.tps, s
+        return (arc.tables[dn].lookup(load, s_in) * self.tps,
+                st.lookup(load, s_in) if st is not None else s_in)
 
     def _propagate(self, deps, arcs_of):
         users = defaultdict(list)
@@ -417,23 +437,31 @@ class Sta:
                     dn, sn = _TABLES[orf]
                     if dn not in arc.tables:
                         continue
-                    d, s = self._drive(arc, dn, sn, ob, load, s_in, orf)
+                    d, s = self._drive(arc, dn, sn, load, s_in)
                     self._offer(ob, orf, t_in + d, max(s, 0.0), lv_in + 1,
                                 (f"{inst} ({self.cells[inst][0]}) {arc.related}->{arc.pin}", ib, irf, d),
                                 src[4])
 
     # ----------------------------------------------------------------- end points
-    def _endpoints(self, inputs, regs):
-        best = None   # (delay, levels, kind, start, end, bit, rf, setup)
+    def _endpoints(self, regs, phase):
+        """(worst Result or None, end points timed) of the arrivals launched by ``phase``.
+
+        Every end point is scored by the period it needs: arrival (setup included) times 2 when its
+        capture edge differs from the launch edge (rising for inputs, outputs and blocks)."""
+        best = None   # (period, levels, kind, end, bit, rf, setup, factor, capture edge)
         count = 0
         tps = self.tps
-        self.end_by_output = {}       # output bit name -> (ps, levels)
-        self.worst_reg_end = None     # (ps, levels) over register end points
+        launch = RISE if phase is None else phase
 
-        def consider(delay, lv, kind, end, b, rf, setup):
-            nonlocal best
-            if best is None or delay > best[0]:
-                best = (delay, lv, kind, end, b, rf, setup)
+        def consider(delay, lv, kind, end, b, rf, setup, capture=RISE):
+            nonlocal best, count
+            count += 1
+            f = 1 if capture == launch else 2
+            if kind.endswith("reg"):
+                self._reg_end(delay * f, lv)
+            if best is None or delay * f > best[0]:
+                best = (delay * f, lv, kind, end, b, rf, setup, f, capture)
+            return delay * f
 
         for inst, (ctype, conns, kind) in self.cells.items():
             if kind == "seq":
@@ -441,6 +469,7 @@ class Sta:
                 for a in cell.arcs:
                     if not a.kind.startswith("setup"):
                         continue
+                    capture = FALL if a.kind == "setup_falling" else RISE
                     b = self._conn_bit(conns, a.pin)
                     for rf, tn in ((RISE, "rise_constraint"), (FALL, "fall_constraint")):
                         src = self.arr.get((b, rf))
@@ -448,50 +477,42 @@ class Sta:
                             continue
                         tab = a.tables.get(tn)
                         setup = tab.lookup(self.input_slew, src[1]) * tps if tab else 0.0
-                        count += 1
-                        self._reg_end(src[0] + setup, src[2])
-                        consider(src[0] + setup, src[2], f"{src[4]}->reg", f"{inst}/{a.pin}", b, rf, setup)
+                        consider(src[0] + setup, src[2], f"{src[4]}->reg", f"{inst}/{a.pin}", b, rf,
+                                 setup, capture)
             elif kind == "macro":
                 model = self.models[ctype]
-                if regs:
+                if regs and phase != FALL:
                     ps, lv = model.reg2reg
                     if ps > 0:
-                        count += 1
-                        self._reg_end(ps, lv)
-                        if best is None or ps > best[0]:
-                            best = (ps, lv, "reg->reg", f"{inst} ({ctype}) internal", None, None, 0.0)
+                        consider(ps, lv, "reg->reg", f"{inst} ({ctype}) internal", None, None, 0.0)
                 for bus, (ps, lv) in model.in2reg.items():
                     for b in conns.get(bus, ()):
                         if not isinstance(b, int):
                             continue
                         for rf in (RISE, FALL):
                             src = self.arr.get((b, rf))
-                            if src is None:
-                                continue
-                            count += 1
-                            self._reg_end(src[0] + ps, src[2] + lv)
-                            consider(src[0] + ps, src[2] + lv, f"{src[4]}->reg",
-                                     f"{inst} ({ctype}) in2reg {bus}", b, rf, ps)
+                            if src is not None:
+                                consider(src[0] + ps, src[2] + lv, f"{src[4]}->reg",
+                                         f"{inst} ({ctype}) in2reg {bus}", b, rf, ps)
         for b, bnames in self.out_bits.items():
             for rf in (RISE, FALL):
                 src = self.arr.get((b, rf))
                 if src is None:
                     continue
                 for bn in bnames:
-                    count += 1
+                    p = consider(src[0], src[2], f"{src[4]}->out", f"output {bn}", b, rf, 0.0)
                     cur = self.end_by_output.get(bn)
-                    if cur is None or src[0] > cur[0]:
-                        self.end_by_output[bn] = (src[0], src[2])
-                    consider(src[0], src[2], f"{src[4]}->out", f"output {bn}", b, rf, 0.0)
+                    if cur is None or p > cur[0]:
+                        self.end_by_output[bn] = (p, src[2])
         if best is None:
-            return Result(0.0, 0, "none", "", "", [], endpoints=0,
-                          unit="levels" if self.lib.generic else "ps")
-        delay, lv, kind, end, b, rf, setup = best
+            return None, count
+        delay, lv, kind, end, b, rf, setup, f, capture = best
         steps = self._trace(b, rf) if b is not None else []
         start = steps[0].point if steps else end
-        return Result(delay, lv, kind, start, end, steps, setup, count,
-                      unit="levels" if self.lib.generic else "ps", buffered_nets=len(self.buffered),
-                      buffer=self.buffer[0].name if self.buffer else "")
+        edges = f"{'rf'[launch]}->{'rf'[capture]}".replace("r", "rise").replace("f", "fall") \
+            if phase is not None else ""
+        return Result(delay, lv, kind, start, end, steps, setup, 0,
+                      unit="levels" if self.lib.generic else "ps", edges=edges, factor=f), count
 
     def _reg_end(self, ps, lv):
         if self.worst_reg_end is None or ps > self.worst_reg_end[0]:
@@ -543,29 +564,3 @@ def extract_model(sta: Sta, name: str) -> tuple:
 def fmax_mhz(delay_ps: float):
     """Maximum clock frequency for a path delay (None when there is no timed path)."""
     return None if delay_ps <= 0 or math.isnan(delay_ps) else 1e6 / delay_ps
-
-
-def _load_top(tab):
-    axis = tab.index_1 if tab.load_first else tab.index_2
-    return axis[-1] if axis else math.inf
-
-
-def _pick_buffer(lib):
-    """(cell, arc, load top, input cap) of the buffer with the least delay per e-fold of fanout."""
-    if lib.generic:
-        return None
-    best = None
-    for c in lib.cells.values():
-        if c.is_seq or len(c.inputs) != 1 or len(c.outputs) != 1:
-            continue
-        arcs = c.arcs_to(c.outputs[0])
-        if len(arcs) != 1 or arcs[0].sense != "positive_unate" or "cell_rise" not in arcs[0].tables:
-            continue
-        tab = arcs[0].tables["cell_rise"]
-        top, cin = _load_top(tab), next(iter(c.inputs.values()))
-        if not (math.isfinite(top) and cin > 0 and top > cin):
-            continue
-        cost = tab.lookup(top, lib.default_input_slew()) / math.log(top / cin)
-        if best is None or cost < best[0]:
-            best = (cost, c, arcs[0], top, cin)
-    return None if best is None else best[1:]
