@@ -125,20 +125,6 @@ def test_delay_grows_with_load_and_fanout():
     assert d_wire > delays[1]
 
 
-@needs_osu
-def test_high_fanout_net_is_timed_through_a_buffer_tree():
-    """An unbuffered enable into 100 pF: a buffer-tree estimate, not a linear extrapolation."""
-    lib = L.load(OSU)
-    mod = _chain_netlist([("INVX1", "A", "Y", {})] * 1)
-    small = Sta(lib, mod, input_slew=0.1, output_load=0.1).run()
-    huge = Sta(lib, mod, input_slew=0.1, output_load=100.0).run()
-    assert small.buffered_nets == 0 and huge.buffered_nets == 1 and huge.buffer
-    # a few buffer levels of a few hundred ps each, far below INVX1 extrapolated to 100 pF (~700 ns)
-    assert small.delay_ps < huge.delay_ps < 5000
-    bigger = Sta(lib, mod, input_slew=0.1, output_load=10000.0).run()   # one more tree level
-    assert bigger.delay_ps > huge.delay_ps
-
-
 def test_table_extrapolates_linearly_outside_the_grid():
     t = L.Table([1.0, 2.0], [10.0, 20.0], [[1.0, 2.0], [3.0, 4.0]])
     assert t.lookup(1.5, 15.0) == pytest.approx(2.5)
