@@ -23,9 +23,10 @@ Timing
     -> output bit for combinational paths, each with its logic levels, and the capacitance of every
     input bit. In the parent the block is a macro cell: its input pins are end points adding
     ``in2reg``, its outputs start at ``reg2out`` and follow ``in2out`` from the inputs. Paths between
-    registered block boundaries are therefore timed exactly as flat STA would, up to two documented
-    approximations: a block's output slew is the default input slew and its outputs drive the
-    default output load; and bus-level entries take the worst bit of a bus.
+    registered block boundaries are therefore timed as flat STA would, up to three documented
+    approximations: a block's output slew is the default input slew; an output's delay follows the
+    parent's load linearly from the load it was timed with inside the block (the slope of the cell
+    driving it, ``BlockTiming.out_drive``); and bus-level entries take the worst bit of a bus.
 """
 
 import json

@@ -9,9 +9,11 @@ Limits (:meth:`flows.synth.liberty.Library.drive_limit`)
     A library cell's output pin may drive up to its liberty ``max_capacitance``; with a
     ``max_transition`` the load is also capped where the pin's output transition (at the default
     input slew) reaches it. A pin the liberty gives neither limit may drive up to the top of its
-    load tables. Nets driven by a primary input or by a block's output (hierarchical flow) are
-    treated as driven by one repair buffer. Clock nets are not repaired (the clock is ideal: clock
-    tree synthesis is out of scope) and neither are nets without a driver.
+    load tables. A block's output bit (hierarchical flow) may drive the limit of the cell driving
+    it inside the block (:attr:`flows.synth.sta.BlockTiming.out_drive`); a primary input, or a
+    block output not driven by a library cell, is treated as driven by one repair buffer. Clock
+    nets are not repaired (the clock is ideal: clock tree synthesis is out of scope) and neither
+    are nets without a driver.
 
 Trees
     The repair buffer is the library's single-input, positive-unate cell with the least delay per
@@ -140,7 +142,12 @@ def repair(lib, module, models=None, output_load=None):
             continue
         inst, pin = sta.driver[b]
         kind = sta.cells[inst][2] if inst else "port"
-        limit = lib.drive_limit(sta.cells[inst][0], pin) if kind in ("comb", "seq") else target
+        if kind in ("comb", "seq"):
+            limit = lib.drive_limit(sta.cells[inst][0], pin)
+        elif kind == "macro":
+            limit = sta.models[sta.cells[inst][0]].out_drive.get(pin, [0.0, target])[1]
+        else:
+            limit = target
         fixed = sta.output_load * len(sta.out_bits.get(b, ()))
         level = [(i, p, sta.pin_cap(i, p)) for i, p in sta.sinks[b]]
         if fixed + sum(c for _, _, c in level) <= limit:

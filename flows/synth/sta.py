@@ -74,6 +74,13 @@ class BlockTiming:
         [ps, levels] worst internal register-to-register path.
     clock_ports : list[str]
         Ports that are clocks (no data timing).
+    out_drive : dict[str, list]
+        Output bit -> [ps per library load unit, load limit] of the library cell driving it inside
+        the block (its delay's slope at the load it was timed with, and its liberty limit). A bit
+        driven by no library cell (a feed-through, a constant) is absent.
+    out_load : float
+        The load each output bit was timed with inside the block (library units). A parent driving
+        a different load ``L`` from a bit adds ``slope * (L - out_load)`` to its arrival.
     """
 
     name: str
@@ -83,6 +90,8 @@ class BlockTiming:
     in2out: dict = field(default_factory=dict)
     reg2reg: list = field(default_factory=lambda: [0.0, 0])
     clock_ports: list = field(default_factory=list)
+    out_drive: dict = field(default_factory=dict)
+    out_load: float = 0.0
 
     def to_json(self):
         return self.__dict__.copy()
@@ -359,6 +368,7 @@ class Sta:
                     for obn, (ps, lv) in model.reg2out.items():
                         ob = self._conn_bit(conns, obn)
                         if isinstance(ob, int):
+                            ps = ps + self._drive_adjust(model, obn, ob)
                             for rf in (RISE, FALL):
                                 self._offer(ob, rf, ps, slew0, lv,
                                             (f"{inst} ({ctype}) reg2out {obn}", None, None, ps), "reg")
@@ -367,10 +377,35 @@ class Sta:
                     for obn, (ps, lv) in outs.items():
                         ob = self._conn_bit(conns, obn)
                         if isinstance(ob, int):
+                            ps = ps + self._drive_adjust(model, obn, ob)
                             for ib in ibits:
                                 deps[ob].add(ib)
                                 arcs_of[ob].append((inst, (bus, obn, ps, lv), ib))
         self._propagate(deps, arcs_of)
+
+    def _drive_adjust(self, model, obn, ob):
+        """Delay (ps) a block output bit gains from driving this netlist's load instead of the load
+        it was timed with (linear in the load, by :attr:`BlockTiming.out_drive`)."""
+        drive = model.out_drive.get(obn)
+        if not drive:
+            return 0.0
+        return drive[0] * (self.load.get(ob, 0.0) - model.out_load)
+
+    def drive_slope(self, inst, pin):
+        """ps per library load unit of cell ``inst``'s output ``pin`` at its current load (the
+        largest over its arcs and edges, at the default input slew)."""
+        ctype = self.cells[inst][0]
+        ob = self._conn_bit(self.cells[inst][1], pin)
+        load = self.load.get(ob, 0.0)
+        step = max(load, 1e-3) * 0.25
+        slope = 0.0
+        for a in self.lib.cells[ctype].arcs_to(pin):
+            for dn in ("cell_rise", "cell_fall"):
+                if dn in a.tables:
+                    t = a.tables[dn]
+                    d = t.lookup(load + step, self.input_slew) - t.lookup(load, self.input_slew)
+                    slope = max(slope, d / step * self.tps)
+        return slope
 
     def _offer(self, b, rf, t, slew, lv, pred, start):
         cur = self.arr.get((b, rf))
@@ -544,6 +579,13 @@ def extract_model(sta: Sta, name: str) -> tuple:
             continue
         for bn, b in zip(port_bits(pname, bits), bits, strict=True):
             m.in_cap[bn] = sta.load.get(b, 0.0) if isinstance(b, int) else 0.0
+    m.out_load = sta.output_load
+    for pname, bits in sta.outputs.items():
+        for bn, b in zip(port_bits(pname, bits), bits, strict=True):
+            inst, pin = sta.driver.get(b, ("", "")) if isinstance(b, int) else ("", "")
+            if inst and sta.cells[inst][2] != "macro" and not sta.lib.generic:
+                m.out_drive[bn] = [sta.drive_slope(inst, pin),
+                                   sta.lib.drive_limit(sta.cells[inst][0], pin)]
     worst = sta.run(inputs=set(), regs=True)
     if sta.worst_reg_end:
         m.reg2reg = list(sta.worst_reg_end)

@@ -239,3 +239,40 @@ def test_falling_edge_launch_to_an_output_has_half_a_period(lib, raw):
     sta.run()
     assert sta.end_by_output["q"][0] == pytest.approx(2 * clk2q, rel=0.005)
     assert res.delay_ps >= sta.end_by_output["q"][0]
+
+
+def test_block_output_drive_follows_the_parent_load(lib, raw):
+    """A block whose output is an INVX1: the parent's load changes the output's arrival by the
+    inverter's own slope, and its limit is the inverter's max_capacitance."""
+    from flows.synth.sta import BlockTiming
+
+    blk = {"ports": {"a": {"direction": "input", "bits": [2]}, "y": {"direction": "output", "bits": [3]}},
+           "cells": {"u": {"type": "INVX1", "connections": {"A": [2], "Y": [3]}}}, "netnames": {}}
+    model, _ = extract_model(Sta(lib, blk, input_slew=SLEW0, output_load=OUT_LOAD), "blk")
+    slope, limit = model.out_drive["y"]
+    assert limit == pytest.approx(
+        float(raw.get_group("cell", "INVX1").get_group("pin", "Y")["max_capacitance"]))
+    inv = _timing(raw, "INVX1", "Y", "A")
+    hand = max((_bilinear(inv[t], 0.025, SLEW0) - _bilinear(inv[t], OUT_LOAD, SLEW0)) / 0.005
+               for t in ("cell_rise", "cell_fall")) * 1000.0
+    assert slope == pytest.approx(hand, rel=0.01)
+
+    def parent(n):
+        top = {"ports": {"a": {"direction": "input", "bits": [2]},
+                         "z": {"direction": "output", "bits": list(range(100, 100 + n))}},
+               "cells": {"b0": {"type": "blk", "connections": {"a": [2], "y": [3]}}}, "netnames": {}}
+        for k in range(n):
+            top["cells"][f"s{k}"] = {"type": "INVX1", "connections": {"A": [3], "Y": [100 + k]}}
+        return top
+
+    models = {"blk": BlockTiming.from_json(model.to_json())}
+    cin = _cap(raw, "INVX1", "A")
+    arr = {}
+    for n in (2, 4):
+        sta = Sta(lib, parent(n), models=models, input_slew=SLEW0, output_load=OUT_LOAD)
+        sta.run()
+        arr[n] = max(sta.arr[(3, rf)][0] for rf in (0, 1))
+    assert arr[4] - arr[2] == pytest.approx(slope * 2 * cin, rel=1e-6)
+    # 60 INVX1 inputs (0.56 pF) exceed the inverter's limit: the parent's repair buffers the net
+    fixed, rep = repair(lib, parent(60), models=models, output_load=OUT_LOAD)
+    assert rep.nets == 1 and rep.buffers >= 1
