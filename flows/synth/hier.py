@@ -131,7 +131,8 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
         r = run_yosys(bm.verilog, name, Path(workroot) / name, lib, booth=booth, clock_ps=clock_ps,
                        children=kids, limit_mb=limit_mb)
         kid_models = {c: models[c] for c in bm.children}
-        mapped, rep = repair(lib, r.netlist, models=kid_models, output_load=sta_opts.get("output_load"))
+        mapped, rep = repair(lib, r.netlist, models=kid_models, output_load=sta_opts.get("output_load"),
+                             wire_cap_per_fanout=sta_opts.get("wire_cap_per_fanout", 0.0))
         area, seq, ncells = own_area(lib, mapped)
         sta = Sta(lib, mapped, models=kid_models, **sta_opts)
         if name == netlist.top:

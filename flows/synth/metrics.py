@@ -17,7 +17,8 @@ from .sta import fmax_mhz
 __all__ = ["build", "tool_versions", "git_revision", "CAVEAT"]
 
 #: What every number of this flow leaves out.
-CAVEAT = ("Yosys + ABC mapping with a simple NLDM STA: no placement, no routing, no wire load; "
+CAVEAT = ("Yosys + ABC mapping, buffers inserted on nets over their driver's liberty max_capacitance, "
+          "and a simple NLDM STA: no placement, no routing, no wire load, ideal clock; "
           "commercial synthesis is typically smaller (Yosys-only vs commercial on IHP 130nm: +53% "
           "area, arXiv 2512.06122).")
 

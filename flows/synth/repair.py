@@ -108,7 +108,16 @@ def _set_pin(conns, pin, bit):
         conns[pin] = [bit]
 
 
-def repair(lib, module, models=None, output_load=None):
+def _all_bits(module):
+    """Every net bit a Yosys JSON module mentions (ports, cell connections, net names)."""
+    for group, key in (("ports", None), ("cells", "connections"), ("netnames", None)):
+        for d in module.get(group, {}).values():
+            lists = d[key].values() if key else [d.get("bits", ())]
+            for bits in lists:
+                yield from (b for b in bits if isinstance(b, int))
+
+
+def repair(lib, module, models=None, output_load=None, wire_cap_per_fanout=0.0):
     """A copy of ``module`` with buffer trees on every net loaded beyond its driver's limit.
 
     Parameters
@@ -120,6 +129,8 @@ def repair(lib, module, models=None, output_load=None):
         Timing models of child blocks (their input capacitances are sink loads).
     output_load : float or None
         Load of each primary output (default: the STA's default).
+    wire_cap_per_fanout : float
+        The STA's optional wire capacitance per sink (library units).
 
     Returns
     -------
@@ -133,10 +144,11 @@ def repair(lib, module, models=None, output_load=None):
     bcell, target = buf
     bin_pin, bout_pin = next(iter(bcell.inputs)), bcell.outputs[0]
     bcin = bcell.inputs[bin_pin]
-    sta = Sta(lib, module, models=models, output_load=output_load)
+    sta = Sta(lib, module, models=models, output_load=output_load,
+              wire_cap_per_fanout=wire_cap_per_fanout)
     out = copy.deepcopy(module)
     cells = out["cells"]
-    next_bit = 1 + max((b for b in sta.load if isinstance(b, int)), default=1)
+    next_bit = 1 + max(_all_bits(module), default=1)
     for b in sorted(sta.sinks):
         if b in sta.clock_bits or b not in sta.driver:
             continue
@@ -149,7 +161,7 @@ def repair(lib, module, models=None, output_load=None):
         else:
             limit = target
         fixed = sta.output_load * len(sta.out_bits.get(b, ()))
-        level = [(i, p, sta.pin_cap(i, p)) for i, p in sta.sinks[b]]
+        level = [(i, p, sta.pin_cap(i, p) + sta.wire) for i, p in sta.sinks[b]]
         if fixed + sum(c for _, _, c in level) <= limit:
             continue
         rep.nets += 1
@@ -163,7 +175,7 @@ def repair(lib, module, models=None, output_load=None):
                 cur.append(s)
                 cap += s[2]
             groups.append(cur)
-            if len(groups) >= len(level) and len(level) * bcin >= sum(c for _, _, c in level):
+            if len(groups) >= len(level) and len(level) * (bcin + sta.wire) >= sum(c for _, _, c in level):
                 break       # buffering cannot reduce this load any further
             nxt = []
             for g in groups:
@@ -177,7 +189,7 @@ def repair(lib, module, models=None, output_load=None):
                 out.setdefault("netnames", {})[f"{REPAIR_PREFIX}net_{next_bit}"] = {
                     "hide_name": 1, "bits": [next_bit], "attributes": {}}
                 next_bit += 1
-                nxt.append((name, bin_pin, bcin))
+                nxt.append((name, bin_pin, bcin + sta.wire))
             level = nxt
             depth += 1
         rep.max_levels = max(rep.max_levels, depth)
