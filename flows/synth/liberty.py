@@ -206,19 +206,23 @@ class Library:
         s0 = axis[0] if axis else 0.0
         return max(t.lookup(load, s0) for k, t in arc.tables.items() if k.endswith("transition"))
 
-    def drive_limit(self, ctype: str, pin: str) -> float:
+    def drive_limit(self, ctype: str, pin: str, within_tables: bool = False) -> float:
         """Most load (library units) output ``pin`` of cell ``ctype`` may drive.
 
         The pin's ``max_capacitance``; with a ``max_transition`` also the load at which the pin's
         output transition (at :meth:`default_input_slew`) reaches it; with neither, the top of the
-        pin's load tables (no extrapolation beyond the characterized range).
+        pin's load tables (no extrapolation beyond the characterized range). ``within_tables``
+        also caps the limit at that top.
         """
         cell = self.cell(ctype)
         limit = cell.max_cap.get(pin)
         if pin in cell.max_tran:
             t = _transition_limit(cell, pin, cell.max_tran[pin], self.default_input_slew())
             limit = t if limit is None else min(limit, t)
-        return load_top(cell, pin) if limit is None else limit
+        top = load_top(cell, pin)
+        if limit is None or (within_tables and top < limit):
+            return top
+        return limit
 
     def default_output_load(self) -> float:
         """Load on primary outputs (library units): four GE NAND2 inputs (fanout of 4)."""

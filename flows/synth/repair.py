@@ -117,7 +117,7 @@ def _all_bits(module):
                 yield from (b for b in bits if isinstance(b, int))
 
 
-def repair(lib, module, models=None, output_load=None, wire_cap_per_fanout=0.0):
+def repair(lib, module, models=None, output_load=None, wire_cap_per_fanout=0.0, within_tables=False):
     """A copy of ``module`` with buffer trees on every net loaded beyond its driver's limit.
 
     Parameters
@@ -131,6 +131,9 @@ def repair(lib, module, models=None, output_load=None, wire_cap_per_fanout=0.0):
         Load of each primary output (default: the STA's default).
     wire_cap_per_fanout : float
         The STA's optional wire capacitance per sink (library units).
+    within_tables : bool
+        Also buffer nets beyond the top of their driver's load tables (no extrapolation at all);
+        the flow keeps the liberty's limits (False).
 
     Returns
     -------
@@ -155,7 +158,7 @@ def repair(lib, module, models=None, output_load=None, wire_cap_per_fanout=0.0):
         inst, pin = sta.driver[b]
         kind = sta.cells[inst][2] if inst else "port"
         if kind in ("comb", "seq"):
-            limit = lib.drive_limit(sta.cells[inst][0], pin)
+            limit = lib.drive_limit(sta.cells[inst][0], pin, within_tables)
         elif kind == "macro":
             limit = sta.models[sta.cells[inst][0]].out_drive.get(pin, [0.0, target])[1]
         else:

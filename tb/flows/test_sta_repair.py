@@ -276,3 +276,13 @@ def test_block_output_drive_follows_the_parent_load(lib, raw):
     # 60 INVX1 inputs (0.56 pF) exceed the inverter's limit: the parent's repair buffers the net
     fixed, rep = repair(lib, parent(60), models=models, output_load=OUT_LOAD)
     assert rep.nets == 1 and rep.buffers >= 1
+
+
+def test_within_tables_buffers_beyond_the_characterized_range(lib):
+    """16 NAND inputs (0.2 pF) are within INVX1's max_capacitance but beyond its tables' 0.15 pF."""
+    mod = _fanout_netlist(16)
+    _, rep = repair(lib, mod, output_load=OUT_LOAD)
+    assert rep.nets == 0
+    fixed, rep = repair(lib, mod, output_load=OUT_LOAD, within_tables=True)
+    assert rep.nets == 1 and rep.buffers == 1
+    assert Sta(lib, fixed).load[3] <= 0.15
