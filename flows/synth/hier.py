@@ -25,8 +25,9 @@ Timing
     ``in2reg``, its outputs start at ``reg2out`` and follow ``in2out`` from the inputs. Paths between
     registered block boundaries are therefore timed as flat STA would, up to three documented
     approximations: a block's output slew is the default input slew; an output's delay follows the
-    parent's load linearly from the load it was timed with inside the block (the slope of the cell
-    driving it, ``BlockTiming.out_drive``); and bus-level entries take the worst bit of a bus.
+    parent's load linearly above the load it was timed with inside the block (the slope of the cell
+    driving it, ``BlockTiming.out_drive``; a lighter load keeps the block's figure); and bus-level
+    entries take the worst bit of a bus.
 """
 
 import json

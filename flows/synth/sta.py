@@ -80,7 +80,7 @@ class BlockTiming:
         driven by no library cell (a feed-through, a constant) is absent.
     out_load : float
         The load each output bit was timed with inside the block (library units). A parent driving
-        a different load ``L`` from a bit adds ``slope * (L - out_load)`` to its arrival.
+        a heavier load ``L`` from a bit adds ``slope * (L - out_load)`` to its arrival.
     """
 
     name: str
@@ -385,11 +385,12 @@ class Sta:
 
     def _drive_adjust(self, model, obn, ob):
         """Delay (ps) a block output bit gains from driving this netlist's load instead of the load
-        it was timed with (linear in the load, by :attr:`BlockTiming.out_drive`)."""
+        it was timed with (linear in the load, by :attr:`BlockTiming.out_drive`). Never negative:
+        a lighter load keeps the block's own, conservative figure."""
         drive = model.out_drive.get(obn)
         if not drive:
             return 0.0
-        return drive[0] * (self.load.get(ob, 0.0) - model.out_load)
+        return drive[0] * max(0.0, self.load.get(ob, 0.0) - model.out_load)
 
     def drive_slope(self, inst, pin):
         """ps per library load unit of cell ``inst``'s output ``pin`` at its current load (the
