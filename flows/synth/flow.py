@@ -133,7 +133,7 @@ def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb) -> _Synthesized:
     area, seq, cells = own_area(lib, netlist)
     return _Synthesized(area, seq, cells, Sta(lib, netlist).run(), r.ltp_levels,
                         r.stat_text + "\n" + rep.line() + "\n", r.runtime_s, r.peak_mb, r.cached, [r.log],
-                        notes=[rep.line()], netlist_json=path,
+                        notes=[] if lib.generic else [rep.line()], netlist_json=path,
                         repair={"nets": rep.nets, "buffers": rep.buffers, "area": rep.area,
                                 "cell": rep.cell, "max_levels": rep.max_levels})
 
@@ -161,9 +161,10 @@ def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _S
            "area": sum(b.repair.area * max(b.instances, 1) for b in blocks),
            "cell": next((b.repair.cell for b in blocks if b.repair.cell), ""),
            "max_levels": max((b.repair.max_levels for b in blocks), default=0)}
-    notes.append(f"drive repair: {rep['nets']} net(s) over their driver's limit buffered with "
-                 f"{rep['buffers']} {rep['cell'] or 'buffers'} ({rep['area']:.1f} um^2, counted in "
-                 "the area; all instances)")
+    if not lib.generic:
+        notes.append(f"drive repair: {rep['nets']} net(s) over their driver's limit buffered with "
+                     f"{rep['buffers']} {rep['cell'] or 'buffers'} ({rep['area']:.1f} um^2, counted in "
+                     "the area; all instances)")
     timing_extra = "\n\n".join(
         [f"---- top {h.top}: its own logic (the blocks' internal reg->reg paths left out; "
          f"paths through and between blocks kept)\n{h.top_own.format()}"] +
