@@ -100,6 +100,8 @@ def block_terms(codec: ElementCodec, block: int, x, sx, w, sw) -> Terms:
     cls_b = np.where((cls_b == PINF) | (cls_b == NINF), np.where(zero_scale, NAN, cls_b), cls_b)
     cls_b = np.where(nx[:, :, None] | nw[None, :, :], NAN, cls_b)
     p = np.where(cls_b == FINITE, p, 0)
+    if p.dtype == object and (p.size == 0 or max(abs(int(v)) for v in p.flat) < (1 << 62)):
+        p = p.astype(np.int64)                # wide formats whose actual sums are narrow
     pos, neg = (cls_b == PINF).any(axis=1), (cls_b == NINF).any(axis=1)
     cls = np.where(pos, PINF, np.where(neg, NINF, FINITE))
     cls = np.where((cls_b == NAN).any(axis=1) | (pos & neg), NAN, cls).astype(np.int8)
@@ -126,8 +128,16 @@ def _exact_beat(acc, terms: Terms, n: int, j: int, frac_bits) -> int:
     return accumulate(acc, num, int(terms.cls[n, j]), lo)
 
 
+def _two_sum(a, b):
+    """``a + b`` in float64 and its exact rounding error (Knuth's TwoSum)."""
+    s = a + b
+    bp = s - a
+    return s, (a - (s - bp)) + (b - bp)
+
+
 def _window_f64(terms: Terms, frac_bits):
-    """float64 value of each window sum, the sum of its terms' magnitudes, and a usable mask."""
+    """float64 value of each window sum, the sum of its terms' magnitudes, whether the float64 sum
+    is exact, and a mask of the sums whose terms are exact in float64."""
     p, e = terms.p, terms.e
     nz = p != 0
     top = np.where(nz, e, _NO_EXP).max(axis=1)
@@ -138,7 +148,11 @@ def _window_f64(terms: Terms, frac_bits):
     t = np.where(nz, t, 0)
     ok = (np.abs(t) < (1 << 53)).all(axis=1)
     tf = np.ldexp(t.astype(np.float64), np.clip(te, -1100, 1100))
-    return tf.sum(axis=1), np.abs(tf).sum(axis=1), ok
+    s, exact = tf[:, 0], np.ones(tf[:, 0].shape, dtype=bool)
+    for i in range(1, tf.shape[1]):
+        s, err = _two_sum(s, tf[:, i])
+        exact &= err == 0
+    return s, np.abs(tf).sum(axis=1), exact, ok
 
 
 def beat(acc_bits, first, terms: Terms, frac_bits=WINDOW_FRAC_BITS):
@@ -161,18 +175,19 @@ def beat(acc_bits, first, terms: Terms, frac_bits=WINDOW_FRAC_BITS):
     if terms.p.dtype == object:
         safe = np.zeros(terms.cls.shape, dtype=bool)
     else:
-        s, absum, ok = _window_f64(terms, frac_bits)
+        s, absum, exact, ok = _window_f64(terms, frac_bits)
         with np.errstate(invalid="ignore", over="ignore"):
-            v = acc + s
+            v, rest = _two_sum(acc, s)
+            exact &= rest == 0                    # then v is the exact acc + S: the cast rounds it
             err = (nb + 2) * 2.0 ** -52 * (np.abs(acc) + absum)
             r = v.astype(np.float32)
             lo = np.nextafter(r, np.float32(-np.inf)).astype(np.float64)
             hi = np.nextafter(r, np.float32(np.inf)).astype(np.float64)
             rf = r.astype(np.float64)
+            near = (v - (rf + lo) / 2 > err) & ((rf + hi) / 2 - v > err) & (r != 0)
             safe = (ok & (terms.cls == FINITE) & np.isfinite(acc) & (np.abs(v) < 2.0 ** 126)
-                    & (v - (rf + lo) / 2 > err) & ((rf + hi) / 2 - v > err)
-                    & ((r != 0) | ((v == 0) & (err == 0))))
-        out = np.where(safe, np.where(r == 0, np.float32(0), r).view(np.uint32), out)
+                    & (exact | near))
+        out = np.where(safe, np.where(v == 0, np.uint32(0), r.view(np.uint32)), out)
     for n, j in zip(*np.nonzero(~safe), strict=True):
         a = None if first[n, j] else int(acc_bits[n, j])
         out[n, j] = _exact_beat(a, terms, n, j, frac_bits)

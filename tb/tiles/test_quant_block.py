@@ -67,7 +67,7 @@ def test_nvfp4_hand_worked():
     # tensor amax 2688 = 6 * 448, so the FP32 tensor scale is exactly 1.
     a = [2688.0, 1344.0] + [0.0] * 14        # block scale 2688/6 = 448 (0x7E); 6 -> 0x7, 3 -> 0x5
     b = [3.0, 0.25, 1.25] + [0.0] * 13       # scale 0.5 (0x30); 6 -> 0x7, 0.5 -> 0x1, 2.5 ties to 2 -> 0x4
-    c = [1.0, -0.5] + [0.0] * 14             # 1/6 rounds to 0.171875 (0x23); 5.82 -> 6 (0x7), -2.91 -> -3 (0xD)
+    c = [1.0, -0.5] + [0.0] * 14     # 1/6 rounds to 0.171875 (0x23); 5.82 -> 6 (0x7), -2.91 -> -3 (0xD)
     q = quantize_block(np.array([a + b + c], dtype=np.float32), "nvfp4", axis=1)
     assert q.tensor_scale == 1.0
     assert list(q.scales[0]) == [0x7E, 0x30, 0x23]
