@@ -137,22 +137,26 @@ def _two_sum(a, b):
 
 def _window_f64(terms: Terms, frac_bits):
     """float64 value of each window sum, the sum of its terms' magnitudes, whether the float64 sum
-    is exact, and a mask of the sums whose terms are exact in float64."""
+    is exact (else it is within ``nb * 2^-53`` of the sum of magnitudes), and whether the value is
+    usable (not: Python-int terms that the window truncates, left to the integer path)."""
     p, e = terms.p, terms.e
     nz = p != 0
     top = np.where(nz, e, _NO_EXP).max(axis=1)
     lo = np.where(nz, e, -_NO_EXP).min(axis=1) if frac_bits is None else top - frac_bits
     d = e - lo[:, None, :]
-    t = np.where(d >= 0, p, p >> np.clip(-d, 0, 63))
-    te = np.where(d >= 0, e, lo[:, None, :])
-    t = np.where(nz, t, 0)
-    ok = (np.abs(t) < (1 << 53)).all(axis=1)
-    tf = np.ldexp(t.astype(np.float64), np.clip(te, -1100, 1100))
-    s, exact = tf[:, 0], np.ones(tf[:, 0].shape, dtype=bool)
+    if p.dtype == object:
+        usable = ~(nz & (d < 0)).any(axis=1)
+        t, te = np.where(nz & (d >= 0), p, 0).astype(np.float64), e
+    else:
+        usable = np.ones(terms.cls.shape, dtype=bool)
+        t = np.where(nz, np.where(d >= 0, p, p >> np.clip(-d, 0, 63)), 0)
+        te = np.where(d >= 0, e, lo[:, None, :])
+    tf = np.ldexp(t.astype(np.float64), np.clip(te, -1100, 1100))   # within 2^-53 relative
+    s, exact = tf[:, 0], (np.abs(t) < 2.0 ** 53).all(axis=1)
     for i in range(1, tf.shape[1]):
         s, err = _two_sum(s, tf[:, i])
         exact &= err == 0
-    return s, np.abs(tf).sum(axis=1), exact, ok
+    return s, np.abs(tf).sum(axis=1), exact, usable
 
 
 def beat(acc_bits, first, terms: Terms, frac_bits=WINDOW_FRAC_BITS):
@@ -172,22 +176,19 @@ def beat(acc_bits, first, terms: Terms, frac_bits=WINDOW_FRAC_BITS):
     first = np.broadcast_to(first, terms.cls.shape)
     acc = np.where(first, 0.0, fp32_to_float(acc_bits))
     out = np.zeros(terms.cls.shape, dtype=np.uint32)
-    if terms.p.dtype == object:
-        safe = np.zeros(terms.cls.shape, dtype=bool)
-    else:
-        s, absum, exact, ok = _window_f64(terms, frac_bits)
-        with np.errstate(invalid="ignore", over="ignore"):
-            v, rest = _two_sum(acc, s)
-            exact &= rest == 0                    # then v is the exact acc + S: the cast rounds it
-            err = (nb + 2) * 2.0 ** -52 * (np.abs(acc) + absum)
-            r = v.astype(np.float32)
-            lo = np.nextafter(r, np.float32(-np.inf)).astype(np.float64)
-            hi = np.nextafter(r, np.float32(np.inf)).astype(np.float64)
-            rf = r.astype(np.float64)
-            near = (v - (rf + lo) / 2 > err) & ((rf + hi) / 2 - v > err) & (r != 0)
-            safe = (ok & (terms.cls == FINITE) & np.isfinite(acc) & (np.abs(v) < 2.0 ** 126)
-                    & (exact | near))
-        out = np.where(safe, np.where(v == 0, np.uint32(0), r.view(np.uint32)), out)
+    s, absum, exact, usable = _window_f64(terms, frac_bits)
+    with np.errstate(invalid="ignore", over="ignore"):
+        v, rest = _two_sum(acc, s)
+        exact &= rest == 0                    # then v is the exact acc + S: the cast rounds it
+        err = (nb + 2) * 2.0 ** -52 * (np.abs(acc) + absum)
+        r = v.astype(np.float32)
+        lo = np.nextafter(r, np.float32(-np.inf)).astype(np.float64)
+        hi = np.nextafter(r, np.float32(np.inf)).astype(np.float64)
+        rf = r.astype(np.float64)
+        near = (v - (rf + lo) / 2 > err) & ((rf + hi) / 2 - v > err) & (r != 0)
+        safe = (usable & (terms.cls == FINITE) & np.isfinite(acc) & (np.abs(v) < 2.0 ** 126)
+                & (exact | near))
+    out = np.where(safe, np.where(v == 0, np.uint32(0), r.view(np.uint32)), out)
     for n, j in zip(*np.nonzero(~safe), strict=True):
         a = None if first[n, j] else int(acc_bits[n, j])
         out[n, j] = _exact_beat(a, terms, n, j, frac_bits)

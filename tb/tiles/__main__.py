@@ -5,8 +5,8 @@
   ``--rtl``, through the RTL for runs without a recorded RTL result), then write
   ``reports/regression.md``.
 * ``block [--json FILE]``: measure the block-scaled formats through ``tb/mu/model_block.py`` and
-  write ``reports/block_scaled.md`` (``--json``: keep the measurements there, and reuse them if the
-  file exists).
+  write ``reports/block_scaled.md`` (``--json``: keep the measurements there, part by part, and
+  reuse the parts already there).
 * ``padding``: write ``reports/padding.md`` (shapes catalog, padding and cycle analysis, with the RTL
   cross-check from recorded runs).
 """
@@ -71,17 +71,9 @@ def main(argv=None) -> int:
 
 
 def _block(json_path) -> int:
-    import json
-
     from . import block_report
 
-    path = Path(json_path) if json_path else None
-    if path is not None and path.is_file():
-        data = json.loads(path.read_text())
-    else:
-        data = block_report.measure()
-        if path is not None:
-            path.write_text(json.dumps(data))
+    data = block_report.measure(json_path)
     REPORTS.mkdir(exist_ok=True)
     (REPORTS / "block_scaled.md").write_text(block_report.block_md(data))
     print(f"wrote {REPORTS / 'block_scaled.md'}")
