@@ -8,8 +8,9 @@ Per activation beat and column ``j``, with ``nb = D / B`` blocks along K:
 * the terms are summed in a fixed-point window aligned to ``Emax_j``, the largest ``E_ij`` among
   the column's blocks with ``P_ij != 0``: the window's unit is ``2^(Emax_j - F)`` (``F`` =
   ``frac_bits``, default :data:`WINDOW_FRAC_BITS`), a term with ``E_ij >= Emax_j - F`` enters
-  exactly, a term below it is truncated toward minus infinity to that unit (an arithmetic right
-  shift of its two's-complement value); ``frac_bits=None`` keeps every term exact;
+  exactly, a term below it is rounded to odd in that unit (an arithmetic right shift of its
+  two's-complement value, with the last bit set if any bit was shifted out: a sticky bit);
+  ``frac_bits=None`` keeps every term exact;
 * ``acc_j <- RNE_fp32(S_j)`` on ``first``, else ``RNE_fp32(acc_j + S_j)``, one rounding of the exact
   sum (:func:`tb.mu.model.accumulate`: subnormals kept, overflow to Inf, an exact zero is ``+0``).
 
@@ -119,8 +120,14 @@ def window_sum(p, e, frac_bits: int | None = WINDOW_FRAC_BITS) -> tuple[int, int
         return 0, 0
     top = max(ei for _, ei in nz)
     lo = min(ei for _, ei in nz) if frac_bits is None else top - frac_bits
-    total = sum(pi << (ei - lo) if ei >= lo else pi >> (lo - ei) for pi, ei in nz)
+    total = sum(pi << (ei - lo) if ei >= lo else _to_odd(pi, lo - ei) for pi, ei in nz)
     return total, lo
+
+
+def _to_odd(p: int, k: int) -> int:
+    """``p / 2**k`` rounded to odd: the floor, with its last bit set if any bit was dropped."""
+    q = p >> k
+    return q | 1 if (q << k) != p else q
 
 
 def _exact_beat(acc, terms: Terms, n: int, j: int, frac_bits) -> int:
@@ -149,7 +156,9 @@ def _window_f64(terms: Terms, frac_bits):
         t, te = np.where(nz & (d >= 0), p, 0).astype(np.float64), e
     else:
         usable = np.ones(terms.cls.shape, dtype=bool)
-        t = np.where(nz, np.where(d >= 0, p, p >> np.clip(-d, 0, 63)), 0)
+        k = np.clip(-d, 0, 63)
+        dropped = (p & ((np.int64(1) << np.minimum(k, 62)) - 1)) != 0     # |p| < 2^62
+        t = np.where(nz, np.where(d >= 0, p, (p >> k) | dropped), 0)
         te = np.where(d >= 0, e, lo[:, None, :])
     tf = np.ldexp(t.astype(np.float64), np.clip(te, -1100, 1100))   # within 2^-53 relative
     s, exact = tf[:, 0], (np.abs(t) < 2.0 ** 53).all(axis=1)

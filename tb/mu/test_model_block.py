@@ -66,6 +66,12 @@ def _unit(bf, s: Fraction) -> Fraction:
     return Fraction(2) ** (max(math.floor(math.log2(s)), -6) - 3)
 
 
+def _odd(v: Fraction) -> int:
+    """Round to odd: v itself if an integer, else whichever of its two neighbours is odd."""
+    f = math.floor(v)
+    return f if f == v else (f if f % 2 else f + 1)
+
+
 def oracle(fmt, frac_bits, x, xs, w, ws):
     """Per column FP32 bits of one accumulation over the beats of x (one row), from the contract."""
     bf = get_block_format(fmt)
@@ -86,7 +92,7 @@ def oracle(fmt, frac_bits, x, xs, w, ws):
             s = Fraction(0)
             if nz:
                 q = max(u for _, u in nz) / 2 ** frac_bits
-                s = sum(v if u >= q else math.floor(v / q) * q for v, u in nz)
+                s = sum(v if u >= q else _odd(v / q) * q for v, u in nz)
             if acc is None or isinstance(acc, Fraction):  # an Inf accumulator stays Inf (finite S)
                 acc = s if acc is None else acc + s
                 v = float(np.uint32(rne_oracle(acc)).view(np.float32))
@@ -133,25 +139,31 @@ def test_accumulation_matches_fraction_oracle(fmt, d, spread, frac_bits):
     assert np.array_equal(got[0], res[0].bits)
 
 
-def test_spread_beyond_window_truncates_toward_minus_infinity():
-    # two blocks: 1 * 2^0 and -1 * 2^-40 (E8M0 scales), F = 32: the small term floors to -2^-32
-    d, bf = 64, get_block_format("mxfp4_e2m1")
+def test_terms_below_the_window_round_to_odd():
+    # MXFP4 blocks in column 0, block i holding one product +-1.0 * 2^e_i (E8M0 scales), F = 32
+    bf = get_block_format("mxfp4_e2m1")
     one = int(bf.element_format.encode(np.array([1.0]))[0])
-    x = np.zeros((1, d), np.int64)
-    x[0, 0], x[0, 32] = one, one | 8
-    w = np.zeros((d, d), np.int64)
-    w[0, 0] = w[32, 0] = one
-    xs = np.array([[127, 127 - 40]])
-    ws = np.full((2, d), 127)
-    bits = BlockMatrixUnitModel(d, "mxfp4_e2m1").run(w, ws, x, xs, True, True)[0].bits
-    assert bits[0] == np.float32(1.0 - 2.0 ** -32).view(np.uint32) == np.float32(1.0).view(np.uint32)
-    exact = BlockMatrixUnitModel(d, "mxfp4_e2m1", frac_bits=None).run(w, ws, x, xs, True, True)[0].bits
-    assert exact[0] == np.float32(1.0).view(np.uint32)
-    # with a tiny first term the truncation is visible: 2^-30 - 2^-70 -> 2^-30 - 2^-62
-    xs = np.array([[127 - 30, 127 - 70]])
-    bits = BlockMatrixUnitModel(d, "mxfp4_e2m1").run(w, ws, x, xs, True, True)[0].bits
-    want = Fraction(2) ** -30 - Fraction(2) ** -62
-    assert bits[0] == rne_oracle(want)
+
+    def run(exps, signs, frac_bits=WINDOW_FRAC_BITS):
+        d = 32 * len(exps)
+        x, w = np.zeros((1, d), np.int64), np.zeros((d, d), np.int64)
+        for i, sg in enumerate(signs):
+            x[0, 32 * i], w[32 * i, 0] = one | (8 if sg < 0 else 0), one
+        m = BlockMatrixUnitModel(d, "mxfp4_e2m1", frac_bits=frac_bits)
+        xs = np.array([[127 + e for e in exps]])
+        return m.run(w, np.full((len(exps), d), 127), x, xs, True, True)[0].bits[0]
+
+    two = Fraction(2)
+    # 2^-70 is below the window (unit 2^-62 under 2^-30): it becomes one unit of the sign, +-2^-62
+    assert run([-30, -70], [1, 1]) == rne_oracle(two ** -30 + two ** -62)
+    assert run([-30, -70], [1, -1]) == rne_oracle(two ** -30 - two ** -62)
+    assert run([-30, -70], [1, -1], None) == rne_oracle(two ** -30 - two ** -70)
+    # the sticky bit breaks a tie as the exact sum does: 1 + 2^-24 + 2^-40 rounds up (a plain
+    # truncation would leave the tie 1 + 2^-24 and round to even, 1.0)
+    up = np.float32(1 + 2.0 ** -23).view(np.uint32)
+    assert run([0, -24, -40, -40], [1, 1, 1, 1]) == up == run([0, -24, -40, -40], [1, 1, 1, 1], None)
+    assert run([0, -24, -40, -40], [1, 1, -1, 1]) == rne_oracle(1 + two ** -24)   # exactly the tie
+    assert run([0, -24, -40, -40], [1, 1, -1, -1]) == np.float32(1.0).view(np.uint32)
 
 
 def test_specials():
