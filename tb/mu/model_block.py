@@ -6,9 +6,9 @@ Per activation beat and column ``j``, with ``nb = D / B`` blocks along K:
   product ``sum_{k in block i} n(x[k]) n(W[k, j])`` (element integers, :class:`tb.mu.model.ElementCodec`)
   times the two scales' integer significands, ``E_ij = e(sx_i) + e(sw_ij) + 2 lsb``;
 * the terms are summed in a fixed-point window aligned to ``Emax_j``, the largest ``E_ij`` among
-  the column's blocks with ``P_ij != 0``: the window's unit is ``2^(Emax_j - F)`` (``F`` =
-  ``frac_bits``, default :data:`WINDOW_FRAC_BITS`), a term with ``E_ij >= Emax_j - F`` enters
-  exactly, a term below it is rounded to odd in that unit (an arithmetic right shift of its
+  the column's blocks with ``P_ij != 0``: a term with ``E_ij >= Emax_j - F`` (``F`` =
+  ``frac_bits``, default :data:`WINDOW_FRAC_BITS`) enters exactly, a term below it is rounded to
+  odd at ``2^(Emax_j - F - 1)``, the window's last bit (an arithmetic right shift of its
   two's-complement value, with the last bit set if any bit was shifted out: a sticky bit);
   ``frac_bits=None`` keeps every term exact;
 * ``acc_j <- RNE_fp32(S_j)`` on ``first``, else ``RNE_fp32(acc_j + S_j)``, one rounding of the exact
@@ -119,9 +119,11 @@ def window_sum(p, e, frac_bits: int | None = WINDOW_FRAC_BITS) -> tuple[int, int
     if not nz:
         return 0, 0
     top = max(ei for _, ei in nz)
-    lo = min(ei for _, ei in nz) if frac_bits is None else top - frac_bits
-    total = sum(pi << (ei - lo) if ei >= lo else _to_odd(pi, lo - ei) for pi, ei in nz)
-    return total, lo
+    if frac_bits is None:
+        lo = min(ei for _, ei in nz)
+        return sum(pi << (ei - lo) for pi, ei in nz), lo
+    lo = top - frac_bits - 1                  # the sticky position, below every exact term
+    return sum(pi << (ei - lo) if ei > lo else _to_odd(pi, lo - ei) for pi, ei in nz), lo
 
 
 def _to_odd(p: int, k: int) -> int:
@@ -149,7 +151,7 @@ def _window_f64(terms: Terms, frac_bits):
     p, e = terms.p, terms.e
     nz = p != 0
     top = np.where(nz, e, _NO_EXP).max(axis=1)
-    lo = np.where(nz, e, -_NO_EXP).min(axis=1) if frac_bits is None else top - frac_bits
+    lo = np.where(nz, e, -_NO_EXP).min(axis=1) if frac_bits is None else top - frac_bits - 1
     d = e - lo[:, None, :]
     if p.dtype == object:
         usable = ~(nz & (d < 0)).any(axis=1)
@@ -347,9 +349,9 @@ class BlockMatrixUnitModel:
             return xv @ wv, np.abs(xv) @ np.abs(wv)
 
     def _trunc_bound(self, terms: Terms):
-        """Per beat and column: ``(nb - 1) * 2^(Emax - F)``, the most the window can cut."""
+        """Per beat and column: ``(nb - 1) * 2^(Emax - F - 1)``, the most the window can move."""
         if self.frac_bits is None:
             return np.zeros(terms.cls.shape)
         top = np.where(terms.p != 0, terms.e, _NO_EXP).max(axis=1)
-        return np.where(top > _NO_EXP, (self.nb - 1) * np.ldexp(1.0, np.clip(top - self.frac_bits,
+        return np.where(top > _NO_EXP, (self.nb - 1) * np.ldexp(1.0, np.clip(top - self.frac_bits - 1,
                                                                                -1100, 1100)), 0.0)

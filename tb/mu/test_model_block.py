@@ -15,7 +15,7 @@ import pytest
 
 from hw.formats import BLOCK_FORMATS, MATRIX_FORMATS, check_block_width, get_block_format, get_format
 from tb.mu.model import FP32_NAN, FP32_PINF, MatrixUnitModel
-from tb.mu.model_block import WINDOW_FRAC_BITS, BlockMatrixUnitModel, unit_matmul
+from tb.mu.model_block import WINDOW_FRAC_BITS, BlockMatrixUnitModel, unit_matmul, window_sum
 from tb.mu.test_model import rne_oracle
 
 pytestmark = pytest.mark.quick
@@ -91,8 +91,8 @@ def oracle(fmt, frac_bits, x, xs, w, ws):
             nz = [(v, u) for v, u in terms if v != 0]
             s = Fraction(0)
             if nz:
-                q = max(u for _, u in nz) / 2 ** frac_bits
-                s = sum(v if u >= q else _odd(v / q) * q for v, u in nz)
+                q = max(u for _, u in nz) / 2 ** frac_bits         # exact down to here
+                s = sum(v if u >= q else _odd(2 * v / q) * q / 2 for v, u in nz)
             if acc is None or isinstance(acc, Fraction):  # an Inf accumulator stays Inf (finite S)
                 acc = s if acc is None else acc + s
                 v = float(np.uint32(rne_oracle(acc)).view(np.float32))
@@ -154,9 +154,14 @@ def test_terms_below_the_window_round_to_odd():
         return m.run(w, np.full((len(exps), d), 127), x, xs, True, True)[0].bits[0]
 
     two = Fraction(2)
-    # 2^-70 is below the window (unit 2^-62 under 2^-30): it becomes one unit of the sign, +-2^-62
-    assert run([-30, -70], [1, 1]) == rne_oracle(two ** -30 + two ** -62)
-    assert run([-30, -70], [1, -1]) == rne_oracle(two ** -30 - two ** -62)
+    # by hand: terms 4 * 2^-32 and +-4 * 2^-72; the window's last bit is 2^(-32 - 32 - 1) = 2^-65,
+    # the low term (2^-70) sits below it and becomes one unit of its sign
+    assert window_sum([4, 4], [-32, -72]) == ((1 << 35) + 1, -65)
+    assert window_sum([4, -4], [-32, -72]) == ((1 << 35) - 1, -65)
+    assert window_sum([4, -4], [-32, -72], None) == ((1 << 42) - 4, -72)
+    assert window_sum([4, -4], [-32, -64]) == ((1 << 35) - 8, -65)      # 2^-62 is inside: exact
+    num, lo = window_sum([0, 5], [100, -64])                            # a zero block never aligns
+    assert num * two ** lo == 5 * two ** -64
     assert run([-30, -70], [1, -1], None) == rne_oracle(two ** -30 - two ** -70)
     # the sticky bit breaks a tie as the exact sum does: 1 + 2^-24 + 2^-40 rounds up (a plain
     # truncation would leave the tie 1 + 2^-24 and round to even, 1.0)
