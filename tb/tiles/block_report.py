@@ -29,7 +29,8 @@ from . import minilm
 from .quant import quantize
 from .quant_block import quantize_block
 
-__all__ = ["Operands", "prepare", "run", "window_random", "op_classes", "fidelity", "block_md"]
+__all__ = ["Operands", "prepare", "run", "window_random", "op_classes", "fidelity", "tile_runs", "measure",
+           "block_md"]
 
 WIDTHS = (32, 64, 128)
 #: Formats compared, per-tensor first.
@@ -206,7 +207,17 @@ def measure(path=None) -> dict:
 
     part("op_err", ops)
     part("fidelity", lambda: {"fidelity": fidelity()})
+    part("tile_runs", lambda: {"tile_runs": tile_runs()})
     return data
+
+
+def tile_runs(full: bool = True) -> list:
+    """The block-scaled tile runs (:mod:`tb.tiles.block_tiles`) replayed beat by beat."""
+    from . import block_tiles
+
+    runs = block_tiles.plan_block(full)
+    return [{k: v for k, v in block_tiles.replay_block(t).items() if k != "bits"}
+            for t in block_tiles.tiles(runs)]
 
 
 def _pct(k: int, n: int) -> str:
@@ -224,19 +235,26 @@ def block_md(data: dict, cmd: str = "python -m tb.tiles block") -> str:
            "## 1. The window against exact block sums, random data\n",
            "Gaussian values, every 16-element block along K scaled by 2^u, u uniform in [-30, 30] (so "
            "the block scales spread over about 60 binades), quantized with the block quantizer; "
-           "64 x 64 results per row. *differ*: results whose FP32 bits differ from the same "
+           "64 x 64 results per table row. *differ*: results whose FP32 bits differ from the same "
            "accumulation with exact block sums (the correctly rounded per-beat result); *max ulps*: "
            "largest difference in FP32 ulps of the exact-sum result.\n",
            "| format | D | beats | F = 0 | F = 8 | F = 16 | F = 24 | F = 32 | max ulps at F = 32 |",
            "|---|---|---|---|---|---|---|---|---|"]
     groups = defaultdict(dict)
-    for r in data["window_random"]:
+    for r in data.get("window_random", []):
         groups[(r["fmt"], r["width"], r["beats"])][r["frac_bits"]] = r
     for (fmt, d, beats), rs in groups.items():
         cells = [_pct(r["differ"], r["n"]) for _, r in sorted(rs.items())]
         out.append(f"| {fmt} | {d} | {beats} | " + " | ".join(cells)
                    + f" | {rs[WINDOW_FRAC_BITS]['max_ulps']:.2g} |")
-    out += ["", "## 2. Real MiniLM matmuls: error against float32 by op class\n",
+    out += _ops_md(data) + _fidelity_md(data.get("fidelity")) + _tiles_md(data.get("tile_runs"))
+    return "\n".join(out) + "\n"
+
+
+def _ops_md(data: dict) -> list:
+    if "op_err" not in data:
+        return ["", "## 2. Real MiniLM matmuls\n", "Not measured in this run.\n"]
+    out = ["", "## 2. Real MiniLM matmuls: error against float32 by op class\n",
             f"{data['matmuls']} real matmuls (sentences 0 and 2, all six layers, all heads; float32 "
             "operands captured from the float32 forward pass), each quantized as a whole (per tensor, "
             "or in blocks along K) and run through the model with K zero-padded to a multiple of D. "
@@ -269,8 +287,13 @@ def block_md(data: dict, cmd: str = "python -m tb.tiles block") -> str:
         cells = [f"{np.mean(list(err[(f, d)].values())):.2e}" if (f, d) in err else "-" for d in WIDTHS]
         ws = [_pct(win[(f, d)][1], win[(f, d)][0]) if (f, d) in win else "-" for d in (64, 128)]
         out.append(f"| {f} | " + " | ".join(cells + ws) + " |")
-    fid = data["fidelity"]
-    out += ["", "## 4. Model-level fidelity: the whole forward pass through the model (D = 64)\n",
+    return out
+
+
+def _fidelity_md(fid) -> list:
+    if not fid:
+        return ["", "## 4. Model-level fidelity\n", "Not measured in this run.\n"]
+    out = ["", "## 4. Model-level fidelity: the whole forward pass through the model (D = 64)\n",
             "Every matmul of all-MiniLM-L6-v2 (projections, FFN, attention scores and P.V, per head) "
             "quantized and run through the bit-true model; everything else in float32. Cosine of "
             "each sentence embedding with the float32 one; *ordering*: both paraphrase pairs more "
@@ -281,4 +304,25 @@ def block_md(data: dict, cmd: str = "python -m tb.tiles block") -> str:
         out.append(f"| {f} | {min(r['cos']):.4f} | {np.mean(r['cos']):.4f} | {r['paraphrase'][0]:.3f}, "
                    f"{r['paraphrase'][1]:.3f} | {r['unrelated_max']:.3f} | "
                    f"{'kept' if r['ordered'] else 'LOST'} |")
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _tiles_md(runs) -> list:
+    if not runs:
+        return ["", "## 5. Block-scaled tile runs\n", "Not measured in this run.\n"]
+    out = ["", "## 5. Block-scaled tile runs (the plan the block-scaled RTL will replay)\n",
+           f"{len(runs)} runs of `tb/tiles/block_tiles.py` (every op x mode x block format x D = 32, "
+           "64, 128; M = 1 or 16 rows of a real matmul against one D-column slice, K whole), fed beat "
+           "by beat to `BlockMatrixUnitModel` with the `ws` stream and scale codes as the RTL will "
+           "take them. Every run is bit-identical to the whole-matmul path and within the "
+           "contract's bound of float64 (asserted). Error against float32 (mean rel, mean over runs; "
+           "worst run's max rel):\n",
+           "| format | D = 32 | D = 64 | D = 128 | worst max rel |", "|---|---|---|---|---|"]
+    by = defaultdict(list)
+    for r in runs:
+        by[(r["fmt"], r["width"])].append(r)
+    for f in BLOCK_FORMATS:
+        cells = [f"{np.mean([r['mean_rel'] for r in by[(f, d)]]):.2e}" if by[(f, d)] else "-" for d in WIDTHS]
+        worst = max((r["max_rel"] for d in WIDTHS for r in by[(f, d)]), default=float("nan"))
+        out.append(f"| {f} | " + " | ".join(cells) + f" | {worst:.2e} |")
+    return out
