@@ -44,7 +44,8 @@ def test_nvfp4_window_is_exact():
 def test_report_renders_what_was_measured():
     data = {"window_random": [{"fmt": "nvfp4", "width": 32, "beats": 1, "frac_bits": f, "n": 10,
                                "differ": 3 if f == 0 else 0, "max_ulps": 0.0} for f in (0, 32)],
-            "tile_runs": [{"id": "a", "fmt": "nvfp4", "width": 32, "op": "q", "mean_rel": 0.1, "max_rel": 0.5}]}
+            "tile_runs": [{"id": "a", "fmt": "nvfp4", "width": 32, "op": "q", "mean_rel": 0.1,
+                           "max_rel": 0.5}]}
     md = block_report.block_md(data)
     assert "| nvfp4 | 32 | 1 | 3 / 10 (30%) | 0 / 10 (0%) | 0 |" in md
     assert "| nvfp4 | 1.00e-01 | - | - | 5.00e-01 |" in md
