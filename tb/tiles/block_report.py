@@ -283,8 +283,8 @@ def _ops_md(data: dict) -> list:
             "`floor(log2 amax) - emax_elem` maps a block's amax into `[2^emax, 2^(emax+1))`, so for "
             "E4M3 (largest 448 = 1.75 * 2^8) a block's values above 448 * 2^X saturate, and the "
             "elements keep the same 3 (E4M3) or 2 (E5M2) mantissa bits as per tensor. Block scaling "
-            "buys range, which per-tensor FP8 already has for these tensors; FP4 and FP6, with 2 to "
-            "3 binades of range, are where it pays."]
+            "buys range, which per-tensor FP8 (2^-9 .. 448) already has for these tensors; the "
+            "narrow formats (E2M1: 0.5 .. 6) are where it pays."]
     out += ["", "## 3. Per width, and the window on real data\n",
             "| format | D=32 mean over ops | D=64 | D=128 | results changed by the window (D=64) | (D=128) |",
             "|---|---|---|---|---|---|"]
