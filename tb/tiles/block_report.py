@@ -37,16 +37,24 @@ WIDTHS = (32, 64, 128)
 FORMATS = MATRIX_FORMATS + tuple(BLOCK_FORMATS)
 #: Per-tensor baseline of each block format in the tables.
 BASELINE = {"mxfp8_e4m3": "fp8_e4m3", "mxfp8_e5m2": "fp8_e5m2", "mxfp6_e3m2": "fp6_e3m2",
-            "mxfp6_e2m3": "fp6_e2m3", "mxfp4_e2m1": "fp4_e2m1", "nvfp4": "fp4_e2m1"}
+            "mxfp6_e2m3": "fp6_e2m3", "mxfp4_e2m1": "fp4_e2m1", "nvfp4": "fp4_e2m1",
+            "mxfp4_e2m1+ceil": "fp4_e2m1"}
+
+
+#: Quantizer variants measured beside the formats: ``<format>+<scale rule>`` (tb/tiles/quant_block.py).
+VARIANTS = ("mxfp4_e2m1+ceil",)
 
 
 class Operands:
-    """One matmul's operands quantized to ``fmt``: codes, scale codes and the outside scale."""
+    """One matmul's operands quantized to ``fmt`` (a format, or a :data:`VARIANTS` name): codes,
+    scale codes and the outside scale."""
 
     def __init__(self, x, w, fmt: str):
+        fmt, _, rule = fmt.partition("+")
         self.fmt = fmt
         if fmt in BLOCK_FORMATS:
-            qx, qw = quantize_block(x, fmt, axis=1), quantize_block(w, fmt, axis=0)
+            rule = rule or "ocp"
+            qx, qw = quantize_block(x, fmt, 1, rule), quantize_block(w, fmt, 0, rule)
             self.x, self.xs, self.w, self.ws = qx.codes, qx.scales, qw.codes, qw.scales
             self.scale = qx.tensor_scale * qw.tensor_scale
         else:
@@ -142,7 +150,7 @@ def op_classes(sentences=(0, 2), fmts=FORMATS, widths=WIDTHS) -> dict:
             for d in widths if "e5m2" not in fmt else (64,):    # E5M2 sums need Python ints: slow
                 bits, y = run(op, d)
                 err[(fmt, d, c.op)].append(_rel(y, ref))
-                if fmt in BLOCK_FORMATS and d > get_block_format(fmt).block:
+                if fmt in BLOCK_FORMATS and d > get_block_format(fmt).block:   # not the variants
                     exact, _ = run(op, d, None)
                     window[(fmt, d)][0] += exact.size
                     window[(fmt, d)][1] += int((exact != bits).sum())
@@ -206,6 +214,12 @@ def measure(path=None) -> dict:
                 "matmuls": oc["matmuls"]}
 
     part("op_err", ops)
+
+    def variants():
+        oc = op_classes(fmts=VARIANTS, widths=(64,))
+        return {"op_variant": [[f, d, o, v] for (f, d, o), v in oc["err"].items()]}
+
+    part("op_variant", variants)
     part("fidelity", lambda: {"fidelity": fidelity()})
     part("tile_runs", lambda: {"tile_runs": tile_runs()})
     return data
@@ -262,10 +276,10 @@ def _ops_md(data: dict) -> list:
             "float64 product). D = 64 shown; D = 32 and 128 differ only in the accumulation order "
             "(section 3).\n"]
     err = defaultdict(dict)
-    for f, d, o, v in data["op_err"]:
+    for f, d, o, v in data["op_err"] + data.get("op_variant", []):
         err[(f, d)][o] = float(np.mean(v))
     ops = minilm.OPS
-    fm = [f for f in FORMATS if (f, 64) in err]
+    fm = [f for f in FORMATS + VARIANTS if (f, 64) in err]
     out += ["| op | " + " | ".join(fm) + " |", "|---|" + "---|" * len(fm)]
     for o in ops:
         out.append(f"| {o} | " + " | ".join(f"{err[(f, 64)][o]:.2e}" for f in fm) + " |")
@@ -284,7 +298,11 @@ def _ops_md(data: dict) -> list:
             "E4M3 (largest 448 = 1.75 * 2^8) a block's values above 448 * 2^X saturate, and the "
             "elements keep the same 3 (E4M3) or 2 (E5M2) mantissa bits as per tensor. Block scaling "
             "buys range, which per-tensor FP8 (2^-9 .. 448) already has for these tensors; the "
-            "narrow formats (E2M1: 0.5 .. 6) are where it pays."]
+            "narrow formats (E2M1: 0.5 .. 6) are where it pays.",
+            "", "`mxfp4_e2m1+ceil`: MXFP4 with the shared exponent rounded up "
+            "(`X = ceil(log2(amax / 6))`, `tb/tiles/quant_block.py` scale_rule `ceil`) instead of "
+            "the OCP rule, whose `floor(log2 amax) - 2` saturates a block's values in (6, 8) * 2^X "
+            "to 6 * 2^X. Same codes, same unit, same contract: only the quantizer differs."]
     out += ["", "## 3. Per width, and the window on real data\n",
             "| format | D=32 mean over ops | D=64 | D=128 | results changed by the window (D=64) | (D=128) |",
             "|---|---|---|---|---|---|"]

@@ -22,7 +22,7 @@ import numpy as np
 
 from hw.formats import get_block_format, get_format
 
-__all__ = ["BlockQuantized", "quantize_block", "dequantize_block", "NVFP4_SCALE_MAX"]
+__all__ = ["BlockQuantized", "quantize_block", "dequantize_block", "NVFP4_SCALE_MAX", "SCALE_RULES"]
 
 #: Largest UE4M3 block scale (the E4M3 largest finite).
 NVFP4_SCALE_MAX = 448.0
@@ -70,16 +70,29 @@ def _encode_sat(fmt: str, v: np.ndarray) -> np.ndarray:
     return f.encode(np.clip(v, -f.max_finite, f.max_finite).astype(np.float32)).astype(np.uint8)
 
 
-def quantize_block(t: np.ndarray, fmt: str, axis: int) -> BlockQuantized:
+#: MX shared-exponent rules: ``ocp`` the OCP MX v1.0 conversion, ``ceil`` the smallest power of two
+#: that maps the block's amax to at most the element's largest finite value (no saturation).
+SCALE_RULES = ("ocp", "ceil")
+
+
+def quantize_block(t: np.ndarray, fmt: str, axis: int, scale_rule: str = "ocp") -> BlockQuantized:
     """Quantize a 2-D float32 matrix to a block-scaled format, blocks along ``axis``.
+
+    ``scale_rule`` (MX formats only, :data:`SCALE_RULES`): ``ocp`` takes
+    ``X = floor(log2 amax) - emax_elem``, which maps amax into ``[2^emax, 2^(emax+1))`` and
+    saturates the values above the element's largest finite (E2M1: up to 6 * 4/3); ``ceil`` takes
+    ``X = ceil(log2(amax / max_elem))``, one binade more where that happens, and never saturates.
 
     Raises
     ------
     ValueError
-        Unknown format, a tensor that is not 2-D, or NaN / Inf in the tensor (no scale can be
-        chosen; fix the producer of the tensor).
+        Unknown format or rule, a tensor that is not 2-D, or NaN / Inf in the tensor (no scale can
+        be chosen; fix the producer of the tensor).
     """
     bf = get_block_format(fmt)
+    if scale_rule not in SCALE_RULES or (scale_rule != "ocp" and bf.scale != "e8m0"):
+        raise ValueError(f"scale_rule must be one of {', '.join(SCALE_RULES)} (ceil: MX formats "
+                         f"only), not {scale_rule!r} for {fmt}")
     t = np.asarray(t, dtype=np.float32)
     if t.ndim != 2 or axis not in (0, 1):
         raise ValueError(f"quantize_block takes a 2-D matrix and axis 0 or 1, not shape {t.shape}, "
@@ -91,7 +104,10 @@ def quantize_block(t: np.ndarray, fmt: str, axis: int) -> BlockQuantized:
     ef = bf.element_format
     if bf.scale == "e8m0":
         tiny = amax == 0
-        x = np.floor(np.log2(np.where(tiny, 1.0, amax))) - ef.emax
+        if scale_rule == "ocp":
+            x = np.floor(np.log2(np.where(tiny, 1.0, amax))) - ef.emax
+        else:
+            x = np.ceil(np.log2(np.where(tiny, 1.0, amax) / ef.max_finite))
         x = np.clip(np.where(tiny, -127, x), -127, 127).astype(np.int64)
         codes = _encode_sat(bf.element, np.ldexp(blk, -x[..., None]))
         scales, ts = (x + 127).astype(np.uint8), 1.0

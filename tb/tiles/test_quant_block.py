@@ -17,6 +17,7 @@ from gfloat.formats import (
     format_info_mxfp8_e5m2,
 )
 
+from hw.formats import get_block_format
 from tb.tiles.quant_block import dequantize_block, quantize_block
 
 pytestmark = pytest.mark.quick
@@ -61,6 +62,20 @@ def test_mx_axis_and_padding():
     assert np.abs(back - w).max() <= 2.0 ** -4 * np.abs(w).max()        # E4M3: half an ulp, 3 bits
     qt = quantize_block(w.T, "mxfp8_e4m3", axis=1)
     assert np.array_equal(qt.codes, q.codes.T) and np.array_equal(qt.scales, q.scales.T)
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4_e2m1", "mxfp8_e4m3"])
+def test_ceil_scale_rule_never_saturates(fmt):
+    t = _data(np.random.default_rng(5))
+    ocp, up = quantize_block(t, fmt, axis=1), quantize_block(t, fmt, axis=1, scale_rule="ceil")
+    step = up.scales.astype(int) - ocp.scales.astype(int)
+    assert set(np.unique(step)) <= {0, 1} and step.any()          # the same or one binade up
+    blocks = np.abs(t.reshape(-1, 32)).max(axis=1)
+    smax = get_block_format(fmt).scale_decode(up.scales[0]) * get_block_format(fmt).element_format.max_finite
+    live = (blocks > 2.0 ** -100)
+    assert (blocks[live] <= smax[live]).all()                      # amax fits: nothing saturates
+    with pytest.raises(ValueError, match="scale_rule"):
+        quantize_block(t, "nvfp4", axis=1, scale_rule="ceil")
 
 
 def test_nvfp4_hand_worked():
