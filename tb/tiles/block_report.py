@@ -302,7 +302,13 @@ def _ops_md(data: dict) -> list:
             "", "`mxfp4_e2m1+ceil`: MXFP4 with the shared exponent rounded up "
             "(`X = ceil(log2(amax / 6))`, `tb/tiles/quant_block.py` scale_rule `ceil`) instead of "
             "the OCP rule, whose `floor(log2 amax) - 2` saturates a block's values in (6, 8) * 2^X "
-            "to 6 * 2^X. Same codes, same unit, same contract: only the quantizer differs."]
+            "to 6 * 2^X. Same codes, same unit, same contract: only the quantizer differs.",
+            "", "Attention scores are the hard case for MX against per-tensor: there the per-tensor "
+            "operands are one head's Q (L x 32) and K (32 x L), so a per-tensor scale is already "
+            "one scale per few hundred values, and it is a float32 that puts the amax exactly on the "
+            "element's largest value, where an E8M0 power of two leaves part of the element grid "
+            "unused (OCP rule) or rounds the amax down into saturation; NVFP4's UE4M3 block scales "
+            "(3 mantissa bits, B = 16) do not have this loss."]
     out += ["", "## 3. Per width, and the window on real data\n",
             "| format | D=32 mean over ops | D=64 | D=128 | results changed by the window (D=64) | (D=128) |",
             "|---|---|---|---|---|---|"]
