@@ -18,5 +18,6 @@ module              holds
 
 Commands: ``python -m tb.tiles build`` (cut the corpus into ``build/tiles/``), ``python -m tb.tiles
 report [--quick] [--rtl]`` (reports/regression.md), ``python -m tb.tiles padding``
-(reports/padding.md), ``python -m tb.tiles block`` (reports/block_scaled.md). Tests: ``pytest tb/tiles`` (``-m quick`` for the CI subset of the regression).
+(reports/padding.md), ``python -m tb.tiles block`` (reports/block_scaled.md). Tests: ``pytest
+tb/tiles`` (``-m quick`` for the CI subset of the regression).
 """
