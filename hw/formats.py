@@ -36,6 +36,12 @@ The formats without Inf or NaN (E2M1, E3M2, E2M3: OCP MX element formats) satura
 value beyond the largest finite, and +-Inf, give the largest finite of that sign. This is the
 conversion OCP MX v1.0 prescribes for them and what ``ml_dtypes`` (the oracle) does; NaN has no code
 and is an error. All of them keep subnormals (exponent field 0).
+
+The block-scaled formats (OCP MX ``mxfp8_e4m3`` .. ``mxfp4_e2m1``, NVIDIA ``nvfp4``) are
+:class:`BlockFormat` rows of :data:`BLOCK_FORMATS`: each names its element format (a row above), its
+block size and its scale format (E8M0, or UE4M3 for NVFP4), with the scale decode rules and the
+width rule (D a multiple of B). They are not in :data:`MATRIX_FORMATS`: the matrix unit rejects them
+until its block-scaled datapath exists.
 """
 
 import enum
@@ -44,7 +50,8 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-__all__ = ["FloatFormat", "FORMATS", "CLASSES", "get_format", "MATRIX_FORMATS", "Specials", "Overflow"]
+__all__ = ["FloatFormat", "FORMATS", "CLASSES", "get_format", "MATRIX_FORMATS", "Specials", "Overflow",
+           "BlockFormat", "BLOCK_FORMATS", "SCALE_FORMATS", "get_block_format", "check_block_width"]
 
 #: Classes returned by :meth:`FloatFormat.classify`, as small integers in this order.
 CLASSES = ("zero", "subnormal", "normal", "inf", "nan")
@@ -370,4 +377,144 @@ def get_format(name: str) -> FloatFormat:
     try:
         return FORMATS[name]
     except KeyError:
-        raise ValueError(f"unknown format {name!r}; known formats: {', '.join(FORMATS)}") from None
+        hint = " (a block-scaled format: use get_block_format)" if name in BLOCK_FORMATS else ""
+        raise ValueError(f"unknown format {name!r}{hint}; known formats: {', '.join(FORMATS)}") from None
+
+
+# --------------------------------------------------------------------------------------------------
+# Block-scaled formats (OCP MX v1.0, NVFP4)
+# --------------------------------------------------------------------------------------------------
+#: Scale formats of the block-scaled rows: 8-bit codes, decoded by :meth:`BlockFormat.scale_split`.
+SCALE_FORMATS = ("e8m0", "ue4m3")
+
+
+@dataclass(frozen=True)
+class BlockFormat:
+    """One block-scaled format: element codes sharing one scale code per block of ``block`` elements.
+
+    The value of element ``k`` of block ``i`` is ``scale(sc_i) * element(c_k)`` (times the per-tensor
+    FP32 scale for NVFP4, which is applied outside the matrix unit). Blocks run along K, the
+    reduction dimension of a matrix product. The bit-true contract of the unit on these formats is
+    ``docs/numerics.md`` section 7; the ports are in ``docs/mu_interface.md``.
+
+    Scale rules (every scale code is 8 bits):
+
+    * ``e8m0`` (OCP MX): code ``c`` is ``2^(c - 127)``; ``0xFF`` is NaN. No zero, no sign.
+    * ``ue4m3`` (NVFP4): the E4M3 value of the code (``fp8_e4m3`` row: zero, subnormals, largest
+      448); a code with the sign bit set, or the E4M3 NaN pattern ``0x7F``, is NaN.
+
+    A NaN scale makes its whole block NaN.
+
+    Parameters
+    ----------
+    name : str
+        Name used on the command line and in reports (``mxfp8_e4m3``).
+    element : str
+        Element format: a :data:`MATRIX_FORMATS` row.
+    block : int
+        Elements per scale (B).
+    scale : str
+        Scale format, one of :data:`SCALE_FORMATS`.
+    tensor_scale : bool
+        The format also carries one FP32 scale per tensor (NVFP4).
+    """
+
+    name: str
+    element: str
+    block: int
+    scale: str
+    tensor_scale: bool = False
+
+    def __post_init__(self):
+        if self.element not in MATRIX_FORMATS:
+            raise ValueError(f"{self.name}: element must be one of {', '.join(MATRIX_FORMATS)}, "
+                             f"not {self.element!r}")
+        if self.scale not in SCALE_FORMATS:
+            raise ValueError(f"{self.name}: scale must be one of {', '.join(SCALE_FORMATS)}, "
+                             f"not {self.scale!r}")
+
+    @property
+    def element_format(self) -> FloatFormat:
+        return FORMATS[self.element]
+
+    @property
+    def bits(self) -> int:
+        """Element width b (the scale codes are 8 bits each)."""
+        return self.element_format.bits
+
+    scale_bits = 8
+
+    def scale_split(self, codes):
+        """Scale codes -> ``(m, e, nan)`` int64/bool arrays with value ``m * 2**e`` where not NaN.
+
+        ``m`` is the integer significand (E8M0: 1; UE4M3: 0..15, with the implicit bit for
+        normals) and ``e`` the power of two of its unit. NaN codes give ``m = e = 0``.
+
+        Raises
+        ------
+        ValueError
+            For codes outside ``[0, 255]``.
+        """
+        c = np.asarray(codes)
+        if c.dtype.kind not in "ui":
+            raise TypeError(f"{self.name} scale codes must be an integer array, not {c.dtype}")
+        c = c.astype(np.int64)
+        if c.size and (c.min() < 0 or c.max() > 0xFF):
+            raise ValueError(f"{self.name} scale codes must lie in [0, 255]")
+        if self.scale == "e8m0":
+            nan = c == 0xFF
+            return np.where(nan, 0, 1), np.where(nan, 0, c - 127), nan
+        nan = (c >= 0x80) | (c == 0x7F)
+        exp, man = (c >> 3) & 0xF, c & 0x7
+        m = np.where(exp == 0, man, man | 8)
+        e = np.maximum(exp, 1) - 7 - 3
+        return np.where(nan, 0, m), np.where(nan, 0, e), nan
+
+    def scale_decode(self, codes) -> np.ndarray:
+        """Exact float64 value of scale codes (NaN codes give ``nan``)."""
+        m, e, nan = self.scale_split(codes)
+        return np.where(nan, np.nan, np.ldexp(m.astype(np.float64), e))
+
+    def check_width(self, width: int) -> int:
+        """Check that a unit of ``width`` (D) lanes holds whole blocks; return D / B.
+
+        Raises
+        ------
+        ValueError
+            If D is not a positive multiple of B, naming the widths that work.
+        """
+        if not isinstance(width, int) or width < self.block or width % self.block:
+            raise ValueError(f"{self.name} has blocks of {self.block} elements along K, so the unit "
+                             f"width D must be a multiple of {self.block} (D = {self.block}, "
+                             f"{2 * self.block}, ...), not {width!r}; pick such a width or a "
+                             f"per-tensor format ({', '.join(MATRIX_FORMATS)})")
+        return width // self.block
+
+
+#: The block-scaled formats: OCP MX v1.0 (B = 32, E8M0 scales) and NVFP4 (B = 16, UE4M3 scales
+#: plus a per-tensor FP32 scale). The matrix unit does not take them yet (:data:`MATRIX_FORMATS`).
+BLOCK_FORMATS: dict[str, BlockFormat] = {
+    b.name: b
+    for b in (
+        BlockFormat("mxfp8_e4m3", "fp8_e4m3", 32, "e8m0"),
+        BlockFormat("mxfp8_e5m2", "fp8_e5m2", 32, "e8m0"),
+        BlockFormat("mxfp6_e3m2", "fp6_e3m2", 32, "e8m0"),
+        BlockFormat("mxfp6_e2m3", "fp6_e2m3", 32, "e8m0"),
+        BlockFormat("mxfp4_e2m1", "fp4_e2m1", 32, "e8m0"),
+        BlockFormat("nvfp4", "fp4_e2m1", 16, "ue4m3", tensor_scale=True),
+    )
+}
+
+
+def get_block_format(name: str) -> BlockFormat:
+    """Look a block-scaled format up by name, with an error listing the known names."""
+    try:
+        return BLOCK_FORMATS[name]
+    except KeyError:
+        raise ValueError(f"unknown block-scaled format {name!r}; known: {', '.join(BLOCK_FORMATS)} "
+                         f"(per-tensor element formats: {', '.join(MATRIX_FORMATS)})") from None
+
+
+def check_block_width(fmt: str, width: int) -> int:
+    """D / B for block-scaled format ``fmt`` on a unit of width D (see :meth:`BlockFormat.check_width`)."""
+    return get_block_format(fmt).check_width(width)

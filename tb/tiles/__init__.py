@@ -11,9 +11,13 @@ module              holds
 ``replay``          one run through ``tb/mu/model.py`` (+ RTL via ``rtl``); errors and costs
 ``rtl``             the adapter to the matrix unit's cocotb replay harness (``tb.mu.replay``)
 ``report``          ``reports/regression.md`` and ``reports/padding.md``
+``quant_block``     block-scaled quantization: OCP MX conversion, NVFP4 two-level scaling
+``block_tiles``     block-scaled tile runs, replayed beat by beat through ``tb/mu/model_block.py``
+``block_report``    ``reports/block_scaled.md`` (window study, op classes, forward-pass fidelity)
 =================== =========================================================================
 
 Commands: ``python -m tb.tiles build`` (cut the corpus into ``build/tiles/``), ``python -m tb.tiles
 report [--quick] [--rtl]`` (reports/regression.md), ``python -m tb.tiles padding``
-(reports/padding.md). Tests: ``pytest tb/tiles`` (``-m quick`` for the CI subset of the regression).
+(reports/padding.md), ``python -m tb.tiles block`` (reports/block_scaled.md). Tests: ``pytest
+tb/tiles`` (``-m quick`` for the CI subset of the regression).
 """

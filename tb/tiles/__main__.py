@@ -4,6 +4,9 @@
 * ``report [--quick] [--rtl]``: replay every planned run through the numerics model (and, with
   ``--rtl``, through the RTL for runs without a recorded RTL result), then write
   ``reports/regression.md``.
+* ``block [--json FILE]``: measure the block-scaled formats through ``tb/mu/model_block.py`` and
+  write ``reports/block_scaled.md`` (``--json``: keep the measurements there, part by part, and
+  reuse the parts already there).
 * ``padding``: write ``reports/padding.md`` (shapes catalog, padding and cycle analysis, with the RTL
   cross-check from recorded runs).
 """
@@ -30,7 +33,10 @@ def main(argv=None) -> int:
         if name == "report":
             p.add_argument("--rtl", action="store_true", help="also run missing runs through the RTL")
     sub.add_parser("padding")
+    sub.add_parser("block").add_argument("--json", help="measurements file to write or reuse")
     args = ap.parse_args(argv)
+    if args.cmd == "block":
+        return _block(args.json)
     if args.cmd == "build":
         path = corpus.build(_runs(args))
         print(f"corpus: {path} ({len(_runs(args))} runs)")
@@ -61,6 +67,16 @@ def main(argv=None) -> int:
     (REPORTS / "regression.md").write_text(report.regression_md(recs, note, report.forward_check()))
     print(f"wrote {REPORTS / 'regression.md'} ({len(recs)} runs, "
           f"{sum(r['rtl_match'] is not None for r in recs.values())} through the RTL)")
+    return 0
+
+
+def _block(json_path) -> int:
+    from . import block_report
+
+    data = block_report.measure(json_path)
+    REPORTS.mkdir(exist_ok=True)
+    (REPORTS / "block_scaled.md").write_text(block_report.block_md(data))
+    print(f"wrote {REPORTS / 'block_scaled.md'}")
     return 0
 
 

@@ -128,7 +128,7 @@ class MiniLM:
     def _w(self, name: str) -> np.ndarray:
         return self.weights[name]
 
-    def forward(self, ids: np.ndarray, sentence: int = 0, capture: list | None = None):
+    def forward(self, ids: np.ndarray, sentence: int = 0, capture: list | None = None, matmul=None):
         """Run the encoder on one sequence of token ids (no padding, so no attention mask).
 
         Parameters
@@ -139,6 +139,9 @@ class MiniLM:
             Label stored in the captures.
         capture : list, optional
             :class:`Capture` records of every matrix product are appended here.
+        matmul : callable, optional
+            ``matmul(x, w, op)`` computes every matrix product in place of float32 ``x @ w`` (for
+            running the model through a quantized numerics model); it returns a float32 array.
 
         Returns
         -------
@@ -158,7 +161,7 @@ class MiniLM:
             w = np.ascontiguousarray(w, dtype=f32)
             if capture is not None:
                 capture.append(Capture(layer, op, sentence, head, x, w))
-            return x @ w
+            return x @ w if matmul is None else np.asarray(matmul(x, w, op), dtype=f32)
 
         n = len(ids)
         h = (self._w("embeddings.word_embeddings.weight")[ids]
@@ -192,9 +195,10 @@ class MiniLM:
         pooled = h.mean(0)
         return (pooled / max(np.linalg.norm(pooled), 1e-12)).astype(f32)
 
-    def embed(self, sentences, capture: list | None = None) -> np.ndarray:
-        """Sentence embeddings (rows, float32) of ``sentences``; optionally capture every matmul."""
-        return np.stack([self.forward(self.tokenize(s), k, capture) for k, s in enumerate(sentences)])
+    def embed(self, sentences, capture: list | None = None, matmul=None) -> np.ndarray:
+        """Sentence embeddings (rows, float32) of ``sentences``; optionally capture every matmul or
+        compute them with ``matmul`` (see :meth:`forward`)."""
+        return np.stack([self.forward(self.tokenize(s), k, capture, matmul) for k, s in enumerate(sentences)])
 
 
 def _expected_shapes(cfg: dict) -> dict:

@@ -4,7 +4,8 @@ A tensor ``t`` becomes ``codes = encode(t / s)`` with ``s = amax(|t|) / max_fini
 largest magnitude lands on the format's largest finite value (no overflow; the formats without Inf
 saturate anyway). Every matrix element format (:data:`hw.formats.MATRIX_FORMATS`) is accepted.
 The matrix unit sees codes only; the product of the two scales is applied to its FP32 results outside
-the unit: ``y ~= s_x * s_w * unit(codes_x, codes_w)``. Block scaling (MX) is not modelled here.
+the unit: ``y ~= s_x * s_w * unit(codes_x, codes_w)``. Block scaling (OCP MX, NVFP4) is
+:mod:`tb.tiles.quant_block`.
 """
 
 from dataclasses import dataclass
