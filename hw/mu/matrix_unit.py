@@ -18,7 +18,8 @@ the numerics are ``docs/numerics.md``. Structure:
   mode the control pipeline goes on for the columns' drain (``valid & last`` and the row), so the
   result registers are written only with results.
 * **Counters**: 48-bit event counters as output ports (``cnt_acc_overflow`` in the ``exact`` mode,
-  counted from column 0: every column drains the same beat count).
+  counted from column 0: every column drains the same beat count), segmented with precomputed
+  increments (:func:`hw.mu.counters.event_counter`) so no carry runs through all 48 bits.
 
 The ports, payload layouts and counters are :class:`hw.mu.interface.MatrixUnitSignature`; the
 latency is composed from the blocks' (:attr:`MatrixUnit.latency`).
@@ -34,6 +35,7 @@ from .. import hier
 from ..hier import BlockParams
 from ..stream import skid_register
 from .column import Column, ColumnParams
+from .counters import event_counter
 from .exact_acc import GUARD_BITS
 from .interface import MatrixUnitSignature
 from .numerics import dot_widths
@@ -277,20 +279,20 @@ class MatrixUnit(wiring.Component):
                           out_valid=out_valid, skid_valid=skid_valid, skid=skid)
 
         # -- counters -------------------------------------------------------------------------
-        events = {
-            "cnt_cycles": 1,
-            "cnt_w_beats": w_fire,
-            "cnt_x_beats": x_fire,
-            "cnt_y_beats": self.y.valid & self.y.ready,
-            "cnt_stall_tile": self.x.valid & ~tile_ok,
-            "cnt_stall_x": ~self.x.valid,
-            "cnt_stall_y": self.y.valid & ~self.y.ready,
-            "cnt_macs": Mux(x_fire, D * D, 0),
+        events = {  # (1-bit event, log2 of the step)
+            "cnt_cycles": (1, 0),
+            "cnt_w_beats": (w_fire, 0),
+            "cnt_x_beats": (x_fire, 0),
+            "cnt_y_beats": (self.y.valid & self.y.ready, 0),
+            "cnt_stall_tile": (self.x.valid & ~tile_ok, 0),
+            "cnt_stall_x": (~self.x.valid, 0),
+            "cnt_stall_y": (self.y.valid & ~self.y.ready, 0),
+            "cnt_macs": (x_fire, 2 * (D.bit_length() - 1)),  # D * D per beat
         }
         if exact:  # column 0's overflow is high from the result's write to the next enabled edge
-            events["cnt_acc_overflow"] = en & overflow
+            events["cnt_acc_overflow"] = (en & overflow, 0)
         for name in self.signature.counter_ports:
-            cnt = Signal(self.signature.counter_bits, name=name)
-            m.d.sync += cnt.eq(cnt + events[name])
-            m.d.comb += getattr(self, name).eq(cnt)
+            event, shift = events[name]
+            m.d.comb += getattr(self, name).eq(
+                event_counter(m, name, self.signature.counter_bits, event, shift=shift))
         return m

@@ -1,0 +1,77 @@
+"""Event counters that keep their exact value every cycle without a carry chain through all bits.
+
+A plain ``cnt <= cnt + event`` over 48 bits maps to a ripple of the whole width after the event
+logic, which becomes the unit's critical path once the datapath is pipelined. :func:`event_counter`
+splits the count into segments of ``seg_bits`` bits:
+
+* the lowest segment counts the event directly (a ``seg_bits``-bit increment);
+* every higher segment ``i`` keeps two registered helpers computed from its own value on the
+  previous cycle: ``s_i + 1`` and "``s_i`` is all ones";
+* segment ``i`` takes its precomputed ``s_i + 1`` when the lowest segment wraps on this event and
+  every segment between them is all ones.
+
+A higher segment changes only when the lowest segment wraps, at most once every ``2**seg_bits``
+cycles (``seg_bits >= 1``), so its helpers are always up to date by the next time they are used.
+The port value is the concatenation of the segments and equals, in every cycle, the number of events
+of the cycles before it (modulo ``2**bits``): the same timing as the plain counter, with the
+longest path being a ``seg_bits``-bit increment and an AND of the segments' registered flags.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Signal
+
+__all__ = ["event_counter", "SEG_BITS"]
+
+#: Default segment width.
+SEG_BITS = 8
+
+
+def event_counter(m: Module, name: str, bits: int, event, *, shift: int = 0,
+                  seg_bits: int = SEG_BITS):
+    """Add a ``bits``-bit counter of a 1-bit ``event`` to ``m``'s ``sync`` domain (reset to 0).
+
+    Parameters
+    ----------
+    m : Module
+    name : str
+        Prefix of the registers' names.
+    bits : int
+        Width of the returned value (the count wraps modulo ``2**bits``).
+    event : Value
+        One bit: the count increments by ``2**shift`` at every clock edge where it is high.
+    shift : int
+        The count steps by ``2**shift`` per event; its ``shift`` low bits are constant zero.
+    seg_bits : int
+        Width of each segment (the last one may be shorter).
+
+    Returns
+    -------
+    Value
+        The count, ``bits`` wide.
+
+    Raises
+    ------
+    ValueError
+        ``bits``, ``shift`` or ``seg_bits`` out of range.
+    """
+    if not 0 <= shift < bits or seg_bits < 1:
+        raise ValueError(f"need 0 <= shift < bits and seg_bits >= 1, not bits={bits}, "
+                         f"shift={shift}, seg_bits={seg_bits}")
+    n = bits - shift
+    widths = [min(seg_bits, n - lo) for lo in range(0, n, seg_bits)]
+    low = Signal(widths[0], name=f"{name}_s0")
+    wrap = Signal(name=f"{name}_wrap")
+    m.d.comb += wrap.eq(event & low.all())
+    m.d.sync += low.eq(low + event)
+    segs, carry = [low], wrap
+    for i, w in enumerate(widths[1:], start=1):
+        seg = Signal(w, name=f"{name}_s{i}")
+        inc = Signal(w, name=f"{name}_p{i}", init=1)  # seg + 1, a cycle late
+        ones = Signal(name=f"{name}_f{i}")  # seg is all ones, a cycle late
+        m.d.sync += [inc.eq(seg + 1), ones.eq(seg.all())]
+        with m.If(carry):
+            m.d.sync += seg.eq(inc)
+        segs.append(seg)
+        nxt = Signal(name=f"{name}_c{i}")
+        m.d.comb += nxt.eq(carry & ones)
+        carry = nxt
+    return Cat(Const(0, shift), *segs) if shift else Cat(*segs)
