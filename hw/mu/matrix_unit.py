@@ -82,7 +82,7 @@ class MatrixUnit(wiring.Component):
     rows : int
         R >= 1 accumulator rows (batch rows).
     stages : int
-        Pipeline registers inside each column, 0 .. :meth:`max_stages` (D).
+        Pipeline registers inside each column, 0 .. :meth:`max_stages` (D, acc).
     tree : str
         Column sum: ``dadda`` (bit-level compressor tree, the synthesis default) or ``words``
         (word-level adder tree: same exact result and latency, far faster to Verilate).
@@ -114,9 +114,9 @@ class MatrixUnit(wiring.Component):
         self._tree = tree
         sig = MatrixUnitSignature(width, fmt, rows, acc)  # checks width, fmt, rows, acc
         _check_int("stages", stages)
-        if not 0 <= stages <= self.max_stages(width):
-            raise ValueError(f"stages must lie in 0..{self.max_stages(width)} for width {width}, "
-                             f"not {stages}")
+        if not 0 <= stages <= self.max_stages(width, acc):
+            raise ValueError(f"stages must lie in 0..{self.max_stages(width, acc)} for width {width} "
+                             f"and acc={acc!r}, not {stages}")
         _check_int("guard_bits", guard_bits)
         if guard_bits < 1 or (acc == "fp32" and guard_bits != GUARD_BITS):
             raise ValueError(f"guard_bits must be an integer >= 1 with acc='exact' (and stay "
@@ -127,9 +127,10 @@ class MatrixUnit(wiring.Component):
         super().__init__(sig)
 
     @staticmethod
-    def max_stages(width: int) -> int:
-        """Largest ``stages`` for width D: normalize + tree output + one per Dadda stage."""
-        return 2 + tree_levels(width)
+    def max_stages(width: int, acc: str = "fp32") -> int:
+        """Largest ``stages`` for width D: normalize + tree output + one per Dadda stage
+        (``fp32``); the tree's two rows + one per Dadda stage (``exact``)."""
+        return (1 if acc == "exact" else 2) + tree_levels(width)
 
     @property
     def width(self) -> int:
