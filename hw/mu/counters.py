@@ -5,16 +5,16 @@ logic, which becomes the unit's critical path once the datapath is pipelined. :f
 splits the count into segments of ``seg_bits`` bits:
 
 * the lowest segment counts the event directly (a ``seg_bits``-bit increment);
-* every higher segment ``i`` keeps two registered helpers computed from its own value on the
-  previous cycle: ``s_i + 1`` and "``s_i`` is all ones";
+* every higher segment ``i`` keeps two registered helpers computed from the segments' values on the
+  previous cycle: ``s_i + 1`` and "every segment between the lowest and ``i`` is all ones";
 * segment ``i`` takes its precomputed ``s_i + 1`` when the lowest segment wraps on this event and
-  every segment between them is all ones.
+  that helper is set (one AND after the wrap, whatever the number of segments).
 
 A higher segment changes only when the lowest segment wraps, at most once every ``2**seg_bits``
 cycles (``seg_bits >= 1``), so its helpers are always up to date by the next time they are used.
 The port value is the concatenation of the segments and equals, in every cycle, the number of events
 of the cycles before it (modulo ``2**bits``): the same timing as the plain counter, with the
-longest path being a ``seg_bits``-bit increment and an AND of the segments' registered flags.
+longest event path being a ``seg_bits``-bit all-ones test, one AND and the segments' enables.
 """
 
 from amaranth.hdl import Cat, Const, Module, Signal
@@ -62,16 +62,16 @@ def event_counter(m: Module, name: str, bits: int, event, *, shift: int = 0,
     wrap = Signal(name=f"{name}_wrap")
     m.d.comb += wrap.eq(event & low.all())
     m.d.sync += low.eq(low + event)
-    segs, carry = [low], wrap
+    segs, below = [low], Const(1, 1)  # below: segments 1 .. i-1 are all ones (now)
     for i, w in enumerate(widths[1:], start=1):
         seg = Signal(w, name=f"{name}_s{i}")
         inc = Signal(w, name=f"{name}_p{i}", init=1)  # seg + 1, a cycle late
-        ones = Signal(name=f"{name}_f{i}")  # seg is all ones, a cycle late
-        m.d.sync += [inc.eq(seg + 1), ones.eq(seg.all())]
-        with m.If(carry):
+        ones = Signal(name=f"{name}_f{i}", init=int(i == 1))  # segments 1 .. i-1 all ones, late
+        m.d.sync += [inc.eq(seg + 1), ones.eq(below)]
+        with m.If(wrap & ones):
             m.d.sync += seg.eq(inc)
         segs.append(seg)
-        nxt = Signal(name=f"{name}_c{i}")
-        m.d.comb += nxt.eq(carry & ones)
-        carry = nxt
+        nxt = Signal(name=f"{name}_a{i}")
+        m.d.comb += nxt.eq(below & seg.all())
+        below = nxt
     return Cat(Const(0, shift), *segs) if shift else Cat(*segs)
