@@ -16,13 +16,14 @@ from hw.mu.counters import event_counter
 pytestmark = pytest.mark.quick
 
 
-@pytest.mark.parametrize("bits,shift,seg", [(9, 0, 2), (10, 3, 1), (11, 0, 4), (7, 0, 8), (12, 5, 3)])
-def test_counter_matches_plain_count(bits, shift, seg):
+@pytest.mark.parametrize("bits,shift,seg,low", [(9, 0, 2, 2), (10, 3, 1, 1), (11, 0, 4, 1), (7, 0, 8, 2),
+                                                (12, 5, 3, 3), (8, 0, 3, 9)])
+def test_counter_matches_plain_count(bits, shift, seg, low):
     m = Module()
     ev = Signal()
     out = Signal(bits)
-    m.d.comb += out.eq(event_counter(m, "c", bits, ev, shift=shift, seg_bits=seg))
-    rng = random.Random(bits * 100 + seg)
+    m.d.comb += out.eq(event_counter(m, "c", bits, ev, shift=shift, seg_bits=seg, low_bits=low))
+    rng = random.Random(bits * 100 + seg * 10 + low)
     pattern = [1] * (3 << (bits - shift)) + [rng.random() < 0.7 for _ in range(2000)]
     seen = []
 
@@ -49,3 +50,5 @@ def test_bad_counter_parameters():
         event_counter(Module(), "c", 8, Signal(), shift=8)
     with pytest.raises(ValueError, match="seg_bits >= 1"):
         event_counter(Module(), "c", 8, Signal(), seg_bits=0)
+    with pytest.raises(ValueError, match="low_bits >= 1"):
+        event_counter(Module(), "c", 8, Signal(), low_bits=0)
