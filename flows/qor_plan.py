@@ -3,8 +3,9 @@ the column pipeline depth (``stages``) it needs.
 
 One table, read by the sweep (:mod:`flows.sweep.qor`, which synthesizes these points) and by the
 report (:mod:`flows.report.qor`, which picks these points out of the measured ones), so the two
-cannot drift apart. The ``exact`` mode's stages are the fewest that meet its clock goal
-(``docs/numerics.md`` section 6; the per-point measurements are in ``reports/``); the ``fp32``
+cannot drift apart. The ``exact`` mode's stages are the fewest that meet its goals
+(:data:`EXACT_GOAL_PS`, :data:`EXACT_AREA_GOAL`; the measurements behind them are in
+``reports/acc_clock_speed.md``, and the QoR report marks each point met or missed); the ``fp32``
 mode stays at the generator's default, since its single-cycle accumulate loop sets its clock
 whatever the stages.
 """
