@@ -25,7 +25,7 @@ export FLOW ?= auto
 export JOBS ?= 2
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv test test-full lint synth prove qor qor-check qor-update clean help
+.PHONY: venv test test-full lint synth prove qor qor-check qor-update power clean help
 
 help:
 	@echo "make synth DESIGN=mu WIDTH=64 FMT=fp8_e4m3   synthesize, report area/timing (build/reports/qor/)"
@@ -70,6 +70,11 @@ ifneq ($(strip $(VERILOG)),)
 else
 	$(PY) -m flows synth --design $(DESIGN) $(SETS) $(SYNTH_WHERE)
 endif
+
+# make power DESIGN=mu WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=tiles|random|zeros|all] [SAMPLE=k] [PUBLISH=1]
+WORKLOAD ?= tiles
+power: $(STAMP)
+	$(PY) -m flows power --width $(or $(WIDTH),32) --fmt $(or $(FMT),fp8_e4m3) --workload $(WORKLOAD) $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(PUBLISH),--publish)
 
 prove: $(STAMP)
 	$(PY) -m flows prove --design $(DESIGN)

@@ -92,7 +92,8 @@ def _slews(flat, lib, load, default):
     return slew
 
 
-def compute(flat, sim, lib, plib, period_ns: float, clock_port: str = "clk") -> Energy:
+def compute(flat, sim, lib, plib, period_ns: float, clock_port: str = "clk", input_slew=None,
+            output_load=None) -> Energy:
     """Energy of ``sim``'s counted cycles (see the module docstring for the model).
 
     Parameters
@@ -105,14 +106,21 @@ def compute(flat, sim, lib, plib, period_ns: float, clock_port: str = "clk") -> 
     plib : flows.power.libpower.PowerLibrary
     period_ns : float
         Clock period, for the leakage time.
+    input_slew : float or None
+        A fixed slew for every net (library time units) instead of the one-step estimate.
+    output_load : float or None
+        Load on top outputs (default: the STA's, :meth:`flows.synth.liberty.Library.default_output_load`).
     """
     cycles = sim.cycles
     rises, falls = sim.rises_falls()
     tog = sim.toggles.astype(np.int64)
     clk = flat.ports[clock_port][1] if clock_port in flat.ports else np.zeros(0, dtype=np.int64)
     rises[clk], falls[clk], tog[clk] = cycles, cycles, 2 * cycles
-    load = net_loads(flat, lib)
-    slew = _slews(flat, lib, load, lib.default_input_slew())
+    load = net_loads(flat, lib, output_load)
+    if input_slew is None:
+        slew = _slews(flat, lib, load, lib.default_input_slew())
+    else:
+        slew = np.full(flat.n_nets, float(input_slew))
     e_unit = plib.energy_pj
     v2 = plib.voltage ** 2
     t_s = cycles * period_ns * 1e-9

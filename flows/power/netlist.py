@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Flat", "flatten", "NetlistError", "COPY"]
+__all__ = ["Flat", "flatten", "NetlistError", "COPY", "sample_indices"]
 
 #: Pseudo cell type of the sampled composition: output = input, no energy, no area.
 COPY = "__COPY__"
@@ -55,6 +55,15 @@ class Flat:
     blocks: list
     ports: dict
     phantom: np.ndarray = field(default=None)
+
+
+def sample_indices(n: int, k: int) -> list:
+    """The ``k`` evenly spaced instance indices (first and last included) kept out of ``n``."""
+    if k >= n:
+        return list(range(n))
+    if k <= 1:
+        return [n // 2]
+    return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)})
 
 
 def _natural(name):
@@ -145,9 +154,8 @@ class _Builder:
             groups.setdefault(t, []).append((cname, conns))
         for t, insts in groups.items():
             keep = list(range(len(insts)))
-            if self.sample and self.sample[0] == t and self.sample[1] < len(insts):
-                k, n = self.sample[1], len(insts)
-                keep = sorted({round(i * (n - 1) / (k - 1)) for i in range(k)} if k > 1 else {n // 2})
+            if self.sample and self.sample[0] == t:
+                keep = sample_indices(len(insts), self.sample[1])
             w = weight * len(insts) / len(keep)
             kept_nets = {}
             for i in keep:

@@ -28,7 +28,7 @@ from ..synth.flow import WORK, resolve_library
 from ..synth.flow import run as synth_run
 from .energy import Energy, compute, net_loads
 from .libpower import load_power
-from .netlist import flatten
+from .netlist import flatten, sample_indices
 from .sim import GateSim
 
 __all__ = ["PowerRun", "run", "stimulus", "PowerError"]
@@ -171,8 +171,7 @@ def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=N
     flat = flatten(mods, "mu", plib.cells, sample=samp, port_caps=_port_caps(mods, lib, plib))
     sim = GateSim(flat, plib)
     t["build"] = time.monotonic()
-    cols = np.arange(width) if samp is None else np.asarray(
-        sorted({round(i * (width - 1) / (sample - 1)) for i in range(sample)} if sample > 1 else {width // 2}))
+    cols = np.asarray(sample_indices(width, sample if samp else width))
     log(f"{variant} {workload}: {sum(len(g['weight']) for g in flat.groups.values())} cells, "
         f"{flat.n_nets} nets, depth {sim.depth}; {meta['w_beats']} w / {meta['x_beats']} x beats, "
         f"{len(cols)} of {width} columns simulated")

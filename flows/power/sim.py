@@ -160,7 +160,9 @@ class GateSim:
         self._d = np.concatenate(d_nets) if d_nets else np.zeros(0, dtype=np.int64)
         self._q = np.concatenate(q_nets) if q_nets else np.zeros(0, dtype=np.int64)
         self._lut = np.concatenate(tables) if tables else np.zeros(16, dtype=np.uint8)
-        self._levelize(np.concatenate(ins), np.concatenate(outs), np.concatenate(luts) * 16)
+        if not ins:
+            ins, outs, luts = [np.zeros((0, 4), dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+        self._levelize(np.concatenate(ins), np.concatenate(outs), np.concatenate(luts).astype(np.int64) * 16)
 
     def _levelize(self, ins, outs, base):
         n = self.flat.n_nets
