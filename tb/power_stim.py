@@ -9,7 +9,8 @@ Workloads (all with the same schedule, so their energies compare like for like):
 
 ``tiles``
     ``N`` real MiniLM tile runs (:mod:`tb.tiles.corpus`) of the unit's width and format whose rows
-    fit the unit's accumulator rows (decode runs, one row, for ``R = 1``), replayed as the tile
+    fit the unit's accumulator rows (the most rows that fit first: decode, one row, for ``R = 1``;
+    prefill, 16 rows, for ``R >= 16``), replayed as the tile
     regression does (:func:`tb.tiles.replay.beats`): per K tile, the weight tile and one beat per
     row, ``first`` on the first K tile, ``last`` on the final one.
 ``random``
@@ -40,7 +41,7 @@ __all__ = ["tile_runs", "program", "write"]
 
 def tile_runs(width: int, fmt: str, rows: int, n: int) -> list:
     """Up to ``n`` real tile runs of this unit (rows per run <= ``rows``), loaded from the corpus."""
-    modes = [m for m, r in corpus.MODES.items() if r <= rows]
+    modes = sorted((m for m, r in corpus.MODES.items() if r <= rows), key=lambda m: -corpus.MODES[m])
     if not modes:
         raise ValueError(f"no tile mode fits {rows} accumulator row(s)")
     specs = [corpus.RunSpec(op, mode, fmt, width, i) for i, (mode, op) in

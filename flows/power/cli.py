@@ -43,6 +43,7 @@ def summary(r) -> dict:
     t_s = e.cycles * e.period_ns * 1e-9
     return {
         "variant": r.variant, "workload": r.workload, "runs": r.meta["runs"],
+        "width": r.meta["width"], "fmt": r.meta["fmt"], "rows": r.meta["rows"],
         "columns_simulated": r.sample or r.columns, "columns": r.columns,
         "cycles": e.cycles, "results_checked": r.checked_results, "toggles": r.toggles,
         "nets": r.nets, "cells": r.cells,
@@ -53,7 +54,8 @@ def summary(r) -> dict:
         "pj_per_issued_mac": e.total / r.meta["issued_macs"],
         "fmax_mhz": r.fmax_mhz, "mw_at_fmax": e.total * 1e-12 / t_s * 1e3,
         "by_category_pj": dict(sorted(cats.items(), key=lambda kv: -kv[1])),
-        "by_block_pj": e.by_block, "seconds": r.seconds,
+        "by_block_pj": e.by_block, "seconds": r.seconds, "peak_mb": r.peak_mb,
+        "area_um2": r.area_um2, "pj_per_cycle": e.total / e.cycles,
     }
 
 
@@ -124,7 +126,8 @@ def main(argv=None):
             d = _write(r, root, argv)
             print(f"{r.variant} {wl}: {s['pj_per_useful_mac']:.2f} pJ/useful MAC, "
                   f"{s['pj_per_issued_mac']:.2f} pJ/issued MAC, {s['mw_at_fmax']:.2f} mW at "
-                  f"{s['fmax_mhz']} MHz; {s['cycles']} cycles in {s['seconds']['total']} s -> {d}")
+                  f"{s['fmax_mhz']} MHz; {s['cycles']} cycles in {s['seconds']['total']} s, "
+                  f"peak {s['peak_mb']} MB -> {d}")
             if a.check_composition:
                 c = run(a.width, a.fmt, wl, a.runs, a.check_composition, params, liberty=a.liberty)
                 _write(c, root, argv)

@@ -15,6 +15,7 @@ Steps of :func:`run`:
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -54,6 +55,8 @@ class PowerRun:
     nets: int
     cells: int
     seconds: dict
+    peak_mb: float
+    area_um2: float
 
 
 def stimulus(width, fmt, rows, workload, runs, out: Path) -> dict:
@@ -183,6 +186,8 @@ def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=N
     t["energy"] = time.monotonic()
     secs = {k: round(t[k] - t[p], 2) for p, k in zip(list(t)[:-1], list(t)[1:], strict=True)}
     secs["total"] = round(t["energy"] - t["start"], 2)
+    peak = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     ncell = sum(len(g["weight"]) for g in flat.groups.values())
     return PowerRun(variant, workload, en, meta, fmax, sample if samp else None, width, checked,
-                    int(sim.toggles.sum()), flat.n_nets, ncell, secs)
+                    int(sim.toggles.sum()), flat.n_nets, ncell, secs, peak,
+                    float(m["synth__design__instance__area__stdcell"]))

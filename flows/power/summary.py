@@ -1,0 +1,179 @@
+"""``reports/power/summary.md`` and its plot from the committed energy runs (``reports/power/*/``).
+
+``python -m flows.power.summary [--hbm-pj-per-byte 40] [--batch 1]`` reads every
+``reports/power/<variant>/energy-<workload>[-sample<k>].json`` and writes:
+
+* energy per useful and per issued MAC, power at fmax and the split by block, per width, format
+  and workload (real tiles, random, zeros), with performance per watt next to performance per mm^2;
+* the composition check: sampled columns against every column, where both were run;
+* the energy of a decode step per token on the model shapes of :mod:`perf.shapes`: the unit's
+  measured energy per cycle times the contract's cycles, plus the feed's energy per HBM byte (a
+  stated parameter) on the fetched bytes, padding included;
+* a comparison with the ISSCC 2014 45 nm energies scaled to this node.
+
+Reads only committed JSON (no simulation): reports never call the flow.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hw.formats import get_format
+from perf.shapes import MODELS, catalog, cost
+
+from ..paths import REPO
+from .cli import category
+
+__all__ = ["load_runs", "write_summary", "ISSCC14_45NM_PJ", "SCALE_45_TO_180"]
+
+ROOT = REPO / "reports" / "power"
+#: Horowitz, "Computing's energy problem", ISSCC 2014, 45 nm, 0.9 V (pJ per operation).
+ISSCC14_45NM_PJ = {"8-bit int multiply": 0.2, "32-bit float add": 0.9, "32-bit float multiply": 3.7}
+#: Energy ~ C V^2: capacitance with feature size (180 / 45 = 4x), supply 1.8 V / 0.9 V (4x in V^2).
+SCALE_45_TO_180 = (180 / 45) * (1.8 / 0.9) ** 2
+_ORDER = {"tiles": 0, "random": 1, "zeros": 2}
+_CATS = ("multipliers", "tree", "accumulate", "weight buffers", "control", "clock net")
+
+
+def load_runs(root: Path = ROOT) -> list:
+    """Every committed energy JSON, sorted by width, format, workload, sampling."""
+    runs = [json.loads(p.read_text()) for p in sorted(Path(root).glob("*/energy-*.json"))]
+    return sorted(runs, key=lambda s: (s["columns"], s["variant"], _ORDER.get(s["workload"], 9),
+                                       s["columns_simulated"] != s["columns"]))
+
+
+def _main_table(runs):
+    out = ["| D | variant | workload | columns simulated | cycles | pJ / useful MAC | pJ / issued MAC "
+           "| mW at fmax (MHz) | GMAC/s/W (useful) | GMAC/s/mm^2 (useful) | "
+           + " | ".join(_CATS) + " |", "|" + "---|" * (10 + len(_CATS))]
+    for s in runs:
+        tot = s["energy_pj"]["total"]
+        cats = {c: 0.0 for c in _CATS}
+        for b, d in s["by_block_pj"].items():
+            cats[category(b) if category(b) in cats else "control"] += sum(d.values())
+        t_s = s["cycles"] / (s["fmax_mhz"] * 1e6)
+        gmacs = s["useful_macs"] / t_s / 1e9
+        watts = tot * 1e-12 / t_s
+        out.append(f"| {s['columns']} | {s['variant']} | {s['workload']} | {s['columns_simulated']} | "
+                   f"{s['cycles']} | {s['pj_per_useful_mac']:.1f} | {s['pj_per_issued_mac']:.1f} | "
+                   f"{s['mw_at_fmax']:.1f} ({s['fmax_mhz']}) | {gmacs / watts:.2f} | "
+                   f"{gmacs / (s['area_um2'] * 1e-6):.4f} | "
+                   + " | ".join(f"{100 * cats[c] / tot:.0f}%" for c in _CATS) + " |")
+    return out
+
+
+def _composition(runs):
+    full = {(s["variant"], s["workload"]): s for s in runs if s["columns_simulated"] == s["columns"]}
+    out = ["| variant | workload | sampled columns | all columns (uJ) | sampled (uJ) | difference | "
+           "seconds all / sampled |", "|---|---|---|---|---|---|---|"]
+    for s in runs:
+        f = full.get((s["variant"], s["workload"]))
+        if s["columns_simulated"] == s["columns"] or f is None:
+            continue
+        a, b = f["energy_pj"]["total"], s["energy_pj"]["total"]
+        out.append(f"| {s['variant']} | {s['workload']} | {s['columns_simulated']} of {s['columns']} | "
+                   f"{a / 1e6:.4g} | {b / 1e6:.4g} | {100 * (b / a - 1):+.2f}% | "
+                   f"{f['seconds']['total']} / {s['seconds']['total']} |")
+    return out
+
+
+def _per_token(runs, hbm_pj, batch):
+    """Per unit (real-tile runs, all columns preferred): the Llama-3.1-8B decode step's unit and HBM
+    energy per token, and the HBM / unit ratio for every model of :data:`perf.shapes.MODELS`."""
+    units = {}
+    for s in runs:
+        if s["workload"] == "tiles":
+            units.setdefault(s["variant"], s)
+    shapes = catalog(batch)
+    out = ["| unit | pJ / cycle | Llama-3.1-8B: unit (mJ/token) | Llama-3.1-8B: HBM (mJ/token) | "
+           + " | ".join(f"HBM / unit, {m}" for m in MODELS) + " |", "|" + "---|" * (4 + len(MODELS))]
+    for variant, s in units.items():
+        bits = get_format(s["fmt"]).bits
+        cells = []
+        llama = None
+        for model in MODELS:
+            cs = [cost(mm, s["width"], bits) for mm in shapes if mm.model == model]
+            e_unit = sum(c["cycles"] for c in cs) * s["pj_per_cycle"] / batch
+            e_hbm = sum(c["bytes_fetched"] for c in cs) * hbm_pj / batch
+            cells.append(f"{e_hbm / e_unit:.2f}")
+            if model == "Llama-3.1-8B":
+                llama = (e_unit, e_hbm)
+        out.append(f"| {variant} | {s['pj_per_cycle']:.0f} | {llama[0] / 1e9:.4g} | {llama[1] / 1e9:.4g} | "
+                   + " | ".join(cells) + " |")
+    return out
+
+
+def _isscc(runs):
+    out = ["| operation | 45 nm (pJ) | scaled to 180 nm, 1.8 V (pJ) |", "|---|---|---|"]
+    for op, pj in ISSCC14_45NM_PJ.items():
+        out.append(f"| {op} | {pj} | {pj * SCALE_45_TO_180:.1f} |")
+    out += ["", "| variant | workload | multipliers + tree per issued MAC (pJ) | vs scaled 8-bit multiply | "
+            "whole unit per useful MAC (pJ) |", "|---|---|---|---|---|"]
+    ref = ISSCC14_45NM_PJ["8-bit int multiply"] * SCALE_45_TO_180
+    for s in runs:
+        if s["workload"] != "tiles":
+            continue
+        arith = sum(sum(d.values()) for b, d in s["by_block_pj"].items()
+                    if category(b) in ("multipliers", "tree"))
+        per = arith / s["issued_macs"]
+        out.append(f"| {s['variant']} ({s['columns_simulated']} cols) | tiles | {per:.2f} | "
+                   f"{per / ref:.1f}x | {s['pj_per_useful_mac']:.1f} |")
+    return out
+
+
+def _plot(runs, path: Path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    series = {}
+    for s in runs:
+        fmt = s["fmt"]
+        series.setdefault((fmt, s["workload"]), {})[s["columns"]] = s["pj_per_useful_mac"]
+    for (fmt, wl), pts in sorted(series.items()):
+        xs = sorted(pts)
+        ax.plot(xs, [pts[x] for x in xs], marker="o", linestyle={"tiles": "-", "random": "--"}.get(wl, ":"),
+                label=f"{fmt} {wl}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("width D")
+    ax.set_ylabel("pJ per useful MAC")
+    ax.set_title("Matrix unit energy per MAC (OSU 0.18 um, gate-level, R = 1)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_summary(root: Path = ROOT, hbm_pj: float = 40.0, batch: int = 1) -> Path:
+    """Write ``summary.md`` and ``energy_per_mac.png`` under ``root``; returns the markdown path."""
+    runs = load_runs(root)
+    if not runs:
+        raise ValueError(f"no energy runs under {root}; run `make power PUBLISH=1` first")
+    _plot(runs, root / "energy_per_mac.png")
+    text = (Path(__file__).with_name("summary_text.md").read_text()
+            .replace("{MAIN}", "\n".join(_main_table(runs)))
+            .replace("{COMPOSITION}", "\n".join(_composition(runs)))
+            .replace("{TOKEN}", "\n".join(_per_token(runs, hbm_pj, batch)))
+            .replace("{ISSCC}", "\n".join(_isscc(runs)))
+            .replace("{HBM}", f"{hbm_pj:g}").replace("{BATCH}", str(batch))
+            .replace("{SCALE}", f"{SCALE_45_TO_180:g}"))
+    out = root / "summary.md"
+    out.write_text(text)
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m flows.power.summary", description=__doc__.splitlines()[0])
+    p.add_argument("--hbm-pj-per-byte", type=float, default=40.0)
+    p.add_argument("--batch", type=int, default=1)
+    a = p.parse_args(argv)
+    print(write_summary(hbm_pj=a.hbm_pj_per_byte, batch=a.batch))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
