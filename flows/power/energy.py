@@ -21,6 +21,10 @@ clock
 Slews: a net's slew is its driver's output transition (mean of rise and fall, over the driver's
 arcs to that output) at the net's load, with the STA's default input slew at the driver's inputs
 (one step of the STA's slew propagation); top inputs and the clock have the default input slew.
+Internal-power tables are read with the slew clamped to their characterised range: a Yosys-only
+netlist has unbuffered high-fanout nets whose extrapolated transition (tens of ns) would put the
+internal energy of their sinks far outside the tables; :attr:`Energy.slow_nets` counts those nets.
+Loads are extrapolated linearly, as the STA does.
 Every cell and the net it drives are weighted by the cell's weight (see :mod:`flows.power.netlist`).
 """
 
@@ -48,6 +52,7 @@ class Energy:
     cycles: int
     period_ns: float
     by_block: dict = field(default_factory=dict)
+    slow_nets: int = 0
 
     @property
     def dynamic(self) -> float:
@@ -74,6 +79,21 @@ def net_loads(flat, lib, output_load=None) -> np.ndarray:
             np.add.at(c, nets, out_load)
     c[:2] = 0.0
     return c
+
+
+def _slew_axis(table):
+    """The input-transition axis of a table (empty for a scalar table or None)."""
+    if table is None:
+        return []
+    return table.index_2 if table.load_first else table.index_1
+
+
+def _power(table, load, slew):
+    """An internal-power table at ``load`` and ``slew``, the slew clamped to the table's axis."""
+    axis = _slew_axis(table)
+    if axis:
+        slew = np.clip(slew, axis[0], axis[-1])
+    return lookup(table, load, slew)
 
 
 def _slews(flat, lib, load, default):
@@ -154,16 +174,16 @@ def compute(flat, sim, lib, plib, period_ns: float, clock_port: str = "clk", inp
             for sh, en in zip(share, ents, strict=True):
                 s_in = slew[g["pins"][en.related]]
                 if en.rise is not None:
-                    e += rises[on] * sh * lookup(en.rise, load[on], s_in)
+                    e += rises[on] * sh * _power(en.rise, load[on], s_in)
                 if en.fall is not None:
-                    e += falls[on] * sh * lookup(en.fall, load[on], s_in)
+                    e += falls[on] * sh * _power(en.fall, load[on], s_in)
         for en in pc.entries:
             if en.related is None and en.pin in g["pins"]:
                 n = g["pins"][en.pin]
                 if en.rise is not None:
-                    e += rises[n] * lookup(en.rise, load[n], slew[n])
+                    e += rises[n] * _power(en.rise, load[n], slew[n])
                 if en.fall is not None:
-                    e += falls[n] * lookup(en.fall, load[n], slew[n])
+                    e += falls[n] * _power(en.fall, load[n], slew[n])
         e_int = e * e_unit * w
         e_leak = pc.leakage * plib.leak_nw * 1e-9 * t_s * 1e12 * w
         for bi in np.unique(blk):
@@ -176,4 +196,7 @@ def compute(flat, sim, lib, plib, period_ns: float, clock_port: str = "clk", inp
     for bi in np.unique(net_blk):
         add(int(bi), "switching", e_sw[net_blk == bi].sum())
     tot = {k: sum(d[k] for d in blocks.values()) for k in ("internal", "switching", "leakage")}
-    return Energy(tot["internal"], tot["switching"], tot["leakage"], cycles, period_ns, blocks)
+    axes = [_slew_axis(t) for pc in plib.cells.values() for en in pc.entries for t in (en.rise, en.fall)]
+    slow = int((slew > max((a[-1] for a in axes if a), default=np.inf)).sum())
+    return Energy(tot["internal"], tot["switching"], tot["leakage"], cycles, period_ns, blocks, slow)
+

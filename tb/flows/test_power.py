@@ -228,3 +228,14 @@ def test_unknown_and_unsupported_cells_are_named(libs):
                    "t", plib.cells)
     with pytest.raises(NetlistError, match="TBUFX1 cannot be simulated: tristate"):
         GateSim(flat, plib)
+
+
+@needs_osu
+def test_slews_beyond_the_tables_are_clamped_to_their_last_point(libs):
+    _, power, _ = _raw("INVX1")
+    mod = _module({"a": 2}, {"y": 3}, [("INVX1", {"A": 2, "Y": 3})])
+    e = _simulate(libs, mod, [{"a": k % 2} for k in range(5)], slew=50.0)[2]
+    pw = power[("Y", "A")]
+    top = pw["rise_power"][1][-1]           # the largest characterised input transition
+    hand = 2 * _at(pw["rise_power"], 0.025, top) + 2 * _at(pw["fall_power"], 0.025, top)
+    assert e.internal == pytest.approx(hand, rel=1e-9)
