@@ -112,6 +112,31 @@ def _slews(flat, lib, load, default):
     return slew
 
 
+def _internal(pins, pc, tog, rises, falls, load, slew):
+    """Internal energy (table units) of each instance of one cell type (see the module docstring)."""
+    e = np.zeros(len(next(iter(pins.values()))))
+    for out in {en.pin for en in pc.entries if en.related}:
+        ents = [en for en in pc.entries if en.pin == out and en.related in pins]
+        on = pins[out]
+        share = np.stack([tog[pins[en.related]] for en in ents]).astype(np.float64)
+        tot = share.sum(axis=0)
+        share = np.where(tot > 0, share / np.where(tot > 0, tot, 1), 1.0 / len(ents))
+        for sh, en in zip(share, ents, strict=True):
+            s_in = slew[pins[en.related]]
+            if en.rise is not None:
+                e += rises[on] * sh * _power(en.rise, load[on], s_in)
+            if en.fall is not None:
+                e += falls[on] * sh * _power(en.fall, load[on], s_in)
+    for en in pc.entries:
+        if en.related is None and en.pin in pins:
+            n = pins[en.pin]
+            if en.rise is not None:
+                e += rises[n] * _power(en.rise, load[n], slew[n])
+            if en.fall is not None:
+                e += falls[n] * _power(en.fall, load[n], slew[n])
+    return e
+
+
 def compute(flat, sim, lib, plib, period_ns: float, clock_port: str = "clk", input_slew=None,
             output_load=None) -> Energy:
     """Energy of ``sim``'s counted cycles (see the module docstring for the model).
@@ -159,31 +184,11 @@ def compute(flat, sim, lib, plib, period_ns: float, clock_port: str = "clk", inp
             net_w[g["pins"]["Y"]] = 0.0
             continue
         pc = plib.cells[t]
-        e = np.zeros(len(w))
         for out in lib.cell(t).outputs:
             if out in g["pins"]:
                 net_w[g["pins"][out]] = w
                 net_blk[g["pins"][out]] = blk
-        outs = {en.pin for en in pc.entries if en.related}
-        for out in outs:
-            ents = [en for en in pc.entries if en.pin == out and en.related in g["pins"]]
-            on = g["pins"][out]
-            share = np.stack([tog[g["pins"][en.related]] for en in ents]).astype(np.float64)
-            tot = share.sum(axis=0)
-            share = np.where(tot > 0, share / np.where(tot > 0, tot, 1), 1.0 / len(ents))
-            for sh, en in zip(share, ents, strict=True):
-                s_in = slew[g["pins"][en.related]]
-                if en.rise is not None:
-                    e += rises[on] * sh * _power(en.rise, load[on], s_in)
-                if en.fall is not None:
-                    e += falls[on] * sh * _power(en.fall, load[on], s_in)
-        for en in pc.entries:
-            if en.related is None and en.pin in g["pins"]:
-                n = g["pins"][en.pin]
-                if en.rise is not None:
-                    e += rises[n] * _power(en.rise, load[n], slew[n])
-                if en.fall is not None:
-                    e += falls[n] * _power(en.fall, load[n], slew[n])
+        e = _internal(g["pins"], pc, tog, rises, falls, load, slew)
         e_int = e * e_unit * w
         e_leak = pc.leakage * plib.leak_nw * 1e-9 * t_s * 1e12 * w
         for bi in np.unique(blk):
