@@ -60,17 +60,17 @@ class PowerRun:
 
 
 def stimulus(width, fmt, rows, workload, runs, out: Path) -> dict:
-    """Write (or reuse) the stimulus file via ``python -m tb.power_stim``; returns its meta."""
-    if not out.is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.stem + f".tmp{os.getpid()}.npz")
-        cmd = [sys.executable, "-m", "tb.power_stim", "--width", str(width), "--fmt", fmt, "--rows",
-               str(rows), "--workload", workload, "--runs", str(runs), "-o", str(tmp)]
-        r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
-                           env=dict(os.environ, PYTHONPATH=str(REPO)))
-        if r.returncode != 0:
-            raise PowerError(f"stimulus generation failed ({' '.join(cmd[1:])}): {r.stderr.strip()}")
-        tmp.replace(out)
+    """Write the stimulus file via ``python -m tb.power_stim`` (always afresh: it depends on the
+    testbench's model and tile corpus, which flows cannot see); returns its meta."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.stem + f".tmp{os.getpid()}.npz")
+    cmd = [sys.executable, "-m", "tb.power_stim", "--width", str(width), "--fmt", fmt, "--rows",
+           str(rows), "--workload", workload, "--runs", str(runs), "-o", str(tmp)]
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(REPO)))
+    if r.returncode != 0:
+        raise PowerError(f"stimulus generation failed ({' '.join(cmd[1:])}): {r.stderr.strip()}")
+    tmp.replace(out)
     with np.load(out) as z:
         return json.loads(str(z["meta"]))
 
