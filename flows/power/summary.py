@@ -49,9 +49,7 @@ def _main_table(runs):
            + " | ".join(_CATS) + " |", "|" + "---|" * (10 + len(_CATS))]
     for s in runs:
         tot = s["energy_pj"]["total"]
-        cats = {c: 0.0 for c in _CATS}
-        for b, d in s["by_block_pj"].items():
-            cats[category(b) if category(b) in cats else "control"] += sum(d.values())
+        shares = _shares(s)
         t_s = s["cycles"] / (s["fmax_mhz"] * 1e6)
         gmacs = s["useful_macs"] / t_s / 1e9
         watts = tot * 1e-12 / t_s
@@ -59,7 +57,33 @@ def _main_table(runs):
                    f"{s['cycles']} | {s['pj_per_useful_mac']:.1f} | {s['pj_per_issued_mac']:.1f} | "
                    f"{s['mw_at_fmax']:.1f} ({s['fmax_mhz']}) | {gmacs / watts:.2f} | "
                    f"{gmacs / (s['area_um2'] * 1e-6):.4f} | "
-                   + " | ".join(f"{100 * cats[c] / tot:.0f}%" for c in _CATS) + " |")
+                   + " | ".join(f"{100 * shares[c]:.0f}%" for c in _CATS) + " |")
+    return out
+
+
+def _shares(s):
+    cats = {c: 0.0 for c in _CATS}
+    for b, d in s["by_block_pj"].items():
+        cats[category(b) if category(b) in cats else "control"] += sum(d.values())
+    return {c: v / s["energy_pj"]["total"] for c, v in cats.items()}
+
+
+def _findings(runs):
+    """One line per real-tile run: the two largest blocks and the data-dependent share."""
+    out = []
+    zeros = {(s["variant"], s["columns_simulated"]): s for s in runs if s["workload"] == "zeros"}
+    for s in runs:
+        if s["workload"] != "tiles":
+            continue
+        sh = sorted(_shares(s).items(), key=lambda kv: -kv[1])
+        line = (f"- {s['variant']} ({s['columns_simulated']} of {s['columns']} columns): "
+                f"{sh[0][0]} {100 * sh[0][1]:.0f}%, {sh[1][0]} {100 * sh[1][1]:.0f}%")
+        z = zeros.get((s["variant"], s["columns_simulated"]))
+        if z:
+            ratio = z["energy_pj"]["total"] / s["energy_pj"]["total"]
+            line += (f"; all-zero data costs {100 * ratio:.0f}% of the real tiles' energy (close to "
+                     "the data-independent floor: clock, flop clock pins, control, leakage)")
+        out.append(line + ".")
     return out
 
 
@@ -186,6 +210,7 @@ def write_summary(root: Path = ROOT, hbm_pj: float = 40.0, batch: int = 1) -> Pa
             .replace("{TOKEN}", "\n".join(_per_token(runs, hbm_pj, batch)))
             .replace("{ISSCC}", "\n".join(_isscc(runs)))
             .replace("{BUDGETS}", "\n".join(_budgets(runs)))
+            .replace("{FINDINGS}", "\n".join(_findings(runs)))
             .replace("{HBM}", f"{hbm_pj:g}").replace("{BATCH}", str(batch))
             .replace("{SCALE}", f"{SCALE_45_TO_180:g}"))
     out = root / "summary.md"
