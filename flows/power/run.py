@@ -141,6 +141,10 @@ def _drive(sim, flat, stim, check_cols, width, max_cycles):
     else:
         raise PowerError(f"after {max_cycles} cycles only {iy} of {ny} results came out "
                          f"({iw}/{nw} w beats, {ix}/{nx} x beats taken)")
+    macs = sim.get_bits(p["cnt_macs"])
+    if macs != nx * width * width:
+        raise PowerError(f"the netlist's cnt_macs is {macs}, expected {nx * width * width} "
+                         f"({nx} x beats of {width}x{width} MACs)")
     return iy
 
 
