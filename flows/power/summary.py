@@ -120,7 +120,7 @@ def _per_token(runs, hbm_pj, batch):
     energy per token, and the HBM / unit ratio for every model of :data:`perf.shapes.MODELS`."""
     units = {}
     for s in runs:
-        if s["workload"] == "tiles":
+        if s["workload"] == "tiles" and s["rows"] == 1:   # the decode (weight-feed-bound) regime
             units.setdefault(s["variant"], s)
     shapes = catalog(batch)
     out = ["| unit | pJ / cycle | Llama-3.1-8B: unit (mJ/token) | Llama-3.1-8B: HBM (mJ/token) | "
