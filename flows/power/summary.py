@@ -25,13 +25,15 @@ from perf.shapes import MODELS, catalog, cost
 from ..paths import REPO
 from .cli import category
 
-__all__ = ["load_runs", "write_summary", "ISSCC14_45NM_PJ", "SCALE_45_TO_180"]
+__all__ = ["load_runs", "write_summary", "ISSCC14_45NM_PJ", "SCALE_45_TO_180", "ABS_MODEL"]
 
 ROOT = REPO / "reports" / "power"
 #: Horowitz, "Computing's energy problem", ISSCC 2014, 45 nm, 0.9 V (pJ per operation).
 ISSCC14_45NM_PJ = {"8-bit int multiply": 0.2, "32-bit float add": 0.9, "32-bit float multiply": 3.7}
 #: Energy ~ C V^2: capacitance with feature size (180 / 45 = 4x), supply 1.8 V / 0.9 V (4x in V^2).
 SCALE_45_TO_180 = (180 / 45) * (1.8 / 0.9) ** 2
+#: The model whose decode step the per-token table shows in absolute energy.
+ABS_MODEL = "Llama-3.1-8B"
 _ORDER = {"tiles": 0, "random": 1, "zeros": 2}
 _CATS = ("multipliers", "tree", "accumulate", "weight buffers", "control", "clock net")
 
@@ -116,14 +118,14 @@ def _budgets(runs):
 
 
 def _per_token(runs, hbm_pj, batch):
-    """Per unit (real-tile runs, all columns preferred): the Llama-3.1-8B decode step's unit and HBM
-    energy per token, and the HBM / unit ratio for every model of :data:`perf.shapes.MODELS`."""
+    """Per unit (real-tile runs, all columns preferred): the :data:`ABS_MODEL` decode step's unit and
+    HBM energy per token, and the HBM / unit ratio for every model of :data:`perf.shapes.MODELS`."""
     units = {}
     for s in runs:
         if s["workload"] == "tiles" and s["rows"] == 1:   # the decode (weight-feed-bound) regime
             units.setdefault(s["variant"], s)
     shapes = catalog(batch)
-    out = ["| unit | pJ / cycle | Llama-3.1-8B: unit (mJ/token) | Llama-3.1-8B: HBM (mJ/token) | "
+    out = [f"| unit | pJ / cycle | {ABS_MODEL}: unit (mJ/token) | {ABS_MODEL}: HBM (mJ/token) | "
            + " | ".join(f"HBM / unit, {m}" for m in MODELS) + " |", "|" + "---|" * (4 + len(MODELS))]
     for variant, s in units.items():
         bits = get_format(s["fmt"]).bits
@@ -134,7 +136,7 @@ def _per_token(runs, hbm_pj, batch):
             e_unit = sum(c["cycles"] for c in cs) * s["pj_per_cycle"] / batch
             e_hbm = sum(c["bytes_fetched"] for c in cs) * hbm_pj / batch
             cells.append(f"{e_hbm / e_unit:.2f}")
-            if model == "Llama-3.1-8B":
+            if model == ABS_MODEL:
                 llama = (e_unit, e_hbm)
         out.append(f"| {variant} | {s['pj_per_cycle']:.0f} | {llama[0] / 1e9:.4g} | {llama[1] / 1e9:.4g} | "
                    + " | ".join(cells) + " |")

@@ -239,3 +239,32 @@ def test_slews_beyond_the_tables_are_clamped_to_their_last_point(libs):
     top = pw["rise_power"][1][-1]           # the largest characterised input transition
     hand = 2 * _at(pw["rise_power"], 0.025, top) + 2 * _at(pw["fall_power"], 0.025, top)
     assert e.internal == pytest.approx(hand, rel=1e-9)
+
+
+def test_summary_per_token_ratio_in_the_feed_bound_regime(tmp_path, monkeypatch):
+    """At batch 1 every MiniLM product has M <= D = 8: each D x D tile costs D cycles and D^2 bytes
+    (FP8), so HBM / unit = pJ_per_byte * D / pJ_per_cycle, whatever the shapes."""
+    import json
+
+    from flows.power import summary
+
+    # MiniLM only: the contract's cycle count of the big models' shapes takes tens of seconds
+    monkeypatch.setattr(summary, "MODELS", ("MiniLM-L6",))
+    monkeypatch.setattr(summary, "ABS_MODEL", "MiniLM-L6")
+
+    run = {"variant": "mu-w8-fp8_e4m3-osu018", "workload": "tiles", "runs": [], "width": 8,
+           "fmt": "fp8_e4m3", "rows": 1, "columns_simulated": 8, "columns": 8, "cycles": 1000,
+           "results_checked": 1, "toggles": 1, "nets": 1, "cells": 1, "useful_macs": 5000,
+           "issued_macs": 6400, "energy_pj": {"internal": 6e5, "switching": 4e5, "leakage": 0.0,
+                                              "total": 1e6},
+           "pj_per_useful_mac": 200.0, "pj_per_issued_mac": 1e6 / 6400, "fmax_mhz": 50.0,
+           "mw_at_fmax": 50.0, "by_block_pj": {"mu": {"internal": 1e6, "switching": 0, "leakage": 0}},
+           "seconds": {"synth": 1, "stimulus": 1, "build": 1, "sim": 1, "energy": 1, "total": 5},
+           "peak_mb": 10, "area_um2": 1e6, "pj_per_cycle": 1000.0}
+    (tmp_path / run["variant"]).mkdir()
+    (tmp_path / run["variant"] / "energy-tiles.json").write_text(json.dumps(run))
+    text = summary.write_summary(tmp_path, hbm_pj=40.0).read_text()
+    row = next(ln for ln in text.splitlines() if ln.startswith("| mu-w8-fp8_e4m3-osu018 | 1000 |"))
+    ratio_minilm = float(row.split("|")[5])
+    assert ratio_minilm == pytest.approx(40.0 * 8 / 1000.0, abs=0.005)
+    assert (tmp_path / "energy_per_mac.png").is_file()
