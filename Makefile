@@ -34,6 +34,7 @@ help:
 	@echo "make test-full                               the whole regression"
 	@echo "make prove DESIGN=bf16_mul                   formal equivalence booth4 == behavioral"
 	@echo "make qor / qor-check / qor-update            cross-width report, regression gate, goldens"
+	@echo "make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=all] energy per MAC, gate-level on real tiles (PUBLISH=1 to reports/power/)"
 	@echo "  synth options: LIBERTY=cells.lib CLOCK_PS=period FLOW=auto|flat|hier PUBLISH=1 (to reports/qor/);"
 	@echo "  design options: $$($(PY) -m hw options --make-vars 2>/dev/null || echo 'see python -m hw list')"
 	@echo "  formats (FMT): $$($(PY) -m hw options --choices fmt 2>/dev/null || echo 'see python -m hw list')"
