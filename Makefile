@@ -72,10 +72,11 @@ else
 	$(PY) -m flows synth --design $(DESIGN) $(SETS) $(SYNTH_WHERE)
 endif
 
-# make power DESIGN=mu WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=tiles|random|zeros|all] [SAMPLE=k] [PUBLISH=1]
+# make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=tiles|random|zeros|all] [SAMPLE=k] [PUBLISH=1] [ROWS=16 ...]
+# (energy of the matrix unit; other mu options as for make synth)
 WORKLOAD ?= tiles
 power: $(STAMP)
-	$(PY) -m flows power --width $(or $(WIDTH),32) --fmt $(or $(FMT),fp8_e4m3) --workload $(WORKLOAD) $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(PUBLISH),--publish)
+	$(PY) -m flows power --width $(or $(WIDTH),32) --fmt $(or $(FMT),fp8_e4m3) --workload $(WORKLOAD) $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(PUBLISH),--publish) $(SETS)
 
 prove: $(STAMP)
 	$(PY) -m flows prove --design $(DESIGN)
