@@ -76,6 +76,7 @@ endif
 # (energy of the matrix unit; other mu options as for make synth)
 WORKLOAD ?= tiles
 power: $(STAMP)
+	@test "$(DESIGN)" = mu || { echo "make power: DESIGN=$(DESIGN) is not supported; the energy flow drives the matrix unit (DESIGN=mu)"; exit 2; }
 	$(PY) -m flows power --width $(or $(WIDTH),32) --fmt $(or $(FMT),fp8_e4m3) --workload $(WORKLOAD) $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(PUBLISH),--publish) $(SETS)
 
 prove: $(STAMP)
