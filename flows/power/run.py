@@ -9,7 +9,8 @@ Steps of :func:`run`:
 3. :func:`flows.power.netlist.flatten` stitches the blocks (all columns, or ``sample`` of them) and
    :class:`flows.power.sim.GateSim` runs them: two reset cycles, then the ``w`` and ``x`` beats sent
    as fast as the unit takes them (``valid`` whenever a beat is left), ``y__ready`` always 1. Every
-   ``y`` beat is compared with the expected FP32 bits (only the kept columns when sampling).
+   ``y`` beat is compared with the expected FP32 bits (only the kept columns when sampling), and
+   the unit's ``cnt_macs`` with the beats sent.
 4. :func:`flows.power.energy.compute` over the cycles after reset, up to the last result.
 """
 
