@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 
 from ..paths import BUILD, REPO
+from ..synth.liberty import LibertyError
 from ..synth.metrics import git_revision, tool_versions
+from ..synth.yosys import SynthError
 from .run import PowerError, run
 
 __all__ = ["main", "CATEGORIES", "summary", "category"]
@@ -137,7 +139,7 @@ def main(argv=None):
                 diff = c.energy.total / r.energy.total - 1
                 print(f"composed ({a.check_composition} of {a.width} columns) vs all columns: "
                       f"{100 * diff:+.2f}% ({c.seconds['total']} s vs {r.seconds['total']} s)")
-    except (PowerError, ValueError) as e:
+    except (PowerError, LibertyError, SynthError, ValueError) as e:
         print(f"python -m flows power: error: {e}", file=sys.stderr)
         return 2
     return 0

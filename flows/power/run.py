@@ -166,6 +166,10 @@ def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=N
     variant = m["variant"]
     rows = int(m["design__params"].get("rows", 1))
     lib = resolve_library(liberty, log=lambda s: None)
+    if lib.generic:
+        raise PowerError("energy needs a liberty with internal_power tables and leakage; install the "
+                         "OSU 0.18 um library (apt-get install qflow-tech-osu018) or pass "
+                         "LIBERTY=/path/to/cells.lib")
     plib = load_power(lib.path)
     t["synth"] = time.monotonic()
     stim_path = BUILD / "power" / "stim" / f"{workload}-w{width}-{fmt}-r{rows}-n{runs}.npz"
