@@ -195,9 +195,10 @@ def cosim(fmt: str, D: int, per_class: int, seed: int = 0) -> int:
     return n
 
 
+#: make test: D = 32, 64 and 128 (the default format, and E5M2's widest products at D = 64);
+#: make test-full: every format at every one of these widths, 2**15 vectors per class.
 COSIM = [pytest.param(fmt, D, n, id=f"{fmt}-w{D}") for fmt, D, n in (
-    ("fp8_e4m3", 32, 1 << 15), ("fp8_e5m2", 64, 1 << 14), ("fp4_e2m1", 128, 1 << 14),
-    ("fp6_e3m2", 128, 1 << 13), ("fp8_e4m3", 128, 1 << 13))] + [
+    ("fp8_e4m3", 32, 1 << 15), ("fp8_e5m2", 64, 1 << 14), ("fp8_e4m3", 128, 1 << 13))] + [
     pytest.param(fmt, D, 1 << 15, id=f"{fmt}-w{D}-dense", marks=pytest.mark.full)
     for fmt in MATRIX_FORMATS for D in (32, 64, 128)]
 
@@ -206,3 +207,16 @@ COSIM = [pytest.param(fmt, D, n, id=f"{fmt}-w{D}") for fmt, D, n in (
 def test_trees_cosim(fmt, width, per_class, record_property):
     n = cosim(fmt, width, per_class)
     record_property(f"measured tree co-simulation {fmt} D={width}", f"{n} vectors, both trees exact")
+
+
+def test_schedule_check_catches_errors():
+    """The stage check rejects a wrong carry, a lost bit and a bit moved to another column."""
+    a, b = Signal(name="a"), Signal(name="b")
+    s, c = Signal(name="dd1_s0_0"), Signal(name="dd1_c0_0")
+    good = [s.eq(a ^ b), c.eq(a & b)]
+    assert _stage_ok([[a, b], []], [[s], [c]], good, 1) == 1
+    for cols_out, comb in (([[s], [c]], [s.eq(a ^ b), c.eq(a | b)]),    # wrong carry
+                           ([[s], []], good),                            # carry lost
+                           ([[s, c], []], good)):                        # carry in the wrong column
+        with pytest.raises(AssertionError):
+            _stage_ok([[a, b], []], cols_out, comb, 2)
