@@ -45,6 +45,8 @@ class StreamSource:
     ----------
     sent : int
         Beats transferred so far.
+    paused : int
+        Cycles the pause generator held a beat back (beats left, ``valid`` low).
     valid : bool
         ``valid`` as driven this cycle.
     fired : bool
@@ -60,6 +62,7 @@ class StreamSource:
         self.beats = beats
         self.pause = pause or no_pause()
         self.sent = 0
+        self.paused = 0
         self.valid = self.fired = False
         self._written_valid = None
 
@@ -78,9 +81,12 @@ class StreamSource:
             self.sent += 1
             self.valid = self.fired = False
         paused = next(self.pause)
-        if not self.valid and not paused and self.sent < len(self.beats):
-            write(self._payload, self.beats[self.sent])
-            self.valid = True
+        if not self.valid and self.sent < len(self.beats):
+            if paused:
+                self.paused += 1
+            else:
+                write(self._payload, self.beats[self.sent])
+                self.valid = True
         if self.valid is not self._written_valid:
             write(self._valid, self.valid)
             self._written_valid = self.valid
