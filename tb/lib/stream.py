@@ -24,8 +24,15 @@ __all__ = ["StreamSource", "StreamSink", "read_int"]
 
 
 def read_int(handle) -> int:
-    """Integer value of a signal (any width); raises ``ValueError`` on X/Z bits."""
-    return int(handle.value)
+    """Integer value of a signal (any width); raises ``ValueError`` on X/Z bits.
+
+    Parses the simulator's binary string directly: building a ``LogicArray`` first (what
+    ``int(handle.value)`` does) costs about 10x more, over 100 us for a 2048-bit ``y`` payload.
+    """
+    raw = getattr(handle, "_handle", None)
+    if raw is None or not hasattr(raw, "get_signal_val_binstr"):
+        return int(handle.value)
+    return int(raw.get_signal_val_binstr(), 2)
 
 
 class StreamSource:
