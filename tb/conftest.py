@@ -1,6 +1,5 @@
-"""Test ordering for the CI run (``pytest -n 2``), the run's measurements and its functional coverage
-(:mod:`tb.coverage`: counts cleared when the session starts, merged from every process and printed
-at its end) in its summary.
+"""Test ordering for the CI run (``pytest -n 2``), and the run's measurements and functional coverage
+(:mod:`tb.coverage`: a fresh folder per session, merged from every process) in its summary.
 
 pytest-xdist hands tests to its workers in collection order, so a long simulation collected last
 would run alone at the end. The longest ones (the D = 128 unit's Verilator build and runs, the BF16
@@ -47,10 +46,11 @@ def pytest_collection_modifyitems(config, items):
                 pytest.PytestWarning, __file__, 0)
 
 
-def pytest_sessionstart(session):
-    """The controller (not an xdist worker) starts a fresh coverage count."""
-    if not hasattr(session.config, "workerinput"):
-        coverage.clear()
+def pytest_configure(config):
+    """The controller (not an xdist worker) starts a fresh coverage folder, inherited by the
+    workers and the simulations it starts (``TB_COVERAGE_DIR``)."""
+    if not hasattr(config, "workerinput"):
+        coverage.new_session()
 
 
 def pytest_sessionfinish(session):

@@ -3,9 +3,11 @@
 Testbenches call :func:`hit` (samplers in :mod:`tb.coverage_sample` do it from the programs, the
 model's exact values and what a run observed). Each process (a pytest-xdist worker, a cocotb
 simulation) keeps its counts in memory and :func:`flush` writes them to
-``build/coverage/<pid>.json`` (the whole process's counts, overwritten: flushing again never counts
-twice). :func:`merge` sums every file; ``tb/conftest.py`` clears the folder when a pytest session
-starts and prints :func:`summary` at its end.
+``<session folder>/<pid>.json`` (the whole process's counts, overwritten: flushing again never counts
+twice). A pytest session (``tb/conftest.py``) makes a fresh folder ``build/coverage/<session>/``,
+passes it to its workers and simulations in ``TB_COVERAGE_DIR`` and records it in
+``build/coverage/LATEST``; :func:`merge` sums every file of a folder (by default the latest
+session's), and the session prints :func:`summary` at its end. Concurrent sessions do not mix.
 
 Every point is declared in :data:`POINTS` with the group it belongs to, what it means and, when the
 design cannot produce it, why; a hit on an undeclared name is an error (a typo would otherwise be a
@@ -28,11 +30,13 @@ from pathlib import Path
 
 from hw.formats import CLASSES, MATRIX_FORMATS, get_format
 
-__all__ = ["POINTS", "hit", "flush", "merge", "clear", "summary", "report_md", "COVERAGE_DIR"]
+__all__ = ["POINTS", "hit", "flush", "merge", "clear", "new_session", "latest", "summary", "report_md",
+           "COVERAGE_DIR"]
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Where every process writes its counts (``TB_COVERAGE_DIR`` overrides).
-COVERAGE_DIR = Path(os.environ.get("TB_COVERAGE_DIR", ROOT / "build" / "coverage"))
+BASE = ROOT / "build" / "coverage"
+#: Where this process writes its counts (``TB_COVERAGE_DIR``, set by the pytest session).
+COVERAGE_DIR = Path(os.environ.get("TB_COVERAGE_DIR", BASE / "default"))
 
 
 def _points() -> dict:
@@ -126,14 +130,39 @@ def flush() -> Path | None:
     return out
 
 
-def clear(folder: Path = COVERAGE_DIR) -> None:
-    """Delete the counts of earlier runs."""
+def new_session(keep: int = 4) -> Path:
+    """A fresh folder for one pytest session, made this process's and its children's (through
+    ``TB_COVERAGE_DIR``) and recorded as the latest; older session folders beyond ``keep`` go."""
+    global COVERAGE_DIR
+    BASE.mkdir(parents=True, exist_ok=True)
+    old = sorted(BASE.glob("session-*"), key=lambda p: p.stat().st_mtime)
+    for d in old[:max(0, len(old) - keep)]:
+        clear(d)
+        d.rmdir()
+    folder = BASE / f"session-{datetime.datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}"
+    folder.mkdir()
+    os.environ["TB_COVERAGE_DIR"] = str(folder)
+    COVERAGE_DIR = folder
+    (BASE / "LATEST").write_text(str(folder))
+    return folder
+
+
+def latest() -> Path:
+    """The latest session's folder (``build/coverage/LATEST``), else this process's."""
+    marker = BASE / "LATEST"
+    return Path(marker.read_text().strip()) if marker.exists() else COVERAGE_DIR
+
+
+def clear(folder: Path) -> None:
+    """Delete the counts in ``folder``."""
     for f in Path(folder).glob("*.json"):
         f.unlink(missing_ok=True)
 
 
-def merge(folder: Path = COVERAGE_DIR) -> Counter:
-    """Sum the counts of every process's file (points no longer declared are dropped)."""
+def merge(folder: Path | None = None) -> Counter:
+    """Sum the counts of every process's file in ``folder`` (default: :func:`latest`); points no
+    longer declared are dropped."""
+    folder = latest() if folder is None else folder
     total = Counter()
     for f in sorted(Path(folder).glob("*.json")):
         try:
@@ -198,13 +227,14 @@ def report_md(counts: Counter, command: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dir", type=Path, default=COVERAGE_DIR, help="folder of per-process counts")
+    ap.add_argument("--dir", type=Path, default=None,
+                    help="folder of per-process counts (default: the latest pytest session's)")
     ap.add_argument("--write", type=Path, help="write the Markdown report here")
     ap.add_argument("--command", default="make test-full", help="the run the counts come from")
     args = ap.parse_args(argv)
     counts = merge(args.dir)
     if not counts:
-        print(f"no coverage counts under {args.dir}: run the regression first (make test)",
+        print(f"no coverage counts under {args.dir or latest()}: run the regression first (make test)",
               file=sys.stderr)
         return 1
     for line in summary(counts):

@@ -11,7 +11,6 @@ pytestmark = pytest.mark.quick
 
 
 def test_merge_summary_report(tmp_path, monkeypatch):
-    monkeypatch.setattr(coverage, "COVERAGE_DIR", tmp_path)
     (tmp_path / "1.json").write_text(json.dumps({"protocol.stall_x": 3, "slice.ragged_k": 1}))
     (tmp_path / "2.json").write_text(json.dumps({"protocol.stall_x": 2, "gone.point": 5}))
     counts = coverage.merge(tmp_path)
