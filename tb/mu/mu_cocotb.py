@@ -164,6 +164,33 @@ async def reset_mid_stream(dut):
 
 
 @cocotb.test()
+async def exact_rounding_edges(dut):
+    """``exact`` mode, E4M3: an accumulation cancelling 448 to 2**-18 (27 leading bits lost) and one
+    of 256 - 2**-18, whose single rounding carries into the next binade (result 256); checked
+    against the model and against the hand-computed results."""
+    assert ACC == "exact" and FMT == "fp8_e4m3", "written for the exact mode on E4M3 codes"
+    import ml_dtypes
+
+    from .program import Tile
+
+    def code(v):
+        return int(np.array([v], dtype=ml_dtypes.float8_e4m3fn).view(np.uint8)[0])
+
+    tb = await _tb(dut)
+    w = np.zeros((WIDTH, WIDTH), np.int64)
+    w[0, :], w[1, :] = code(1.0), code(2.0 ** -9)
+    x = np.zeros((4, WIDTH), np.int64)
+    x[0, 0], x[1, 0], x[1, 1] = code(448.0), code(-448.0), code(2.0 ** -9)
+    x[2, 0], x[3, 1] = code(256.0), code(-(2.0 ** -9))
+    prog = Program.from_tiles(WIDTH, FMT, ROWS, [Tile(w, x, first=np.array([1, 0, 1, 0], bool),
+                                                      last=np.array([0, 1, 0, 1], bool))])
+    res, _ = await _run_checked(tb, prog, "exact_rounding_edges")
+    want = [np.float32(2.0 ** -18).view(np.uint32), np.float32(256.0).view(np.uint32)]
+    for (_, got), v in zip(res.y, want, strict=True):
+        assert (got == v).all(), f"got {got}, want {v:#x}"
+
+
+@cocotb.test()
 async def overflow_limit(dut):
     """``exact`` mode: accumulations of up to ``2**guard_bits`` beats are exact; one beat more gives
     NaN in every column and counts once in ``cnt_acc_overflow`` (counted here from the program's
