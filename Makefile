@@ -62,6 +62,7 @@ test: lint
 test-full: lint
 	mkdir -p build
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --junitxml=build/junit-full.xml
+	$(PY) -m tb.coverage --write reports/coverage.md --command "make test-full"
 
 SYNTH_WHERE = $(if $(PUBLISH),--publish)
 

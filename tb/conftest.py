@@ -1,4 +1,5 @@
-"""Test ordering for the CI run (``pytest -n 2``), and the run's measurements in its summary.
+"""Test ordering for the CI run (``pytest -n 2``), and the run's measurements and functional coverage
+(:mod:`tb.coverage`: a fresh folder per session, merged from every process) in its summary.
 
 pytest-xdist hands tests to its workers in collection order, so a long simulation collected last
 would run alone at the end. The longest ones (the D = 128 unit's Verilator build and runs, the BF16
@@ -11,6 +12,8 @@ that matches no test of its file (a renamed test) is reported as a warning, not 
 import warnings
 
 import pytest
+
+from tb import coverage
 
 #: Node-id fragments of the longest tests, longest first (each with the file that holds it).
 LONG_FIRST = ("tb/mu/test_matrix_unit.py::test_matrix_unit[w128",
@@ -43,6 +46,17 @@ def pytest_collection_modifyitems(config, items):
                 pytest.PytestWarning, __file__, 0)
 
 
+def pytest_configure(config):
+    """The controller (not an xdist worker) starts a fresh coverage folder, inherited by the
+    workers and the simulations it starts (``TB_COVERAGE_DIR``)."""
+    if not hasattr(config, "workerinput"):
+        coverage.new_session()
+
+
+def pytest_sessionfinish(session):
+    coverage.flush()   # points hit in this process (simulations flush their own)
+
+
 def pytest_terminal_summary(terminalreporter):
     """Print every ``record_property("measured ...", value)`` of the passed tests (benchmarks
     printed by tests, e.g. the BF16 checking rate; pytest hides a passing test's output)."""
@@ -51,4 +65,9 @@ def pytest_terminal_summary(terminalreporter):
     if lines:
         terminalreporter.write_sep("-", "measurements")
         for line in lines:
+            terminalreporter.write_line(line)
+    counts = coverage.merge()
+    if counts:
+        terminalreporter.write_sep("-", "functional coverage (python -m tb.coverage)")
+        for line in coverage.summary(counts):
             terminalreporter.write_line(line)

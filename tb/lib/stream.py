@@ -24,8 +24,15 @@ __all__ = ["StreamSource", "StreamSink", "read_int"]
 
 
 def read_int(handle) -> int:
-    """Integer value of a signal (any width); raises ``ValueError`` on X/Z bits."""
-    return int(handle.value)
+    """Integer value of a signal (any width); raises ``ValueError`` on X/Z bits.
+
+    Parses the simulator's binary string directly: building a ``LogicArray`` first (what
+    ``int(handle.value)`` does) costs about 10x more, over 100 us for a 2048-bit ``y`` payload.
+    """
+    raw = getattr(handle, "_handle", None)
+    if raw is None or not hasattr(raw, "get_signal_val_binstr"):
+        return int(handle.value)
+    return int(raw.get_signal_val_binstr(), 2)
 
 
 class StreamSource:
@@ -45,6 +52,8 @@ class StreamSource:
     ----------
     sent : int
         Beats transferred so far.
+    paused : int
+        Cycles the pause generator held a beat back (beats left, ``valid`` low).
     valid : bool
         ``valid`` as driven this cycle.
     fired : bool
@@ -60,6 +69,7 @@ class StreamSource:
         self.beats = beats
         self.pause = pause or no_pause()
         self.sent = 0
+        self.paused = 0
         self.valid = self.fired = False
         self._written_valid = None
 
@@ -78,9 +88,12 @@ class StreamSource:
             self.sent += 1
             self.valid = self.fired = False
         paused = next(self.pause)
-        if not self.valid and not paused and self.sent < len(self.beats):
-            write(self._payload, self.beats[self.sent])
-            self.valid = True
+        if not self.valid and self.sent < len(self.beats):
+            if paused:
+                self.paused += 1
+            else:
+                write(self._payload, self.beats[self.sent])
+                self.valid = True
         if self.valid is not self._written_valid:
             write(self._valid, self.valid)
             self._written_valid = self.valid

@@ -81,7 +81,7 @@ def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None,
 
 def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int | None = None,
              acc: str | None = None, guard_bits: int | None = None, env: dict | None = None,
-             suffix: str = "") -> dict:
+             suffix: str = "", tree: str | None = None, flat: bool = False) -> dict:
     """Build the unit and run cocotb tests from ``tb.mu.mu_cocotb``.
 
     Parameters
@@ -95,6 +95,12 @@ def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int
         Extra knobs (``MU_SEED``, ``MU_SCALE``, ...).
     suffix : str
         Appended to the build folder name (separate folders for separate consumers).
+    tree : str or None
+        Column tree architecture (None: the design's default, the Dadda tree synthesis maps;
+        ``words``: the word-level tree proved to compute the same function, ``docs/verification.md``).
+    flat : bool
+        One flat Verilator model instead of hierarchical columns (longer build, faster simulation;
+        its build folder gets ``-flat``).
 
     Returns
     -------
@@ -106,15 +112,15 @@ def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int
     AssertionError
         If a cocotb test failed (tb/sim.py names it and keeps the waveform).
     """
-    verilog, latency, variant, emit_s = emit_unit(width, fmt, rows, stages, acc=acc,
+    verilog, latency, variant, emit_s = emit_unit(width, fmt, rows, stages, tree=tree, acc=acc,
                                                   guard_bits=guard_bits)
-    params = unit_params(width, fmt, rows, stages, acc=acc, guard_bits=guard_bits)
+    params = unit_params(width, fmt, rows, stages, tree=tree, acc=acc, guard_bits=guard_bits)
     knobs = {"MU_WIDTH": width, "MU_FMT": fmt, "MU_ROWS": rows, "MU_LATENCY": latency,
              "MU_ACC": params["acc"], "MU_GUARD_BITS": params["guard_bits"]}
     knobs.update(env or {})
     t0 = time.perf_counter()
-    xml = sim.run(variant + suffix, verilog, get_design("mu").top_name, "tb.mu.mu_cocotb",
-                  env=knobs, testcase=testcases, hier_blocks=SIM_HIER_BLOCKS,
-                  build_args=SIM_BUILD_ARGS)
+    xml = sim.run(variant + suffix + ("-flat" if flat else ""), verilog, get_design("mu").top_name,
+                  "tb.mu.mu_cocotb", env=knobs, testcase=testcases,
+                  hier_blocks=() if flat else SIM_HIER_BLOCKS, build_args=SIM_BUILD_ARGS)
     return {"variant": variant, "latency": latency, "emit_s": emit_s,
             "wall_s": time.perf_counter() - t0, "results": xml}

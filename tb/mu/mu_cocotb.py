@@ -19,6 +19,7 @@ from cocotb.triggers import Timer
 
 from hw.formats import get_format
 from perf.contract import Schedule
+from tb import coverage
 from tb.lib.clocked import write
 from tb.lib.pause import bursty_pause, cycle_pause, random_pause
 
@@ -143,6 +144,50 @@ async def long_accumulation(dut):
     if ACC == "exact":
         for (row, got), want in zip(res.y, residue, strict=True):
             assert (got == want).all(), f"row {row}: got {got} want {want}"
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """Reset with beats in flight (x sent, rows still in the pipeline, weights half loaded), then a
+    fresh program: counters read 0 after the reset (checked by ``start``) and every row of the new
+    program is right (no state of the interrupted one survives)."""
+    tb = await _tb(dut)
+    prog = stimulus.random_program(WIDTH, FMT, ROWS, groups=2, seed=SEED + 40)
+    cut = WIDTH + 2 * LATENCY + 3          # past the first tile's load, beats in the pipeline
+    res = await tb.run(prog, abort_after=cut, y_pause=random_pause(0.5, SEED + 41))
+    assert 0 < len(res.x_cycles) < prog.n_beats, "the reset must come with beats in flight"
+    await tb.start()
+    await _run_checked(tb, stimulus.random_program(WIDTH, FMT, ROWS, groups=1, seed=SEED + 42),
+                       "after_reset")
+    coverage.hit("protocol.reset_mid_stream")
+    coverage.flush()
+
+
+@cocotb.test()
+async def exact_rounding_edges(dut):
+    """``exact`` mode, E4M3: an accumulation cancelling 448 to 2**-18 (27 leading bits lost) and one
+    of 256 - 2**-18, whose single rounding carries into the next binade (result 256); checked
+    against the model and against the hand-computed results."""
+    assert ACC == "exact" and FMT == "fp8_e4m3", "written for the exact mode on E4M3 codes"
+    import ml_dtypes
+
+    from .program import Tile
+
+    def code(v):
+        return int(np.array([v], dtype=ml_dtypes.float8_e4m3fn).view(np.uint8)[0])
+
+    tb = await _tb(dut)
+    w = np.zeros((WIDTH, WIDTH), np.int64)
+    w[0, :], w[1, :] = code(1.0), code(2.0 ** -9)
+    x = np.zeros((4, WIDTH), np.int64)
+    x[0, 0], x[1, 0], x[1, 1] = code(448.0), code(-448.0), code(2.0 ** -9)
+    x[2, 0], x[3, 1] = code(256.0), code(-(2.0 ** -9))
+    prog = Program.from_tiles(WIDTH, FMT, ROWS, [Tile(w, x, first=np.array([1, 0, 1, 0], bool),
+                                                      last=np.array([0, 1, 0, 1], bool))])
+    res, _ = await _run_checked(tb, prog, "exact_rounding_edges")
+    want = [np.float32(2.0 ** -18).view(np.uint32), np.float32(256.0).view(np.uint32)]
+    for (_, got), v in zip(res.y, want, strict=True):
+        assert (got == v).all(), f"got {got}, want {v:#x}"
 
 
 @cocotb.test()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hw.mu.interface import MatrixUnitSignature
+from tb.coverage_sample import sample_program, sample_stalls
 from tb.lib.clocked import Clocked
 from tb.lib.pause import no_pause
 from tb.lib.stream import StreamSink, StreamSource, read_int
@@ -100,7 +101,8 @@ class _RunState:
     """Bookkeeping of one :meth:`MuTestbench.run`: the ``step`` of the clocked loop (books each
     rising edge) and a ``drive`` part that accounts the tile stall the coming edge will count."""
 
-    def __init__(self, tb, prog, w_pause, x_pause, y_pause, snap_beats, drain, timeout, fast):
+    def __init__(self, tb, prog, w_pause, x_pause, y_pause, snap_beats, drain, timeout, fast,
+                 abort_after=None):
         d = tb.width
         self.tb, self.d, self.fast = tb, d, fast
         self.wdrv = StreamSource(tb.dut, "w", prog.w_beats(), w_pause)
@@ -120,6 +122,8 @@ class _RunState:
         self.idle = 0
         self.tail = None
         self.cycle = 0
+        self.w_backpressure = 0  # edges with w valid and not taken
+        self.abort_after, self.aborted = abort_after, False
         self._cw, self._cx = tb.cnt["w_beats"], tb.cnt["x_beats"]
 
     def step(self) -> bool:
@@ -137,14 +141,18 @@ class _RunState:
                 raise AssertionError(f"cycle {self.cycle}: counters stepped by w {wf}, x {xf} "
                                      f"with valid w={wdrv.valid}, x={xdrv.valid}")
             wdrv.fired, xdrv.fired = bool(wf), bool(xf)
+        self.w_backpressure += wdrv.valid and not wdrv.fired
         self._book(wdrv.fired, xdrv.fired, self.ymon.fired)
+        if self.abort_after is not None and self.cycle >= self.abort_after:
+            self.aborted = True
+            return True
         return self.tail is not None and self.tail <= 0
 
     def drive(self) -> None:
         """After the sources drove: count a cycle in which x is valid but its tile is not there
         (or x is not valid), as ``cnt_stall_tile``/``cnt_stall_x`` will at the coming edge (not
         booked when the run stops at this falling edge)."""
-        if self.tail is not None and self.tail <= 0:
+        if (self.tail is not None and self.tail <= 0) or self.aborted:
             return
         xdrv = self.xdrv
         if xdrv.valid:
@@ -203,6 +211,7 @@ class MuTestbench:
     def __init__(self, dut, width: int, fmt: str, rows: int, latency: int, acc: str = "fp32"):
         self.dut = dut
         self.width, self.fmt, self.rows, self.latency = width, fmt, rows, latency
+        self.acc = acc
         self.log = logging.getLogger("cocotb.tb.mu")
         self.counter_names = MatrixUnitSignature(width, fmt, rows, acc).counters
         self.cnt = {c: getattr(dut, f"cnt_{c}") for c in self.counter_names}
@@ -222,7 +231,8 @@ class MuTestbench:
 
     async def run(self, prog: Program, *, w_pause=None, x_pause=None, y_pause=None,
                   snap_beats=(), drain: int | None = None, timeout: int | None = None,
-                  fast: bool = False, overflows: int = 0) -> RunResult:
+                  fast: bool = False, overflows: int = 0,
+                  abort_after: int | None = None) -> RunResult:
         """Send a program, collect every ``y`` row, check the counters against observation.
 
         Must be called right after :meth:`start` or another ``run``. Cycle 0 of the run is the
@@ -247,6 +257,9 @@ class MuTestbench:
         overflows : int
             Accumulations the model says exceed the ``exact`` accumulator's range (compared with
             ``cnt_acc_overflow``, which the testbench cannot see otherwise).
+        abort_after : int, optional
+            Stop after this many cycles with beats still in flight (a reset test follows): the
+            result holds what was received and nothing is checked or sampled for coverage.
 
         Raises
         ------
@@ -254,10 +267,15 @@ class MuTestbench:
             On a timeout or on counters that disagree with what the testbench observed.
         """
         t0 = time.perf_counter()
-        st = _RunState(self, prog, w_pause, x_pause, y_pause, snap_beats, drain, timeout, fast)
+        st = _RunState(self, prog, w_pause, x_pause, y_pause, snap_beats, drain, timeout, fast,
+                       abort_after)
         drive = (st.wdrv, st.xdrv, st.ymon, st)
         sample = (st.ymon,) if fast else (st.wdrv, st.xdrv, st.ymon)
         await self.clock.run(st.step, drive, sample, settle=not fast)
+        if st.aborted:
+            return RunResult([unpack_y(p, self.width, self.rows) for p in st.ymon.received], {},
+                             st.obs, np.array(st.x_cycles), np.array(st.y_cycles), st.windows,
+                             st.cycle, time.perf_counter() - t0)
         end = self.counters()
         got = {k: end[k] - st.start[k] for k in self.counter_names}
         obs = st.obs
@@ -273,6 +291,9 @@ class MuTestbench:
                         time.perf_counter() - t0)
         diff = {k: (got[k], obs[k]) for k in self.counter_names if got[k] != obs[k]}
         assert not diff, f"counters (unit, testbench) disagree: {diff}"
+        sample_program(prog, self.acc, overflows)
+        sample_stalls(st.wdrv.paused, st.xdrv.paused, obs["stall_tile"], obs["stall_y"],
+                      st.w_backpressure)
         return res
 
     def check_latency(self, prog: Program, res: RunResult) -> None:

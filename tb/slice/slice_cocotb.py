@@ -26,6 +26,7 @@ import numpy as np
 from hw.payload import pack, unpack
 from hw.slice.feed import request_layout
 from hw.slice.slice import spad_write_layout, unit_counters_layout
+from tb.coverage_sample import sample_slice_case
 from tb.lib.clocked import Clocked, write
 from tb.lib.pause import make_pause
 from tb.lib.stream import StreamSink, StreamSource, read_int
@@ -341,6 +342,7 @@ async def run_case(dut, clock: Clocked, g: SliceGeometry, case: dict) -> dict:
                 lo, hi = max(exp["w_rows"], exp["x_beats"]), exp["w_rows"] + exp["x_beats"]
                 assert lo <= val <= hi, f"unit_busy[{u}] = {val} outside [{lo}, {hi}]"
         cnt[name] = vals
+    sample_slice_case(g.width, cmds, len(spy_mon.received), cnt, done.backpressured)
     return {"cmd_cycles": cycles, "cmd_start": cmd_start, "done_cycle": done_cycle,
             "done_valid": done_valid, "first_beat_cycle": hbm.first_beat_cycle, "counters": cnt,
             "macs": [int(np.prod(c.mkn)) for c in cmds], "case": case}
