@@ -20,6 +20,8 @@ Commands
     Any grid of synthesis or function jobs (:mod:`flows.sweep.cli`).
 ``report-qor``
     Only the cross-width report (:mod:`flows.report.qor`).
+``explore``
+    Verified design-space search (:mod:`flows.explore.cli`, ``make explore``).
 """
 
 import argparse
@@ -34,6 +36,7 @@ _DELEGATED = {
     "qor": ("flows.sweep.qor", "width x format synthesis sweep, then the cross-width report"),
     "sweep": ("flows.sweep.cli", "run a grid of synthesis or function jobs"),
     "report-qor": ("flows.report.qor", "regenerate reports/qor_comparison.md from the metrics"),
+    "explore": ("flows.explore.cli", "verified design-space search (Optuna; verify, synthesize, Pareto)"),
 }
 
 
