@@ -51,7 +51,8 @@ def macs_per_cycle(design: str, params: dict) -> int:
 
 
 def objective_values(names, design: str, params: dict, metrics: dict) -> dict:
-    """``{name: value}`` of the objectives, plus ``area_um2``, from a run's metrics.
+    """``area_um2``, ``area_per_mac`` and ``delay`` from a run's metrics (every objective ``names``
+    asks for is among them).
 
     Raises
     ------
@@ -64,7 +65,10 @@ def objective_values(names, design: str, params: dict, metrics: dict) -> dict:
                              "synthesize with a real liberty (apt-get install qflow-tech-osu018)")
     out = {"area_um2": float(area), "area_per_mac": float(area) / macs_per_cycle(design, params),
            "delay": float(delay)}
-    return {k: out[k] for k in ["area_um2"] + list(names)}
+    missing = [n for n in names if n not in out]
+    if missing:
+        raise ObjectiveError(f"objectives {missing} are not computed from the metrics")
+    return out
 
 
 def area_delay(values: dict) -> float:

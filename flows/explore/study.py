@@ -21,6 +21,7 @@ from ..paths import BUILD
 from ..sweep.runner import run as run_jobs
 from . import objectives as obj
 from .jobs import VERIFY_MODULE, synth_job_for, verify_jobs_for
+from .space import CONSTRAINTS
 
 __all__ = ["DEFAULT_STORAGE", "SAMPLERS", "open_study", "run_study", "evaluate", "counted_trials",
            "StudyError"]
@@ -37,18 +38,12 @@ class StudyError(ValueError):
     """A study cannot be created or resumed as asked; the message says why and what to do."""
 
 
-def _constraints(trial):
-    return trial.user_attrs.get("constraint", [0.0])
-
-
 def make_sampler(kind: str, seed: int):
     """An Optuna sampler: ``tpe`` (multivariate TPE), ``nsga2`` or ``random``, seeded."""
     if kind == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP, multivariate=True,
-                                          constraints_func=_constraints)
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP, multivariate=True)
     if kind == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=seed, population_size=STARTUP,
-                                             constraints_func=_constraints)
+        return optuna.samplers.NSGAIISampler(seed=seed, population_size=STARTUP)
     if kind == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     raise StudyError(f"unknown sampler {kind!r}; choose one of: {', '.join(SAMPLERS)}")
@@ -162,10 +157,11 @@ def _tell(study, trial, rec, names, space) -> None:
         study.tell(trial, state=optuna.trial.TrialState.FAIL)
         return
     vals = rec["values"]
-    cons = [vals["area_um2"] - space.constraints["max_area_um2"]] if "max_area_um2" in space.constraints \
-        else []
-    if "max_delay_ps" in space.constraints:
-        cons.append(vals["delay"] - space.constraints["max_delay_ps"])
+    cons = []
+    for key, limit in sorted(space.constraints.items()):   # feasible when every value is <= 0
+        value = vals[CONSTRAINTS[key]] - limit
+        trial.set_constraint(key, value)    # the samplers steer away from infeasible regions
+        cons.append(value)
     trial.set_user_attr("constraint", cons or [0.0])
     trial.set_user_attr("values", vals)
     trial.set_user_attr("metrics", rec["metrics"])

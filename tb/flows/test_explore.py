@@ -143,9 +143,10 @@ def test_resume_after_an_interruption(tmp_path):
     assert explore(_args(tmp_path, "--no-random", trials=3)) == 0
     st = _load(tmp_path, "t-tpe-seed1")
     assert len(counted_trials(st)) == 3
-    # a killed run leaves a RUNNING trial behind
+    # a run killed while verifying leaves a RUNNING trial with its configuration behind
     st.enqueue_trial({"arch": "behavioral", "stages": 2})
     killed = st.ask()
+    load_space("bf16_mul", _space_file(tmp_path)).suggest(killed)
     assert killed.params == {"arch": "behavioral", "stages": 2}
     assert explore(_args(tmp_path, "--no-random", trials=5)) == 0
     st = _load(tmp_path, "t-tpe-seed1")
