@@ -24,7 +24,7 @@ from . import objectives as obj
 from .jobs import VERIFY_MODULE
 from .report import write_report
 from .space import SpaceError, load_space
-from .study import SAMPLERS, StudyError, evaluate, open_study, run_study
+from .study import SAMPLERS, StudyError, counted_trials, evaluate, open_study, progress_bar, run_study
 
 __all__ = ["main"]
 
@@ -92,6 +92,28 @@ def _baseline(space, names, run_opts, gate) -> dict:
     return rec
 
 
+def _run_all(studies, space, names, a, run_opts, gate, base) -> None:
+    """Advance the studies round-robin, ``jobs`` trials at a time, so that an interrupted search
+    leaves them at (nearly) equal budgets."""
+    counts = {s.study_name: len(counted_trials(s)) for s in studies}
+    bar = progress_bar(a.trials * len(studies), sum(min(c, a.trials) for c in counts.values()),
+                       not a.no_progress)
+    try:
+        for k in range(a.jobs, a.trials + a.jobs, a.jobs):
+            for s in studies:
+                res = run_study(s, space, names, min(k, a.trials), run_opts, gate, a.jobs, base["values"],
+                                bar)
+                if res["interrupted"]:
+                    print(f"python -m flows explore: {s.study_name}: closed {res['interrupted']} trial(s) "
+                          "left running by an interrupted run; their configurations are asked again",
+                          file=sys.stderr)
+    finally:
+        if bar is not None:
+            bar.close()
+    for s in studies:
+        print(f"python -m flows explore: {s.study_name}: {len(counted_trials(s))} trials", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     """Run the search and write its report; exit 0, 2 on a bad request, 130 when interrupted."""
     a = _parser().parse_args(argv)
@@ -117,14 +139,9 @@ def main(argv=None) -> int:
         done = {s: [] for s in samplers}
         for seed in range(1, a.seeds + 1):
             for sampler in samplers:
-                name = f"{prefix}-{sampler}-seed{seed}"
-                study = open_study(name, a.storage, space, names, sampler, seed, settings)
-                res = run_study(study, space, names, a.trials, run_opts, gate, a.jobs, base["values"],
-                                not a.no_progress)
-                print(f"{prog}: {name}: {res['counted']} trials ({res['ran']} run now"
-                      + (f", {res['interrupted']} interrupted ones closed" if res["interrupted"] else "")
-                      + ")", file=sys.stderr)
-                done[sampler].append(study)
+                done[sampler].append(open_study(f"{prefix}-{sampler}-seed{seed}", a.storage, space, names,
+                                                sampler, seed, settings))
+        _run_all([s for ss in done.values() for s in ss], space, names, a, run_opts, gate, base)
         out = PUBLISHED if a.publish else Path(a.report_dir) if a.report_dir else BUILD / "explore"
         path = write_report(done[a.sampler], done.get("random", []) if a.sampler != "random" else [],
                             base, out, prefix, command)

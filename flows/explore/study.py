@@ -24,7 +24,7 @@ from .jobs import VERIFY_MODULE, synth_job_for, verify_jobs_for
 from .space import CONSTRAINTS
 
 __all__ = ["DEFAULT_STORAGE", "SAMPLERS", "open_study", "run_study", "evaluate", "counted_trials",
-           "StudyError"]
+           "StudyError", "progress_bar"]
 
 #: Where studies live unless ``--storage`` says otherwise.
 DEFAULT_STORAGE = f"sqlite:///{BUILD / 'explore' / 'studies.db'}"
@@ -172,7 +172,8 @@ def _plain(v):
     return v if isinstance(v, (bool, int, float, str)) or v is None else str(v)
 
 
-def _progress(total, done, enabled):
+def progress_bar(total: int, done: int, enabled: bool = True):
+    """A tqdm bar over trials (None when disabled or tqdm is missing)."""
     if not enabled:
         return None
     try:
@@ -184,7 +185,7 @@ def _progress(total, done, enabled):
 
 
 def run_study(study, space, names, trials: int, run_opts: dict, gate: dict, jobs: int = 1,
-              baseline: dict | None = None, progress: bool = True) -> dict:
+              baseline: dict | None = None, bar=None) -> dict:
     """Run the study until ``trials`` trials count (see :func:`counted_trials`).
 
     Parameters
@@ -198,6 +199,8 @@ def run_study(study, space, names, trials: int, run_opts: dict, gate: dict, jobs
         Trials asked at a time (run in parallel on the executor).
     baseline : dict, optional
         The baseline's objective values, to show the best ratio of area x delay per MAC so far.
+    bar : tqdm, optional
+        Progress bar to advance per trial (its postfix shows this study's best so far).
 
     Returns
     -------
@@ -206,25 +209,20 @@ def run_study(study, space, names, trials: int, run_opts: dict, gate: dict, jobs
     """
     interrupted = _close_interrupted(study)
     done = len(counted_trials(study))
-    bar = _progress(trials, min(done, trials), progress)
     ran = 0
-    try:
-        while done < trials:
-            batch = [study.ask() for _ in range(min(jobs, trials - done))]
-            configs = [space.suggest(t) for t in batch]
-            for t, rec in zip(batch, evaluate(space, names, configs, run_opts, gate), strict=True):
-                _tell(study, t, rec, names, space)
-                ran += 1
-                done += 1
-                if bar is not None:
-                    bar.update()
-                    bar.set_postfix_str(_best_text(study, baseline))
-                if "fail_reason" in rec:
-                    msg = f"explore: trial {t.number} {rec['config']}: {rec['fail_reason']}"
-                    (bar.write if bar is not None else print)(msg)
-    finally:
-        if bar is not None:
-            bar.close()
+    while done < trials:
+        batch = [study.ask() for _ in range(min(jobs, trials - done))]
+        configs = [space.suggest(t) for t in batch]
+        for t, rec in zip(batch, evaluate(space, names, configs, run_opts, gate), strict=True):
+            _tell(study, t, rec, names, space)
+            ran += 1
+            done += 1
+            if bar is not None:
+                bar.update()
+                bar.set_postfix_str(f"{study.study_name}: {_best_text(study, baseline)}")
+            if "fail_reason" in rec:
+                msg = f"explore: {study.study_name} trial {t.number} {rec['config']}: {rec['fail_reason']}"
+                (bar.write if bar is not None else print)(msg)
     return {"ran": ran, "interrupted": interrupted, "counted": done}
 
 

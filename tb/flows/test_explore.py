@@ -65,7 +65,8 @@ def test_space_file_narrows_and_rejects_mistakes(tmp_path):
 
 @quick
 def test_objectives_from_metrics_by_hand():
-    m = {"synth__design__instance__area__stdcell": 2048000.0, "synth__timing__critical_path__delay_ps": 5000.0}
+    m = {"synth__design__instance__area__stdcell": 2048000.0,
+         "synth__timing__critical_path__delay_ps": 5000.0}
     v = obj.objective_values(["area_per_mac", "delay"], "mu", {"width": 32}, m)
     assert v == {"area_um2": 2048000.0, "area_per_mac": 2000.0, "delay": 5000.0}  # 2048000 / 32^2
     assert obj.area_delay(v) == 2000.0 * 5.0
