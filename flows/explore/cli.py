@@ -29,6 +29,8 @@ from .study import SAMPLERS, StudyError, counted_trials, evaluate, open_study, p
 __all__ = ["main"]
 
 PUBLISHED = REPO / "reports" / "explore"
+#: Designs with a MAC rate (:func:`flows.explore.objectives.macs_per_cycle`) and a ``tb.verify`` check.
+SEARCHABLE = ("mu", "bf16_mul")
 
 
 def _parser():
@@ -67,6 +69,10 @@ def _check(a) -> list:
         raise StudyError(f"--trials must be >= 1, not {a.trials}")
     if a.seeds < 1 or a.jobs < 1:
         raise StudyError("--seeds and --jobs must be >= 1")
+    if a.design not in SEARCHABLE:
+        raise StudyError(f"--design {a.design}: the search knows the MAC rate and the verification "
+                         f"command of {', '.join(SEARCHABLE)} only (flows/explore/objectives.py, "
+                         "tb/verify.py)")
     return obj.check_objectives(a.objectives.split(","))
 
 

@@ -154,6 +154,7 @@ def write_report(studies: list, random_studies: list, base: dict, out_dir: Path,
               f"{_evidence(base['verification'])}; "
               f"area per MAC {bv['area_per_mac']:.1f} um^2, delay {bv['delay']:.0f} ps, "
               f"area x delay per MAC {base_ad:.4g} um^2 ns.", ""]
+    lines += _committed(base)
     lines += _front_section(main_rows, rnd_rows, varied, base_ad)
     lines += ["## Hypervolume over trials", "",
               f"Normalized to the baseline (reference point {fr.REF} x baseline in each objective).", "",
@@ -173,6 +174,22 @@ def write_report(studies: list, random_studies: list, base: dict, out_dir: Path,
                                           for s in studies + random_studies}}
     (out_dir / f"{name}.json").write_text(json.dumps(dump, indent=1, sort_keys=True, default=str) + "\n")
     return path
+
+
+def _committed(base) -> list:
+    """A line comparing the baseline with its committed QoR report, when there is one."""
+    from .. import metric_keys as mk
+    from ..paths import PUBLISHED_QOR
+
+    variant = (base.get("metrics") or {}).get("variant")
+    f = PUBLISHED_QOR / str(variant) / "metrics.json"
+    if not variant or not f.is_file():
+        return []
+    m = json.loads(f.read_text())
+    return [f"Committed numbers of the same variant (`reports/qor/{variant}/`, revision "
+            f"`{m.get('flow__git_revision')}`): area {m.get(mk.AREA)} um^2, critical path "
+            f"{m.get(mk.CP_PS)} ps; this run: {base['values']['area_um2']} um^2, "
+            f"{base['values']['delay']} ps.", ""]
 
 
 def _at(curve, k) -> str:
