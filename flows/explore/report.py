@@ -155,6 +155,7 @@ def write_report(studies: list, random_studies: list, base: dict, out_dir: Path,
               f"area per MAC {bv['area_per_mac']:.1f} um^2, delay {bv['delay']:.0f} ps, "
               f"area x delay per MAC {base_ad:.4g} um^2 ns.", ""]
     lines += _committed(base)
+    lines += _verdict(studies, random_studies, bv, base_ad)
     lines += _front_section(main_rows, rnd_rows, varied, base_ad)
     lines += ["## Hypervolume over trials", "",
               f"Normalized to the baseline (reference point {fr.REF} x baseline in each objective).", "",
@@ -174,6 +175,35 @@ def write_report(studies: list, random_studies: list, base: dict, out_dir: Path,
                                           for s in studies + random_studies}}
     (out_dir / f"{name}.json").write_text(json.dumps(dump, indent=1, sort_keys=True, default=str) + "\n")
     return path
+
+
+#: The goal: a verified configuration this much better than the baseline in area x delay per MAC.
+GOAL_RATIO = 0.80
+
+
+def _verdict(studies, random_studies, bv, base_ad) -> list:
+    """The goal (area x delay per MAC at most :data:`GOAL_RATIO` x baseline) and the sampler against
+    random search on the final normalized hypervolume (mean over seeds, at the common budget)."""
+    def best(ss):
+        ads = [obj.area_delay(r["values"]) for s in ss for r in trial_rows(s) if _pair(r)]
+        return min(ads) / base_ad if ads else float("nan")
+
+    def final_hv(ss, n):
+        vals = [_curve(trial_rows(s)[:n], bv)[-1] for s in ss if trial_rows(s)]
+        return sum(vals) / len(vals) if vals else float("nan")
+
+    b = best(studies)
+    out = ["## Verdict", "",
+           f"- best verified area x delay per MAC: {b:.3f} x baseline (goal <= {GOAL_RATIO:.2f}: "
+           f"{'met' if b <= GOAL_RATIO else 'NOT met'})"]
+    if random_studies:
+        n = min(len(trial_rows(s)) for s in studies + random_studies)
+        hs, hr = final_hv(studies, n), final_hv(random_studies, n)
+        out.append(f"- hypervolume after {n} trials (mean over {len(studies)} seed(s)): "
+                   f"{studies[0].user_attrs['sampler']} {hs:.4f}, random {hr:.4f} "
+                   f"({'beats' if hs > hr else 'ties' if hs == hr else 'loses to'} random search); "
+                   f"random search's best: {best(random_studies):.3f} x baseline")
+    return out + [""]
 
 
 def _committed(base) -> list:
