@@ -1,5 +1,6 @@
 """The design-space search (``python -m flows explore``): space, objectives, front, hypervolume, and
 the loop itself: resume, random search, Ray, and a broken candidate that never reaches the front.
+Resume and Ray are in the full set (each runs a few studies, about 35 s).
 
 The loop tests run on the BF16 multiplier (synthesis takes seconds) with the ``fake`` gate of
 :mod:`tb.flows.explore_verify` (a verdict without simulation); the gate test runs the real
@@ -101,7 +102,7 @@ def _space_file(tmp_path, stages=(0, 1, 2)):
     return str(f)
 
 
-def _args(tmp_path, *extra, trials=6, module=FAKE):
+def _args(tmp_path, *extra, trials=5, module=FAKE):
     return ["--design", "bf16_mul", "--trials", str(trials), "--space", _space_file(tmp_path),
             "--storage", f"sqlite:///{tmp_path / 'db.sqlite'}", "--sweep-dir", str(tmp_path / "sweep"),
             "--report-dir", str(tmp_path / "rep"), "--verify-module", module, "--no-progress",
@@ -118,7 +119,7 @@ def test_failed_verdicts_are_failed_trials_and_random_is_the_baseline(tmp_path):
     assert explore(_args(tmp_path, "--sampler", "nsga2")) == 0
     for name in ("t-nsga2-seed1", "t-random-seed1"):
         trials = counted_trials(_load(tmp_path, name))
-        assert len(trials) == 6
+        assert len(trials) == 5
         for t in trials:   # the fake gate fails stages=1: no values, a reason, never on the front
             if t.params["stages"] == 1:
                 assert t.state == S.FAIL and "fake mismatch" in t.user_attrs["fail_reason"]
@@ -128,7 +129,7 @@ def test_failed_verdicts_are_failed_trials_and_random_is_the_baseline(tmp_path):
     # random search at the same budget draws what an independent RandomSampler with the seed draws
     ref = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1), directions=["minimize"] * 2)
     space = load_space("bf16_mul", _space_file(tmp_path))
-    want = [space.suggest(ref.ask()) for _ in range(6)]
+    want = [space.suggest(ref.ask()) for _ in range(5)]
     got = [t.user_attrs["config"] for t in counted_trials(_load(tmp_path, "t-random-seed1"))]
     assert [(w["arch"], w["stages"]) for w in want] == [(g["arch"], g["stages"]) for g in got]
     text = (tmp_path / "rep" / "t.md").read_text()
@@ -138,7 +139,7 @@ def test_failed_verdicts_are_failed_trials_and_random_is_the_baseline(tmp_path):
     assert (tmp_path / "rep" / "t-pareto.png").stat().st_size > 0
 
 
-@quick
+@pytest.mark.full
 @needs_osu
 def test_resume_after_an_interruption(tmp_path):
     assert explore(_args(tmp_path, "--no-random", trials=3)) == 0
@@ -163,7 +164,7 @@ def test_resume_after_an_interruption(tmp_path):
     assert explore(other) == 2
 
 
-@quick
+@pytest.mark.full
 @needs_osu
 def test_ray_executor_on_a_local_instance(tmp_path):
     ray = pytest.importorskip("ray")
