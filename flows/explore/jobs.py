@@ -21,7 +21,7 @@ from ..paths import REPO
 from ..sweep.runner import Job
 from ..sweep.synth_jobs import synth_jobs
 
-__all__ = ["verify_job", "verify_jobs_for", "synth_job_for", "VERIFY_FUNC", "VERIFY_MODULE", "GateError",
+__all__ = ["verify_job", "verify_job_for", "synth_job_for", "VERIFY_FUNC", "VERIFY_MODULE", "GateError",
            "TB_INPUTS"]
 
 #: Worker function of a verification job.
@@ -87,7 +87,7 @@ def _module_inputs(module: str) -> tuple:
     return (str(p),) if (REPO / p).is_file() else ()
 
 
-def verify_jobs_for(design: str, params: dict, name: str, effort: str, seed: int,
+def verify_job_for(design: str, params: dict, name: str, effort: str, seed: int,
                     module: str = VERIFY_MODULE) -> Job:
     """The gate's :class:`~flows.sweep.runner.Job` for one configuration (``name``: its job name)."""
     inputs = ("hw", "perf") + TB_INPUTS.get(design, ("tb",)) + _module_inputs(module) + \

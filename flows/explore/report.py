@@ -11,10 +11,8 @@ marked) and ``<study>-hv.png``.
 
 import datetime
 import json
-import sys
 from pathlib import Path
 
-from ..paths import REPO
 from . import front as fr
 from . import objectives as obj
 from .study import counted_trials
@@ -272,13 +270,3 @@ def _trials_section(studies, varied, base_ad) -> list:
         lines.append("")
     return lines
 
-
-def _rel(p: Path) -> str:
-    try:
-        return str(p.relative_to(REPO))
-    except ValueError:
-        return str(p)
-
-
-if __name__ == "__main__":
-    sys.exit("use python -m flows explore")

@@ -20,7 +20,7 @@ import optuna
 from ..paths import BUILD
 from ..sweep.runner import run as run_jobs
 from . import objectives as obj
-from .jobs import VERIFY_MODULE, synth_job_for, verify_jobs_for
+from .jobs import synth_job_for, verify_job_for
 from .space import CONSTRAINTS
 
 __all__ = ["DEFAULT_STORAGE", "SAMPLERS", "open_study", "run_study", "evaluate", "counted_trials",
@@ -112,7 +112,7 @@ def evaluate(space, names, configs: list, run_opts: dict, gate: dict) -> list:
     run_opts = dict(run_opts)
     liberty = run_opts.pop("liberty", None)
     names_cfg = [_config_name(space, p) for p in configs]
-    vjobs = {n: verify_jobs_for(space.design, p, n, gate["effort"], gate["seed"], gate["module"])
+    vjobs = {n: verify_job_for(space.design, p, n, gate["effort"], gate["seed"], gate["module"])
              for n, p in zip(names_cfg, configs, strict=True)}
     vout = {o.job.name: o for o in run_jobs(list(vjobs.values()), **run_opts)}
     recs, sjobs = [], {}
@@ -240,6 +240,3 @@ def _best_text(study, baseline) -> str:
         text += f" ({best / obj.area_delay(baseline):.3f} x baseline)"
     return text
 
-
-def default_gate(effort: str = "quick", seed: int = 1, module: str = VERIFY_MODULE) -> dict:
-    return {"effort": effort, "seed": seed, "module": module}
