@@ -60,6 +60,8 @@ def _parser():
     where.add_argument("--publish", action="store_true", help="write the report under reports/explore/")
     where.add_argument("--report-dir", default=None, help="write the report here (default build/explore/)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--report-only", action="store_true",
+                   help="run no trials: write the report of the studies as they are")
     p.add_argument("--sweep-dir", default=None, help=argparse.SUPPRESS)
     return p
 
@@ -147,10 +149,11 @@ def main(argv=None) -> int:
             for sampler in samplers:
                 done[sampler].append(open_study(f"{prefix}-{sampler}-seed{seed}", a.storage, space, names,
                                                 sampler, seed, settings))
-        _run_all([s for ss in done.values() for s in ss], space, names, a, run_opts, gate, base)
+        if not a.report_only:
+            _run_all([s for ss in done.values() for s in ss], space, names, a, run_opts, gate, base)
         out = PUBLISHED if a.publish else Path(a.report_dir) if a.report_dir else BUILD / "explore"
         path = write_report(done[a.sampler], done.get("random", []) if a.sampler != "random" else [],
-                            base, out, prefix, command)
+                            base, out, prefix, command, a.trials)
         print(f"{prog}: report {path}")
     except (SpaceError, StudyError, obj.ObjectiveError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)

@@ -118,7 +118,7 @@ def _provenance(study, command: str) -> list:
 
 
 def write_report(studies: list, random_studies: list, base: dict, out_dir: Path, name: str,
-                 command: str) -> Path:
+                 command: str, budget: int) -> Path:
     """Write ``out_dir/<name>.md``, its plots and ``<name>.json`` (every trial's record).
 
     Parameters
@@ -127,6 +127,8 @@ def write_report(studies: list, random_studies: list, base: dict, out_dir: Path,
         The sampler's studies and random search's, one per seed (same budget).
     base : dict
         The baseline's ``params``, ``values`` and ``verification``.
+    budget : int
+        Trials asked per study (a study with fewer was interrupted; the report says how far it got).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     s0 = studies[0]
@@ -144,7 +146,8 @@ def write_report(studies: list, random_studies: list, base: dict, out_dir: Path,
     lines += _provenance(s0, command)
     lines += [f"- design `{attrs['design']}`; objectives {', '.join(attrs['objectives'])} (minimized); "
               f"sampler `{attrs['sampler']}` vs `random`, {len(studies)} seed(s) each; "
-              f"budget {len(trial_rows(s0))} trials per study",
+              f"budget {budget} trials per study"
+              + _progress_note(studies + random_studies, budget),
               f"- space: fixed {json.dumps(attrs['space']['fixed'])}; searched "
               f"{json.dumps(attrs['space']['dims'])}; constraints "
               f"{json.dumps(attrs['space']['constraints'])}",
@@ -181,6 +184,14 @@ def write_report(studies: list, random_studies: list, base: dict, out_dir: Path,
                                           for s in studies + random_studies}}
     (out_dir / f"{name}.json").write_text(json.dumps(dump, indent=1, sort_keys=True, default=str) + "\n")
     return path
+
+
+def _progress_note(studies, budget) -> str:
+    done = {s.study_name: len(trial_rows(s)) for s in studies}
+    if all(n >= budget for n in done.values()):
+        return ""
+    return (" (**search not finished**: " + ", ".join(f"{k} at {n}" for k, n in done.items())
+            + "; rerun the command to resume)")
 
 
 #: The goal: a verified configuration this much better than the baseline in area x delay per MAC.
