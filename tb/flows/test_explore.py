@@ -188,7 +188,8 @@ def test_broken_candidate_never_reaches_the_front(tmp_path):
                         "--set", "arch=behavioral", "--effort", "smoke"], capture_output=True, text=True,
                        timeout=900)
     assert r.returncode == 1, r.stderr[-2000:]
-    rec = json.loads(r.stdout.splitlines()[-1][len("VERIFY "):])
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("VERIFY ")]
+    rec = json.loads(line[len("VERIFY "):])
     assert rec["passed"] is False and rec["reason"]
     args = _args(tmp_path, "--no-random", "--sampler", "random", "--effort", "smoke", trials=4, module=BROKEN)
     args[args.index("--space") + 1] = _space_file(tmp_path, stages=(0,))
