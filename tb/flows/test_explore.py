@@ -186,7 +186,7 @@ def test_broken_candidate_never_reaches_the_front(tmp_path):
     regression rejects it, so its trials fail with the mismatch and only booth4 is on the front."""
     r = subprocess.run([sys.executable, "-m", "tb.flows.explore_verify", "broken", "--design", "bf16_mul",
                         "--set", "arch=behavioral", "--effort", "smoke"], capture_output=True, text=True,
-                       timeout=900)
+                       timeout=3600)
     assert r.returncode == 1, r.stderr[-2000:]
     (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("VERIFY ")]
     rec = json.loads(line[len("VERIFY "):])
