@@ -209,6 +209,10 @@ def _verdict(studies, random_studies, bv, base_ad) -> list:
         vals = [_curve(trial_rows(s)[:n], bv)[-1] for s in ss if trial_rows(s)]
         return sum(vals) / len(vals) if vals else float("nan")
 
+    def mean_hv(ss, n):   # the area under the curve per trial: how early the front was found
+        vals = [sum(c) / len(c) for s in ss if (c := _curve(trial_rows(s)[:n], bv))]
+        return sum(vals) / len(vals) if vals else float("nan")
+
     b = best(studies)
     out = ["## Verdict", "",
            f"- best verified area x delay per MAC: {b:.3f} x baseline (goal <= {GOAL_RATIO:.2f}: "
@@ -220,6 +224,9 @@ def _verdict(studies, random_studies, bv, base_ad) -> list:
                    f"{studies[0].user_attrs['sampler']} {hs:.4f}, random {hr:.4f} "
                    f"({'beats' if hs > hr else 'ties' if hs == hr else 'loses to'} random search); "
                    f"random search's best: {best(random_studies):.3f} x baseline")
+        ms, mr = mean_hv(studies, n), mean_hv(random_studies, n)
+        out.append(f"- hypervolume averaged over trials 1..{n} (how early the front is found): "
+                   f"{studies[0].user_attrs['sampler']} {ms:.4f}, random {mr:.4f}")
     return out + [""]
 
 
