@@ -14,8 +14,10 @@ width, stages, tree, accumulate mode ...) with Verilator and runs the existing c
     checked bit for bit against :func:`tb.fp.bf16_ref.bf16_mul_ref`.
 
 Exit status: 0 when every check passed, 1 when a check failed (the first line of stderr names the
-failing test), 2 for a bad request. The last line of stdout is ``VERIFY <json>``: the design, its
-parameters, the tests run, the verdict, the reason of a failure and the wall time.
+failing test), 2 for a bad request or when the check could not run (a build error, a crash: the
+traceback is on stderr), so that a crash is never taken for a verdict. Stdout carries one line
+``VERIFY <json>`` (after the simulator's output): the design, its parameters, the tests run, the
+verdict, the reason of a failure and the wall time.
 
 Examples::
 
@@ -27,10 +29,11 @@ import argparse
 import json
 import sys
 import time
+import traceback
 
 from hw.designs import OptionError, get_design
 
-__all__ = ["verify", "main", "EFFORTS", "MU_TESTS"]
+__all__ = ["verify", "main", "EFFORTS", "MU_TESTS", "TESTS", "CHECKERS"]
 
 #: The matrix unit's quick regression (the CORE set of ``tb/mu/test_matrix_unit.py``).
 MU_TESTS = ("random_dots", "adversarial", "stalls", "throughput")
@@ -56,7 +59,7 @@ def _verify_mu(params: dict, effort: dict, seed: int) -> tuple:
              "MU_SEED": seed, "MU_SCALE": effort["mu_scale"]}
     sim.run(variant, verilog, get_design("mu").top_name, "tb.mu.mu_cocotb", env=knobs,
             testcase=list(MU_TESTS), hier_blocks=SIM_HIER_BLOCKS, build_args=SIM_BUILD_ARGS)
-    return list(MU_TESTS), {"latency": latency}
+    return {"latency": latency}
 
 
 def _verify_bf16(params: dict, effort: dict, seed: int) -> tuple:
@@ -75,11 +78,14 @@ def _verify_bf16(params: dict, effort: dict, seed: int) -> tuple:
            "BF16_SEED": seed}
     sim.run(name, net.verilog, "bf16_simtop", "tb.fp.bf16_mul_cocotb", env=env,
             hier_blocks=net.blocks(), build_args=sim.FAST_BUILD_ARGS)
-    return ["full_rate", "stalls"], {"latency": top.latency(0), "lanes": lanes}
+    return {"latency": top.latency(0), "lanes": lanes}
 
 
-#: Design name -> checker ``(parsed params, effort dict, seed) -> (tests, extra info)``.
+#: Design name -> checker ``(parsed params, effort dict, seed) -> extra info`` (raises
+#: ``AssertionError`` on a mismatch).
 CHECKERS = {"mu": _verify_mu, "bf16_mul": _verify_bf16}
+#: The cocotb tests each checker runs.
+TESTS = {"mu": list(MU_TESTS), "bf16_mul": ["full_rate", "stalls"]}
 
 
 def verify(design: str, given: dict, effort: str = "quick", seed: int = 1) -> dict:
@@ -113,11 +119,10 @@ def verify(design: str, given: dict, effort: str = "quick", seed: int = 1) -> di
         raise OptionError(f"unknown effort {effort!r}; choose one of: {', '.join(EFFORTS)}")
     params = get_design(design).params(given)
     t0 = time.monotonic()
-    out = {"design": design, "params": params, "effort": effort, "seed": seed, "tests": [],
+    out = {"design": design, "params": params, "effort": effort, "seed": seed, "tests": TESTS[design],
            "passed": False, "reason": None}
     try:
-        tests, info = CHECKERS[design](params, EFFORTS[effort], seed)
-        out.update(tests=tests, passed=True, **info)
+        out.update(passed=True, **CHECKERS[design](params, EFFORTS[effort], seed))
     except AssertionError as e:
         out["reason"] = (str(e).splitlines() or ["assertion failed"])[0][:500]
     out["wall_s"] = round(time.monotonic() - t0, 1)
@@ -147,6 +152,11 @@ def main(argv=None) -> int:
         res = verify(a.design, _parse_sets(a.set), a.effort, a.seed)
     except OptionError as e:
         print(f"python -m tb.verify: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # a build error or a crash is no verdict: say so, with the traceback
+        traceback.print_exc()
+        print(f"python -m tb.verify: error: the check could not run: {type(e).__name__}: {e}",
+              file=sys.stderr)
         return 2
     if not res["passed"]:
         print(f"python -m tb.verify: FAILED: {res['reason']}", file=sys.stderr)
