@@ -27,6 +27,7 @@ Examples::
 
 import argparse
 import json
+import os
 import sys
 import time
 import traceback
@@ -148,6 +149,9 @@ def main(argv=None) -> int:
     p.add_argument("--effort", default="quick", choices=sorted(EFFORTS))
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args(argv)
+    # A command, not a pytest test: inherited from a pytest parent, this variable would make
+    # cocotb's runner exit on the first failed test instead of returning the verdict.
+    os.environ.pop("PYTEST_CURRENT_TEST", None)
     try:
         res = verify(a.design, _parse_sets(a.set), a.effort, a.seed)
     except OptionError as e:
