@@ -1,6 +1,6 @@
 """The design-space search (``python -m flows explore``): space, objectives, front, hypervolume, and
 the loop itself: resume, random search, Ray, and a broken candidate that never reaches the front.
-Resume and Ray are in the full set (each runs a few studies, about 35 s).
+The Ray test is in the full set (the sweep's own Ray test is quick).
 
 The loop tests run on the BF16 multiplier (synthesis takes seconds) with the ``fake`` gate of
 :mod:`tb.flows.explore_verify` (a verdict without simulation); the gate test runs the real
@@ -139,7 +139,7 @@ def test_failed_verdicts_are_failed_trials_and_random_is_the_baseline(tmp_path):
     assert (tmp_path / "rep" / "t-pareto.png").stat().st_size > 0
 
 
-@pytest.mark.full
+@quick
 @needs_osu
 def test_resume_after_an_interruption(tmp_path):
     assert explore(_args(tmp_path, "--no-random", trials=3)) == 0
