@@ -25,7 +25,7 @@ export FLOW ?= auto
 export JOBS ?= 2
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv test test-full lint synth prove qor qor-check qor-update power clean help
+.PHONY: venv test test-full lint synth prove qor qor-check qor-update power explore clean help
 
 help:
 	@echo "make synth DESIGN=mu WIDTH=64 FMT=fp8_e4m3   synthesize, report area/timing (build/reports/qor/)"
@@ -35,6 +35,7 @@ help:
 	@echo "make prove DESIGN=bf16_mul                   formal equivalence booth4 == behavioral"
 	@echo "make qor / qor-check / qor-update            cross-width report, regression gate, goldens"
 	@echo "make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=all] energy per MAC, gate-level on real tiles (PUBLISH=1 to reports/power/)"
+	@echo "make explore DESIGN=bf16_mul TRIALS=30       verified design-space search (SPACE= SAMPLER= EXECUTOR= STUDY= PUBLISH=1)"
 	@echo "  synth options: LIBERTY=cells.lib CLOCK_PS=period FLOW=auto|flat|hier PUBLISH=1 (to reports/qor/);"
 	@echo "  design options: $$($(PY) -m hw options --make-vars 2>/dev/null || echo 'see python -m hw list')"
 	@echo "  formats (FMT): $$($(PY) -m hw options --choices fmt 2>/dev/null || echo 'see python -m hw list')"
@@ -91,6 +92,14 @@ qor-check: $(STAMP)
 
 qor-update: $(STAMP)
 	$(PY) -m flows check --update
+
+# Verified design-space search (python -m flows explore): study in build/explore/studies.db,
+# report in build/explore/ (PUBLISH=1: reports/explore/).
+TRIALS ?= 30
+explore: $(STAMP)
+	$(PY) -m flows explore --design $(DESIGN) --trials $(TRIALS) $(if $(SPACE),--space $(SPACE)) \
+		$(if $(SAMPLER),--sampler $(SAMPLER)) $(if $(EXECUTOR),--executor $(EXECUTOR)) \
+		$(if $(STUDY),--study $(STUDY)) $(if $(PUBLISH),--publish)
 
 clean:
 	rm -rf build sim_build .pytest_cache

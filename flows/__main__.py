@@ -22,6 +22,8 @@ Commands
     Only the cross-width report (:mod:`flows.report.qor`).
 ``power``
     Energy per MAC of the matrix unit on a workload (:mod:`flows.power.cli`, ``make power``).
+``explore``
+    Verified design-space search (:mod:`flows.explore.cli`, ``make explore``).
 """
 
 import argparse
@@ -37,6 +39,7 @@ _DELEGATED = {
     "sweep": ("flows.sweep.cli", "run a grid of synthesis or function jobs"),
     "report-qor": ("flows.report.qor", "regenerate reports/qor_comparison.md from the metrics"),
     "power": ("flows.power.cli", "energy per MAC from a gate-level simulation of the mapped netlist"),
+    "explore": ("flows.explore.cli", "verified design-space search (Optuna; verify, synthesize, Pareto)"),
 }
 
 
