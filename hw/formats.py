@@ -492,7 +492,8 @@ class BlockFormat:
 
 
 #: The block-scaled formats: OCP MX v1.0 (B = 32, E8M0 scales) and NVFP4 (B = 16, UE4M3 scales
-#: plus a per-tensor FP32 scale). The matrix unit builds its block-scaled datapath for them (:mod:`hw.mu.block_unit`).
+#: plus a per-tensor FP32 scale). The matrix unit builds its block-scaled datapath for them
+#: (:mod:`hw.mu.block_unit`).
 BLOCK_FORMATS: dict[str, BlockFormat] = {
     b.name: b
     for b in (
