@@ -71,19 +71,37 @@ def window_sum(m: Module, terms: list, exps: list, *, frac_bits: int = WINDOW_FR
     kmax = _max_key(m, keys, name=f"{name}_max")
     top = Signal(signed(eb + 1), name=f"{name}_top")
     m.d.comb += top.eq(kmax - bias)
-    vals = []
-    for i, (t, e) in enumerate(zip(terms, exps, strict=True)):
-        d = Signal(signed(eb + 2), name=f"{name}_d{i}")
-        dc = Signal(range(lw + 1), name=f"{name}_dc{i}")
-        placed = Signal(signed(lw), name=f"{name}_pl{i}")
-        v = Signal(signed(lw), name=f"{name}_v{i}")
-        m.d.comb += [
-            d.eq(top - e),
-            dc.eq(Mux((d < 0) | (d > lw), lw, d)),  # a zero term may sit above top: it adds 0
-            placed.eq(t << (frac_bits + 1)),
-            v.eq((placed >> dc) | ((placed & ((Const(1, lw + 1) << dc) - 1)[:lw]) != 0)),
-        ]
-        vals.append(v)
+    if len(terms) == 2:  # one of the two is the top: align only the other one
+        sel = Signal(name=f"{name}_sel")
+        big, small = Signal(signed(pb), name=f"{name}_big"), Signal(signed(pb), name=f"{name}_small")
+        e_small = Signal(signed(eb), name=f"{name}_es")
+        m.d.comb += [sel.eq(keys[1] > keys[0]), big.eq(Mux(sel, terms[1], terms[0])),
+                     small.eq(Mux(sel, terms[0], terms[1])), e_small.eq(Mux(sel, exps[0], exps[1]))]
+        vals = [Signal(signed(lw), name=f"{name}_v0"),
+                _to_odd(m, small, top, e_small, lw, frac_bits, name=f"{name}1")]
+        m.d.comb += vals[0].eq(big << (frac_bits + 1))
+    else:
+        vals = [_to_odd(m, t, top, e, lw, frac_bits, name=f"{name}{i}")
+                for i, (t, e) in enumerate(zip(terms, exps, strict=True))]
     s = Signal(signed(lw + (len(vals) - 1).bit_length()), name=f"{name}_s")
     m.d.comb += s.eq(sum(vals[1:], vals[0]))
     return s, top
+
+
+def _to_odd(m, t, top, e, lw, frac_bits, *, name):
+    """Term ``t * 2**e`` in units of ``2**(top - frac_bits - 1)``, rounded to odd: ``t`` placed at
+    the top of ``lw`` bits, shifted right arithmetically by ``top - e`` (clamped at ``lw``) with the
+    shifted-out bits ORed into the last bit."""
+    d = Signal(signed(len(top) + 1), name=f"{name}_d")
+    dc = Signal(range(lw + 1), name=f"{name}_dc")
+    placed = Signal(signed(lw), name=f"{name}_pl")
+    v = Signal(signed(lw), name=f"{name}_v")
+    sticky = Signal(name=f"{name}_st")  # t's bit k sits at k + F + 1 of the placed value
+    m.d.comb += [
+        d.eq(top - e),
+        dc.eq(Mux((d < 0) | (d > lw), lw, d)),  # a zero term may sit above top: it adds 0
+        placed.eq(t << (frac_bits + 1)),
+        sticky.eq(Cat(*[t[k] & (dc > frac_bits + 1 + k) for k in range(len(t))]).any()),
+        v.eq((placed >> dc) | sticky),
+    ]
+    return v
