@@ -25,7 +25,7 @@ export FLOW ?= auto
 export JOBS ?= 2
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv test test-full lint synth prove qor qor-check qor-update clean help
+.PHONY: venv test test-full lint synth prove qor qor-check qor-update power clean help
 
 help:
 	@echo "make synth DESIGN=mu WIDTH=64 FMT=fp8_e4m3   synthesize, report area/timing (build/reports/qor/)"
@@ -34,6 +34,7 @@ help:
 	@echo "make test-full                               the whole regression"
 	@echo "make prove DESIGN=bf16_mul                   formal equivalence booth4 == behavioral"
 	@echo "make qor / qor-check / qor-update            cross-width report, regression gate, goldens"
+	@echo "make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=all] energy per MAC, gate-level on real tiles (PUBLISH=1 to reports/power/)"
 	@echo "  synth options: LIBERTY=cells.lib CLOCK_PS=period FLOW=auto|flat|hier PUBLISH=1 (to reports/qor/);"
 	@echo "  design options: $$($(PY) -m hw options --make-vars 2>/dev/null || echo 'see python -m hw list')"
 	@echo "  formats (FMT): $$($(PY) -m hw options --choices fmt 2>/dev/null || echo 'see python -m hw list')"
@@ -70,6 +71,13 @@ ifneq ($(strip $(VERILOG)),)
 else
 	$(PY) -m flows synth --design $(DESIGN) $(SETS) $(SYNTH_WHERE)
 endif
+
+# make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=tiles|random|zeros|all] [SAMPLE=k] [PUBLISH=1] [ROWS=16 ...]
+# (energy of the matrix unit; other mu options as for make synth)
+WORKLOAD ?= tiles
+power: $(STAMP)
+	@test "$(DESIGN)" = mu || { echo "make power: DESIGN=$(DESIGN) is not supported; the energy flow drives the matrix unit (DESIGN=mu)"; exit 2; }
+	$(PY) -m flows power --width $(or $(WIDTH),32) --fmt $(or $(FMT),fp8_e4m3) --workload $(WORKLOAD) $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(PUBLISH),--publish) $(SETS)
 
 prove: $(STAMP)
 	$(PY) -m flows prove --design $(DESIGN)

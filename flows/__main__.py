@@ -20,6 +20,8 @@ Commands
     Any grid of synthesis or function jobs (:mod:`flows.sweep.cli`).
 ``report-qor``
     Only the cross-width report (:mod:`flows.report.qor`).
+``power``
+    Energy per MAC of the matrix unit on a workload (:mod:`flows.power.cli`, ``make power``).
 """
 
 import argparse
@@ -34,6 +36,7 @@ _DELEGATED = {
     "qor": ("flows.sweep.qor", "width x format synthesis sweep, then the cross-width report"),
     "sweep": ("flows.sweep.cli", "run a grid of synthesis or function jobs"),
     "report-qor": ("flows.report.qor", "regenerate reports/qor_comparison.md from the metrics"),
+    "power": ("flows.power.cli", "energy per MAC from a gate-level simulation of the mapped netlist"),
 }
 
 

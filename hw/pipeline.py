@@ -11,6 +11,7 @@ them there, and its latency is ``stages``.
 block                     placement for ``stages`` = 1, 2, 3, 4, ...
 ========================  =====================================================================
 matrix-unit column        NORM; + RAW; then TREE cuts spread evenly between the Dadda stages
+(``exact`` accumulate)    RAW (the tree's two carry-save rows); then TREE cuts spread evenly
 BF16 multiplier           OUTPUT; + RAW; + INPUT; then more OUTPUT registers (for retiming)
 ========================  =====================================================================
 """
@@ -19,7 +20,7 @@ import enum
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["Cut", "Placement", "COLUMN", "BF16_MUL", "spread"]
+__all__ = ["Cut", "Placement", "COLUMN", "EXACT_COLUMN", "BF16_MUL", "spread"]
 
 
 class Cut(enum.IntEnum):
@@ -72,6 +73,10 @@ class Placement:
 
 #: The matrix unit's column: normalize register first, then the tree's output, then inside the tree.
 COLUMN = Placement(order=(Cut.NORM, Cut.RAW), extra=Cut.TREE)
+#: The column in the ``exact`` accumulate mode: the tree's carry-save rows go straight into the
+#: accumulator's integer loop (no sum to normalize), so the first register holds the two rows and the
+#: rest go inside the tree.
+EXACT_COLUMN = Placement(order=(Cut.RAW,), extra=Cut.TREE)
 #: The BF16 multiplier: after the rounder, on the raw product, on the inputs, then more outputs.
 BF16_MUL = Placement(order=(Cut.OUTPUT, Cut.RAW, Cut.INPUT), extra=Cut.OUTPUT)
 

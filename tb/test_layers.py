@@ -25,7 +25,8 @@ pytestmark = pytest.mark.quick
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("hw", "perf", "flows")
 #: flows layer of a module, by the longest matching prefix.
-FLOWS_LAYERS = {"flows.metric_keys": 0, "flows.paths": 0, "flows.synth": 1, "flows.report": 2,
+FLOWS_LAYERS = {"flows.metric_keys": 0, "flows.paths": 0, "flows.qor_plan": 0, "flows.synth": 1,
+                "flows.report": 2,
                 "flows.sweep": 3, "flows": 4}
 ALLOWED_TOP = {"hw": {"hw"}, "perf": {"hw", "perf"}, "flows": {"hw", "perf", "flows"}}
 

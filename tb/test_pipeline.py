@@ -12,7 +12,7 @@ from hw.mu.accumulate import AccumulatorParams
 from hw.mu.column import ColumnParams
 from hw.mu.matrix_unit import MatrixUnit
 from hw.mu.tree import TreeParams, tree_levels
-from hw.pipeline import BF16_MUL, COLUMN, Cut, spread
+from hw.pipeline import BF16_MUL, COLUMN, EXACT_COLUMN, Cut, spread
 
 pytestmark = pytest.mark.quick
 
@@ -26,6 +26,7 @@ def test_bf16_placement():
 
 def test_column_placement():
     assert [COLUMN.plan(s) for s in range(5)] == [(), (N,), (R, N), (T, R, N), (T, T, R, N)]
+    assert [EXACT_COLUMN.plan(s) for s in range(4)] == [(), (R,), (T, R), (T, T, R)]
     with pytest.raises(ValueError, match="stages must be an integer >= 0"):
         COLUMN.plan(-1)
 
@@ -53,6 +54,25 @@ def test_block_latencies_compose(width):
         unit = MatrixUnit(width=width, fmt="fp8_e4m3", stages=stages)
         unit._MustUse__silence = True
         assert unit.latency == stages + 2   # the documented contract
+
+
+@pytest.mark.parametrize("width", [8, 64])
+def test_exact_block_latencies_compose(width):
+    """The exact mode: the tree holds every register (its two rows, then cuts), the accumulator
+    none before its loop; the unit's latency is ``stages + 2 + drain_stages``."""
+    for stages in range(MatrixUnit.max_stages(width, "exact") + 1):
+        col = ColumnParams(width, "fp8_e4m3", 1, stages, acc="exact")
+        tree, acc = col.tree_params, col.acc_params
+        assert tree.carry_save and tree.latency == stages and not acc.in_reg
+        assert len(tree.cuts) == max(stages - 1, 0) <= tree_levels(width)
+        assert col.write_delay == stages
+        unit = MatrixUnit(width=width, fmt="fp8_e4m3", stages=stages, acc="exact")
+        unit._MustUse__silence = True
+        assert unit.latency == stages + 2 + acc.drain_stages
+    with pytest.raises(ValueError, match="stages must lie in 0..8 for width 8 and acc='fp32'"):
+        MatrixUnit(width=8, stages=9)
+    with pytest.raises(ValueError, match="stages must lie in 0..7 for width 8 and acc='exact'"):
+        MatrixUnit(width=8, stages=8, acc="exact")
 
 
 def test_bf16_latency_is_its_stages():

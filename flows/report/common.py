@@ -15,6 +15,7 @@ from hw.designs import STUDY_WIDTHS
 from hw.formats import MATRIX_FORMATS
 
 from ..metric_keys import AREA, BLOCK_AREA
+from ..qor_plan import qor_stages
 
 __all__ = ["Point", "load_points", "fit_slope", "fmt_value", "sig", "lib_short", "main_library", "mu_grid",
            "breakdown", "measured_formats", "NOT_MEASURED", "WIDTHS", "FORMATS", "BATCHES", "CATEGORIES",
@@ -27,8 +28,10 @@ WIDTHS = STUDY_WIDTHS
 FORMATS = MATRIX_FORMATS
 #: Batch sizes of the equal-silicon comparison.
 BATCHES = (1, 8)
-# Block (module name prefix) -> category of the per-block breakdown (docs/mu_interface.md).
-CATEGORIES = (("mu_lane", "multipliers"), ("mu_tree", "compressor tree"), ("mu_acc", "accumulate"),
+# Block (module name prefix, or a tuple of them) -> category of the per-block breakdown
+# (docs/mu_interface.md); ``mu_xacc`` is the exact mode's accumulator.
+CATEGORIES = (("mu_lane", "multipliers"), ("mu_tree", "compressor tree"),
+              (("mu_acc", "mu_xacc"), "accumulate"),
               ("mu_wbuf", "weight storage"), ("mu_col", "column glue"))
 CONTROL = "control (top, outside the columns)"
 
@@ -111,14 +114,17 @@ def sig(v, n=3):
     return f"{v:.{max(0, n - 1 - math.floor(math.log10(abs(v))))}f}"
 
 
-def mu_grid(points) -> dict:
-    """(D, fmt) -> Point for the default matrix units (rows = 1, default stages) on the main library."""
+def mu_grid(points, acc: str = "fp32") -> dict:
+    """(D, fmt) -> Point for the study's matrix units of accumulate mode ``acc`` on the main library:
+    rows = 1 and the stages :func:`flows.qor_plan.qor_stages` gives the point."""
     lib = main_library(points)
     grid = {}
     for p in points:
-        if p.design == "mu" and lib_short(p) == lib and p.params.get("rows", 1) == 1 and p.params.get(
-                "stages", 2) == 2 and "width" in p.params and "fmt" in p.params:
-            grid[(p.params["width"], p.params["fmt"])] = p
+        q = p.params
+        if (p.design == "mu" and lib_short(p) == lib and q.get("rows", 1) == 1 and "width" in q
+                and "fmt" in q and q.get("acc", "fp32") == acc
+                and q.get("stages", 2) == qor_stages(acc, q["fmt"], q["width"])):
+            grid[(q["width"], q["fmt"])] = p
     return grid
 
 

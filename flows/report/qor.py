@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..metric_keys import AREA, CACHE_HIT, CELLS, CP_LV, CP_PS, DEPTH, FMAX, GE, MEMORY, RUNTIME, YOSYS_TIME
 from ..paths import PUBLISHED_QOR, REPO
+from ..qor_plan import QOR_ACC_MODES
 from . import plots as rp
 from . import verdict as rv
 from .common import (
@@ -39,6 +40,7 @@ from .common import (
     sig,
 )
 from .common import fmt_value as fv
+from .modes import modes_section
 
 __all__ = ["generate", "block_paths", "timing_suspects", "provenance", "main"]
 
@@ -52,7 +54,7 @@ YOSYS_CAVEAT = ("All numbers come from Yosys (yowasp) synthesis with ABC technol
 _BLOCK_RE = re.compile(r"^---- block (\S+) .*\nworst path: (\S+) .*\n\s+delay ([0-9.]+) \S+\s+levels (\d+)",
                        re.MULTILINE)
 # Block module name prefix -> column of the block timing table.
-BLOCK_TIMING = (("mu_lane", "lane"), ("mu_tree", "tree"), ("mu_acc", "accumulate"),
+BLOCK_TIMING = (("mu_lane", "lane"), ("mu_tree", "tree"), (("mu_acc", "mu_xacc"), "accumulate"),
                 ("mu_wbuf", "weight buffer"), ("mu_col", "column"))
 
 
@@ -70,10 +72,15 @@ def block_paths(p: Point) -> dict:
     return out
 
 
-def block_timing_section(grid) -> list[str]:
+def _mode(acc: str) -> str:
+    """Heading suffix naming the accumulate mode (none for the default ``fp32``)."""
+    return "" if acc == QOR_ACC_MODES[0] else f" (`acc = {acc}`)"
+
+
+def block_timing_section(grid, acc: str = "fp32") -> list[str]:
     """Table of block-internal worst paths per width and format, with levels per doubling."""
     cols = [c for _, c in BLOCK_TIMING]
-    L = ["## Block-internal worst paths", "",
+    L = [f"## Block-internal worst paths{_mode(acc)}", "",
          "Each marked block is timed on its own by the flow (`timing.txt`, children as timing models), so "
          "these paths leave out the nets of the top level. Cells: delay in ps / logic levels. Pipelined "
          "blocks (the tree and accumulator at the default stages) show their worst stage, not their "
@@ -149,14 +156,14 @@ def provenance(points) -> list[str]:
     ]
 
 
-def _mu_table(grid) -> tuple:
+def _mu_table(grid, acc: str = "fp32") -> tuple:
     """Area, timing and flow cost per width and format; ``(lines, timing suspects)``."""
     L = []
-    L += ["## Matrix unit: area, timing and flow cost", "",
+    L += [f"## Matrix unit: area, timing and flow cost{_mode(acc)}", "",
           "Area per MAC = area / (D x D) (the unit issues D x D MACs per activation beat). Rows = 1, "
-          "default pipeline stages. Yosys time: the synthesis runs of all blocks (kept from the first run "
-          "when cached); flow wall time: generation, synthesis, STA and reports of the run that wrote the "
-          "metrics.", "",
+          "pipeline stages as `flows/qor_plan.py` gives them. Yosys time: the synthesis runs of all "
+          "blocks (kept from the first run when cached); flow wall time: generation, synthesis, STA "
+          "and reports of the run that wrote the metrics.", "",
           "| D | format | area (um^2) | area (GE) | cells | area/MAC (um^2) | critical path (ps) | levels "
           "| generic depth | fmax (MHz) | Yosys time (s) | flow wall time (s) | peak memory (MB) |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -186,10 +193,10 @@ def _mu_table(grid) -> tuple:
     return L, sus
 
 
-def _depth_section(grid) -> tuple:
+def _depth_section(grid, acc: str = "fp32") -> tuple:
     """Critical path against log2 D and the block paths; ``(lines, slopes, column slopes, tree slopes)``."""
     L = []
-    L += ["## Critical path against log2 D", "",
+    L += [f"## Critical path against log2 D{_mode(acc)}", "",
           "Least-squares slope over the measured widths; needs at least two widths of a format.", "",
           "| format | widths measured | levels per doubling | generic depth per doubling | ps per doubling |",
           "|---|---|---|---|---|"]
@@ -202,7 +209,7 @@ def _depth_section(grid) -> tuple:
         L.append(f"| {fmt} | {', '.join(str(2 ** int(x)) for x in xs) or 'none'} | {fv(s[CP_LV], 2)} | "
                  f"{fv(s[DEPTH], 2)} | {fv(s[CP_PS], 0)} |")
     L.append("")
-    L += block_timing_section(grid)
+    L += block_timing_section(grid, acc)
     col_slopes, tree_slopes = {}, {}
     for slopes_of, block in ((col_slopes, "column"), (tree_slopes, "tree")):
         for fmt in measured_formats(grid):
@@ -213,10 +220,10 @@ def _depth_section(grid) -> tuple:
     return L, slopes, col_slopes, tree_slopes
 
 
-def _breakdown_section(grid) -> tuple:
+def _breakdown_section(grid, acc: str = "fp32") -> tuple:
     """Per-block area and control share; ``(lines, control share per point)``."""
     L = []
-    L += ["## Per-block area and control share", "",
+    L += [f"## Per-block area and control share{_mode(acc)}", "",
           "Blocks as marked by the generator (docs/mu_interface.md); control is the top level outside the "
           "columns (total minus the blocks).", ""]
     cats = [c for _, c in CATEGORIES] + [CONTROL]
@@ -277,7 +284,8 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
     ``knee_file``: the slice's feed sweep (default ``reports/knee.csv`` next to ``qor_dir``).
     """
     points = load_points(qor_dir)
-    grid = mu_grid(points)
+    grids = {acc: mu_grid(points, acc) for acc in QOR_ACC_MODES}
+    grid = grids[QOR_ACC_MODES[0]]  # the default mode's points drive the verdicts and plots
 
     def rel(f):
         return Path(f).relative_to(out_md.parent) if Path(f).is_relative_to(out_md.parent) else f
@@ -297,7 +305,12 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
     depth, slopes, col_slopes, tree_slopes = _depth_section(grid)
     blocks, shares = _breakdown_section(grid)
     made = rp.make_plots(grid, slopes, plots_dir) if plots else []
-    L += table + depth + blocks + rv.perf_section(grid) + _bf16_section(points, qor_dir)
+    L += table + depth + blocks
+    for acc in (a for a in QOR_ACC_MODES[1:] if grids[a]):  # the modes section names the gaps
+        L += _mu_table(grids[acc], acc)[0] + _depth_section(grids[acc], acc)[0]
+        L += _breakdown_section(grids[acc], acc)[0]
+    L += modes_section(grids)
+    L += rv.perf_section(grid) + _bf16_section(points, qor_dir)
     L += _plots_section(made, plots_dir, rel)
     L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.csv", sus,
                             col_slopes, tree_slopes)

@@ -1,7 +1,8 @@
 """``python -m flows qor`` (``make qor``): synthesize every width and format, then write the report.
 
-The sweep is every study width (``hw.designs.STUDY_WIDTHS``) x every matrix format
-(``hw.formats.MATRIX_FORMATS``) plus the BF16 multiplier architectures, run by
+The sweep is every accumulate mode x study width (``hw.designs.STUDY_WIDTHS``) x matrix format
+(``hw.formats.MATRIX_FORMATS``), each at the pipeline stages :mod:`flows.qor_plan` gives it, plus
+the BF16 multiplier architectures, run by
 :mod:`flows.sweep.runner` (local pool or Ray, cached by content hash so a rerun only synthesizes
 what changed) into the committed ``reports/qor/<variant>/``, followed by :mod:`flows.report.qor`,
 which writes ``reports/qor_comparison.md`` and ``reports/plots/qor_*.png``. Failed points are
@@ -10,7 +11,8 @@ listed and the report says "not measured yet" for them; the exit status is 1 whe
 Examples::
 
     make qor JOBS=2
-    python -m flows qor --widths 32 --formats fp8_e4m3 --no-bf16     # one point, then the report
+    python -m flows qor --widths 32 --formats fp8_e4m3 --no-bf16     # both modes, then the report
+    python -m flows qor --widths 32 --acc exact --no-bf16            # one mode
     RAY_ADDRESS=ray://head:10001 python -m flows qor --executor ray
 """
 
@@ -20,6 +22,7 @@ import sys
 from hw.designs import STUDY_WIDTHS
 from hw.formats import MATRIX_FORMATS
 
+from ..qor_plan import DEFAULT_STAGES, QOR_ACC_MODES, qor_points
 from ..report import qor as report_qor
 from .cli import add_run_args, clock_from_env, run_from_cli
 from .runner import Job
@@ -36,10 +39,11 @@ def _csv(text, conv=str):
 
 
 def qor_jobs(widths=STUDY_WIDTHS, formats=MATRIX_FORMATS, bf16=True, liberty=None,
-             clock_ps=None) -> list:
+             clock_ps=None, modes=QOR_ACC_MODES) -> list:
     """The sweep's jobs, cheapest first (small widths, then larger; BF16 multipliers first).
 
-    Every job publishes its reports under ``reports/qor/``.
+    Every job publishes its reports under ``reports/qor/``. A matrix-unit job names only the options
+    that differ from the generator's defaults (so the ``fp32`` points keep their variants and cache).
     """
     jobs = []
     if bf16:
@@ -49,8 +53,13 @@ def qor_jobs(widths=STUDY_WIDTHS, formats=MATRIX_FORMATS, bf16=True, liberty=Non
                     j = Job(j.name + "-ysbooth", j.func, dict(j.kwargs, booth=True), j.inputs,
                                   j.exclude)
                 jobs.append(j)
-    for d in sorted(widths):
-        jobs += synth_jobs("mu", {"width": [d], "fmt": list(formats)}, liberty, clock_ps, True)
+    for acc, d, fmt, stages in qor_points(widths, formats, modes):
+        grid = {"width": [d], "fmt": [fmt]}
+        if acc != QOR_ACC_MODES[0]:
+            grid["acc"] = [acc]
+        if stages != DEFAULT_STAGES:
+            grid["stages"] = [stages]
+        jobs += synth_jobs("mu", grid, liberty, clock_ps, True)
     return jobs
 
 
@@ -61,6 +70,8 @@ def main(argv=None) -> int:
                    help="matrix-unit widths, comma separated (default: %(default)s)")
     p.add_argument("--formats", default=",".join(MATRIX_FORMATS),
                    help="element formats, comma separated (default: %(default)s)")
+    p.add_argument("--acc", default=",".join(QOR_ACC_MODES),
+                   help="accumulate modes, comma separated (default: %(default)s)")
     p.add_argument("--no-bf16", action="store_true", help="leave out the BF16 multiplier points")
     p.add_argument("--report-only", action="store_true", help="only regenerate the report from metrics")
     p.add_argument("--liberty", default=None, help="liberty file (default: the flow's: $LIBERTY, OSU 0.18um)")
@@ -74,7 +85,7 @@ def main(argv=None) -> int:
         rc = run_from_cli(
             "python -m flows qor",
             lambda: qor_jobs(_csv(a.widths, int), _csv(a.formats), not a.no_bf16, a.liberty,
-                             clock_from_env(a.clock_ps)),
+                             clock_from_env(a.clock_ps), _csv(a.acc)),
             a, "rerun to continue, or --report-only for a report of what exists")
         if rc in (2, 130):
             return rc

@@ -15,9 +15,13 @@ activation register to the accumulator write is S cycles):
 * S >= 2: register the tree's output sum (``RAW``, :class:`~hw.mu.tree.Tree`);
 * S >= 3: S - 2 registers between Dadda stages of the tree, evenly spaced (``TREE``).
 
+In the ``exact`` mode the placement is :data:`hw.pipeline.EXACT_COLUMN`: the tree hands its two
+carry-save rows to the accumulator (no carry-propagate adder, nothing to normalize), S >= 1 registers
+the rows (``RAW``) and S >= 2 puts S - 1 registers between Dadda stages.
+
 The accumulator is :class:`~hw.mu.accumulate.Accumulator` (``acc = "fp32"``: one rounding per beat)
 or :class:`~hw.mu.exact_acc.ExactAccumulator` (``acc = "exact"``: exact fixed-point rows, one
-rounding per accumulation in a drain pipeline; its ``in_reg`` is the ``NORM`` register). The
+rounding per accumulation in a drain pipeline; its ``in_reg`` is a ``NORM`` register). The
 column's latency is composed from its blocks' (:attr:`ColumnParams.latency`).
 """
 
@@ -31,7 +35,7 @@ from amaranth.lib.wiring import In, Out
 from .. import hier
 from ..designs import ACC_MODES
 from ..hier import BlockParams
-from ..pipeline import COLUMN, Cut
+from ..pipeline import Cut
 from .accumulate import Accumulator, AccumulatorParams
 from .exact_acc import GUARD_BITS, ExactAccumulator, ExactAccumulatorParams
 from .lane import Lane
@@ -68,15 +72,16 @@ class ColumnParams(BlockParams):
 
     @property
     def tree_params(self) -> TreeParams:
-        return TreeParams(self.width, self.fmt, self.stages, self.tree)
+        return TreeParams(self.width, self.fmt, self.stages, self.tree, self.acc == "exact")
 
     @property
     def acc_params(self):
         """:class:`AccumulatorParams` (``fp32``) or :class:`ExactAccumulatorParams` (``exact``, its
         input register where the ``fp32`` block has its ``NORM`` register)."""
         if self.acc == "exact":
+            plan = self.tree_params.placement.count(self.stages)
             return ExactAccumulatorParams(self.width, self.fmt, self.rows, self.guard_bits,
-                                          in_reg=COLUMN.count(self.stages)[Cut.NORM] > 0)
+                                          in_reg=plan[Cut.NORM] > 0)
         return AccumulatorParams(self.width, self.fmt, self.rows, self.stages)
 
     @property
@@ -231,7 +236,8 @@ class Column(wiring.Component):
         hier.place(m, "wbuf", wbuf)
         m.d.comb += [wbuf.wdata.eq(self.wdata), wbuf.we.eq(self.we), wbuf.swap.eq(self.swap)]
 
-        tree = Tree(f, D, stages=S, arch=self._tree)
+        exact = self.params.acc == "exact"
+        tree = Tree(f, D, stages=S, arch=self._tree, carry_save=exact)
         hier.place(m, "tree", tree)
         m.d.comb += tree.en.eq(self.en)
         for k in range(D):
@@ -249,7 +255,7 @@ class Column(wiring.Component):
                 m.d.comb += tree.inf[k].eq(lane.inf)
 
         p = self.params.acc_params
-        if self.params.acc == "exact":
+        if exact:
             acc = ExactAccumulator(f, D, self._rows, guard_bits=p.guard_bits, chunk_bits=p.chunk_bits,
                                    drain_stages=p.drain_stages, in_reg=p.in_reg)
             hier.place(m, "acc", acc)
@@ -257,7 +263,8 @@ class Column(wiring.Component):
         else:
             acc = Accumulator(f, D, self._rows, stages=S)
             hier.place(m, "acc", acc)
-        m.d.comb += [acc.en.eq(self.en), acc.s.eq(tree.s), acc.we.eq(self.acc_we),
+        sums = [acc.s0.eq(tree.s0), acc.s1.eq(tree.s1)] if exact else [acc.s.eq(tree.s)]
+        m.d.comb += sums + [acc.en.eq(self.en), acc.we.eq(self.acc_we),
                      acc.first.eq(self.first), self.y.eq(acc.y)]
         if f.has_nan or f.has_inf:
             m.d.comb += acc.s_nan.eq(tree.s_nan)

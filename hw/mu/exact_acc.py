@@ -1,7 +1,9 @@
 """Exact accumulate of one matrix-unit column: ``y = RNE_fp32(sum of S over first..last)``.
 
 The ``exact`` accumulate mode (contract in ``docs/numerics.md`` section 6). ``S`` is the exact
-two's-complement D-term dot product from :mod:`hw.mu.tree` (W bits, LSB ``2**lsb_exp``). Every row
+two's-complement D-term dot product from :mod:`hw.mu.tree` (W bits, LSB ``2**lsb_exp``), handed over
+in carry-save form: two unsigned W-bit rows with ``s0 + s1 = S + 2**(W-1)`` (the tree's
+``carry_save`` output, so the tree has no carry-propagate adder). Every row
 accumulates the whole K-long sum exactly in ``A = W + guard_bits`` bits of two's-complement fixed
 point, and the sum is rounded once to FP32 when the ``last`` beat is taken. HardFloat style:
 unpack (``S`` is already exact) -> exact raw result -> round and pack.
@@ -11,7 +13,10 @@ Per-beat loop (the only logic that must close in one cycle per beat)
 The row's sum is kept *carry-pending*: the A bits are cut into chunks of ``chunk_bits`` bits and
 every chunk adds its slice of the sign-extended ``S`` plus the carry that the chunk below produced
 on the previous beat (a register). The row's value is ``x + sum_i c_i * 2**(i * chunk_bits)``
-modulo ``2**A``, so the loop is one ``chunk_bits``-bit add (plus the row select and the ``first``
+modulo ``2**A``. The beat's addend ``s0 + s1 - 2**(W-1)`` (which is ``S``, sign-extended modulo
+``2**A``) is first reduced to two rows ``u + v`` by half adders that do not depend on the row (the
+constant's ones fold into them), and a full-adder level merges ``u``, ``v`` and the row's ``x``, so
+the loop is one full adder and one ``chunk_bits``-bit add (plus the row select and the ``first``
 clear), whatever W is. A beat counter per row (``guard_bits`` bits and a sticky overflow bit)
 makes an accumulation longer than ``2**guard_bits`` beats visible: its result is NaN and
 ``overflow`` is set with it. Up to ``2**guard_bits`` beats the sum cannot wrap, since
@@ -40,7 +45,7 @@ from typing import ClassVar
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import In, Out
 
 from ..formats import get_format
 from ..fp.round import leading_zeros, pack_code
@@ -130,7 +135,8 @@ class ExactAccumulator(wiring.Component):
     -------
     en : In(1)
         Pipeline enable: every register holds while it is low.
-    s : In(signed(W))
+    s0, s1 : In(W)
+        The beat's exact sum in carry-save form: ``s0 + s1 = S + 2**(W-1)`` (unsigned, exact).
     s_nan, s_inf, s_inf_neg : In(1)
         As the format has them (see :class:`hw.mu.tree.Tree`); ``in_reg`` cycles before ``we``.
     we : In(1)
@@ -168,8 +174,11 @@ class ExactAccumulator(wiring.Component):
         self._k, self._in_reg = drain_stages, bool(in_reg)
         self.params = ExactAccumulatorParams(width, self._dw.fmt.name, rows, guard_bits, chunk_bits,
                                              drain_stages, self._in_reg)
-        super().__init__({**beat_inputs(self._dw, rows, last=True),
-                          "y": Out(32), "y_valid": Out(1), "overflow": Out(1)})
+        W = self._dw.sum_bits
+        members = {}
+        for k, v in beat_inputs(self._dw, rows, last=True).items():
+            members.update({"s0": In(W), "s1": In(W)} if k == "s" else {k: v})
+        super().__init__({**members, "y": Out(32), "y_valid": Out(1), "overflow": Out(1)})
 
     # ------------------------------------------------------------------------------- geometry
     @property
@@ -214,9 +223,10 @@ class ExactAccumulator(wiring.Component):
         return (("nan",) if f.has_nan or f.has_inf else ()) + (("pinf", "ninf") if f.has_inf else ())
 
     def _inputs(self, m):
-        """``s`` and the beat's flags (a dict like :meth:`_flag_names`) at the accumulate stage."""
+        """``s0``, ``s1`` and the beat's flags (a dict like :meth:`_flag_names`) at the accumulate
+        stage."""
         f = self._dw.fmt
-        vals = {"s": self.s}
+        vals = {"s0": self.s0, "s1": self.s1}
         if f.has_nan or f.has_inf:
             vals["nan"] = self.s_nan
         if f.has_inf:
@@ -224,8 +234,7 @@ class ExactAccumulator(wiring.Component):
             vals["ninf"] = self.s_inf & self.s_inf_neg
         if not self._in_reg:
             return vals
-        regs = {k: Signal(signed(len(self.s)) if k == "s" else 1, name=f"i_{k}", reset_less=True)
-                for k in vals}
+        regs = {k: Signal(len(v), name=f"i_{k}", reset_less=True) for k, v in vals.items()}
         with m.If(self.en):
             m.d.sync += [regs[k].eq(v) for k, v in vals.items()]
         return regs
@@ -237,17 +246,31 @@ class ExactAccumulator(wiring.Component):
                 "cnt": Signal(self._g, name=f"r{r}_cnt"), "ovf": Signal(name=f"r{r}_ovf"),
                 **{k: Signal(name=f"r{r}_{k}") for k in self._flag_names()}}
 
+    def _addend(self, m, inp):
+        """``(u, v)``, A bits each, with ``u + v = s0 + s1 - 2**(W-1) = S`` modulo ``2**A``: one
+        half-adder level over ``s0``, ``s1`` and the constant (ones in bits W-1 .. A-1)."""
+        A, W = self.acc_bits, self._dw.sum_bits
+        a, b = inp["s0"], inp["s1"]
+        u, v = Signal(A, name="add_u"), Signal(A, name="add_v")
+        m.d.comb += [
+            u.eq(Cat(a[:W - 1] ^ b[:W - 1], ~(a[W - 1] ^ b[W - 1]), Const(-1, A - W))),
+            v.eq(Cat(Const(0, 1), a[:W - 1] & b[:W - 1], a[W - 1] | b[W - 1])),
+        ]
+        return u, v
+
     def _beat(self, m, cur, inp):
         """The row's next state after adding this beat (``cur`` is already cleared on ``first``)."""
         A, cb, nc = self.acc_bits, self._cb, self.chunks
-        se = Signal(A, name="s_ext")  # S sign-extended to A bits
-        m.d.comb += se.eq(inp["s"].as_signed())
+        u, v = self._addend(m, inp)
+        p, q = Signal(A, name="csa_p"), Signal(A, name="csa_q")  # x + u + v = p + q
+        x = cur["x"]
+        m.d.comb += [p.eq(x ^ u ^ v), q.eq(Cat(Const(0, 1), ((x & u) | (x & v) | (u & v))[:A - 1]))]
         xs, cs = [], []
         for i in range(nc):
             lo, hi = i * cb, min((i + 1) * cb, A)
             t = Signal(hi - lo + 1, name=f"sum{i}")
             cin = cur["c"][i - 1] if i > 0 else Const(0, 1)
-            m.d.comb += t.eq(cur["x"][lo:hi] + se[lo:hi] + cin)
+            m.d.comb += t.eq(p[lo:hi] + q[lo:hi] + cin)
             xs.append(t[:hi - lo])
             cs.append(t[-1])
         full = Signal(name="cnt_full")

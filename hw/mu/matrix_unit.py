@@ -18,7 +18,8 @@ the numerics are ``docs/numerics.md``. Structure:
   mode the control pipeline goes on for the columns' drain (``valid & last`` and the row), so the
   result registers are written only with results.
 * **Counters**: 48-bit event counters as output ports (``cnt_acc_overflow`` in the ``exact`` mode,
-  counted from column 0: every column drains the same beat count).
+  counted from column 0: every column drains the same beat count), segmented with precomputed
+  increments (:func:`hw.mu.counters.event_counter`) so no carry runs through all 48 bits.
 
 The ports, payload layouts and counters are :class:`hw.mu.interface.MatrixUnitSignature`; the
 latency is composed from the blocks' (:attr:`MatrixUnit.latency`).
@@ -35,6 +36,7 @@ from ..formats import BLOCK_FORMATS
 from ..hier import BlockParams
 from ..stream import skid_register
 from .column import Column, ColumnParams
+from .counters import event_counter
 from .exact_acc import GUARD_BITS
 from .interface import MatrixUnitSignature
 from .numerics import dot_widths
@@ -83,7 +85,7 @@ class MatrixUnit(wiring.Component):
     rows : int
         R >= 1 accumulator rows (batch rows).
     stages : int
-        Pipeline registers inside each column, 0 .. :meth:`max_stages` (D).
+        Pipeline registers inside each column, 0 .. :meth:`max_stages` (D, acc).
     tree : str
         Column sum: ``dadda`` (bit-level compressor tree, the synthesis default) or ``words``
         (word-level adder tree: same exact result and latency, far faster to Verilate).
@@ -123,9 +125,9 @@ class MatrixUnit(wiring.Component):
         self._tree = tree
         sig = MatrixUnitSignature(width, fmt, rows, acc)  # checks width, fmt, rows, acc
         _check_int("stages", stages)
-        if not 0 <= stages <= self.max_stages(width):
-            raise ValueError(f"stages must lie in 0..{self.max_stages(width)} for width {width}, "
-                             f"not {stages}")
+        if not 0 <= stages <= self.max_stages(width, acc):
+            raise ValueError(f"stages must lie in 0..{self.max_stages(width, acc)} for width {width} "
+                             f"and acc={acc!r}, not {stages}")
         _check_int("guard_bits", guard_bits)
         if guard_bits < 1 or (acc == "fp32" and guard_bits != GUARD_BITS):
             raise ValueError(f"guard_bits must be an integer >= 1 with acc='exact' (and stay "
@@ -136,9 +138,10 @@ class MatrixUnit(wiring.Component):
         super().__init__(sig)
 
     @staticmethod
-    def max_stages(width: int) -> int:
-        """Largest ``stages`` for width D: normalize + tree output + one per Dadda stage."""
-        return 2 + tree_levels(width)
+    def max_stages(width: int, acc: str = "fp32") -> int:
+        """Largest ``stages`` for width D: normalize + tree output + one per Dadda stage
+        (``fp32``); the tree's two rows + one per Dadda stage (``exact``)."""
+        return (1 if acc == "exact" else 2) + tree_levels(width)
 
     @property
     def width(self) -> int:
@@ -288,20 +291,20 @@ class MatrixUnit(wiring.Component):
                           out_valid=out_valid, skid_valid=skid_valid, skid=skid)
 
         # -- counters -------------------------------------------------------------------------
-        events = {
-            "cnt_cycles": 1,
-            "cnt_w_beats": w_fire,
-            "cnt_x_beats": x_fire,
-            "cnt_y_beats": self.y.valid & self.y.ready,
-            "cnt_stall_tile": self.x.valid & ~tile_ok,
-            "cnt_stall_x": ~self.x.valid,
-            "cnt_stall_y": self.y.valid & ~self.y.ready,
-            "cnt_macs": Mux(x_fire, D * D, 0),
+        events = {  # (1-bit event, log2 of the step)
+            "cnt_cycles": (1, 0),
+            "cnt_w_beats": (w_fire, 0),
+            "cnt_x_beats": (x_fire, 0),
+            "cnt_y_beats": (self.y.valid & self.y.ready, 0),
+            "cnt_stall_tile": (self.x.valid & ~tile_ok, 0),
+            "cnt_stall_x": (~self.x.valid, 0),
+            "cnt_stall_y": (self.y.valid & ~self.y.ready, 0),
+            "cnt_macs": (x_fire, 2 * (D.bit_length() - 1)),  # D * D per beat
         }
         if exact:  # column 0's overflow is high from the result's write to the next enabled edge
-            events["cnt_acc_overflow"] = en & overflow
+            events["cnt_acc_overflow"] = (en & overflow, 0)
         for name in self.signature.counter_ports:
-            cnt = Signal(self.signature.counter_bits, name=name)
-            m.d.sync += cnt.eq(cnt + events[name])
-            m.d.comb += getattr(self, name).eq(cnt)
+            event, shift = events[name]
+            m.d.comb += getattr(self, name).eq(
+                event_counter(m, name, self.signature.counter_bits, event, shift=shift))
         return m

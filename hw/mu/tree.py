@@ -13,6 +13,12 @@ Dadda stages of full and half adders reduce every column to two rows; a Sklansky
 column's placement (:data:`hw.pipeline.COLUMN`) puts its ``TREE`` cuts (after Dadda stages, spread
 evenly) and its ``RAW`` register (on the sum). Every stage's bits are named signals, so no expression
 is deeper than one adder (no recursion limits, readable Verilog).
+
+With ``carry_save`` (the ``exact`` accumulate mode) there is no prefix adder: the tree leaves out the
+constant and hands the two rows ``s0``, ``s1`` (unsigned, W bits) to the accumulator, which adds
+them in its own loop. Without the constant every bit is non-negative and their total is
+``S + 2**(W-1) < 2**W``, so no carry leaves the top column and ``s0 + s1 = S + 2**(W-1)`` exactly.
+Its registers follow :data:`hw.pipeline.EXACT_COLUMN` (the two rows first, then ``TREE`` cuts).
 """
 
 from dataclasses import dataclass
@@ -24,7 +30,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..fp.booth import dadda_heights, prefix_add
 from ..hier import BlockParams
-from ..pipeline import COLUMN, Cut, spread
+from ..pipeline import COLUMN, EXACT_COLUMN, Cut, spread
 from .numerics import dot_widths
 
 __all__ = ["Tree", "TreeParams", "tree_levels", "full_adder_stage", "TREE_ARCHS"]
@@ -49,25 +55,32 @@ class TreeParams(BlockParams):
     """Everything that changes a :class:`Tree`'s logic (and its module name).
 
     ``stages`` is the column's pipeline depth; the tree holds that plan's ``TREE`` and ``RAW``
-    registers (:data:`hw.pipeline.COLUMN`).
+    registers (:data:`hw.pipeline.COLUMN`, or :data:`hw.pipeline.EXACT_COLUMN` with
+    ``carry_save``).
     """
 
-    MODULE: ClassVar[str] = "mu_tree_w{width}_{fmt}_s{stages}{arch}"
-    TAGS: ClassVar[dict] = {"arch": _tree_tag}
+    MODULE: ClassVar[str] = "mu_tree_w{width}_{fmt}_s{stages}{arch}{carry_save}"
+    TAGS: ClassVar[dict] = {"arch": _tree_tag, "carry_save": lambda v: "_cs" if v else ""}
     width: int
     fmt: str
     stages: int
     arch: str = "dadda"
+    carry_save: bool = False
+
+    @property
+    def placement(self):
+        """The column's :class:`hw.pipeline.Placement`."""
+        return EXACT_COLUMN if self.carry_save else COLUMN
 
     @property
     def cuts(self) -> tuple:
         """Dadda stages (1-based) followed by a register."""
-        return spread(COLUMN.count(self.stages)[Cut.TREE], tree_levels(self.width))
+        return spread(self.placement.count(self.stages)[Cut.TREE], tree_levels(self.width))
 
     @property
     def out_reg(self) -> bool:
-        """Whether the sum is registered at the output."""
-        return COLUMN.count(self.stages)[Cut.RAW] > 0
+        """Whether the sum (the two rows with ``carry_save``) is registered at the output."""
+        return self.placement.count(self.stages)[Cut.RAW] > 0
 
     @property
     def latency(self) -> int:
@@ -123,6 +136,8 @@ class Tree(wiring.Component):
         :attr:`TreeParams.cuts` and the sum if :attr:`TreeParams.out_reg`.
     arch : str
         One of :data:`TREE_ARCHS`.
+    carry_save : bool
+        Hand out the two rows (``s0``, ``s1``) instead of their sum ``s``.
 
     Members
     -------
@@ -134,7 +149,9 @@ class Tree(wiring.Component):
     nan, inf : In(D)
         Lane flags (present as the lane has them).
     s : Out(signed(W))
-        The exact sum, in LSBs of ``2**lsb_exp``.
+        The exact sum, in LSBs of ``2**lsb_exp`` (without ``carry_save``).
+    s0, s1 : Out(W)
+        With ``carry_save``: unsigned rows, ``s0 + s1 = s + 2**(W-1)`` exactly.
     s_nan, s_inf, s_inf_neg : Out(1)
         The sum is NaN (a NaN product, or +Inf and -Inf products) / infinite with sign ``s_inf_neg``.
         Present if the format has NaN (``s_nan``) or Inf (``s_inf``, ``s_inf_neg``).
@@ -150,20 +167,24 @@ class Tree(wiring.Component):
         An unknown ``arch``, or more ``TREE`` cuts than the tree has Dadda stages.
     """
 
-    def __init__(self, fmt, width: int, *, stages: int, arch: str = "dadda"):
+    def __init__(self, fmt, width: int, *, stages: int, arch: str = "dadda",
+                 carry_save: bool = False):
         if arch not in TREE_ARCHS:
             raise ValueError(f"tree arch must be one of {', '.join(TREE_ARCHS)}, not {arch!r}")
         self._arch = arch
         self._dw = dot_widths(fmt, width)
         f = self._dw.fmt
-        self.params = TreeParams(width, f.name, stages, arch)
+        self.params = TreeParams(width, f.name, stages, arch, bool(carry_save))
         n = tree_levels(width)
-        if COLUMN.count(stages)[Cut.TREE] > n:
-            raise ValueError(f"stages must be at most {n + 2} for width {width} (one register per "
-                             f"Dadda stage), not {stages}")
+        extra = len(self.params.placement.order)
+        if self.params.placement.count(stages)[Cut.TREE] > n:
+            raise ValueError(f"stages must be at most {n + extra} for width {width} (one register "
+                             f"per Dadda stage), not {stages}")
         self._cuts, self._out_reg = self.params.cuts, self.params.out_reg
+        self._cs = bool(carry_save)
         P, W = self._dw.prod_bits, self._dw.sum_bits
-        members = {"en": In(1), "t": In(width * P), "neg": In(width), "s": Out(signed(W))}
+        members = {"en": In(1), "t": In(width * P), "neg": In(width)}
+        members.update({"s0": Out(W), "s1": Out(W)} if self._cs else {"s": Out(signed(W))})
         if f.has_nan or f.has_inf:
             members["nan"] = In(width)
             members["s_nan"] = Out(1)
@@ -193,7 +214,9 @@ class Tree(wiring.Component):
             flags += [pinf, ninf]
         if self._arch == "words":
             total, flags = self._words(m, flags)
-            return self._finish(m, total, flags)
+            if self._cs:  # S + 2**(W-1) in [0, 2**W): S with its sign bit flipped, and a zero row
+                return self._finish(m, [total ^ (1 << (W - 1)), Const(0, W)], flags)
+            return self._finish(m, [total], flags)
 
         cols = [[] for _ in range(W)]
         for i in range(D):
@@ -201,7 +224,8 @@ class Tree(wiring.Component):
                 cols[k].append(self.t[i * P + k])
             cols[0].append(self.neg[i])  # ones' -> two's complement
             cols[P].append(~self.neg[i])  # sign bit, sign extension folded into the constant
-        cols[W - 1].append(Const(1, 1))  # -D * 2^P mod 2^W
+        if not self._cs:
+            cols[W - 1].append(Const(1, 1))  # -D * 2^P mod 2^W
 
         def register(bits, name):
             r = Signal(len(bits), name=name, reset_less=True)
@@ -215,8 +239,9 @@ class Tree(wiring.Component):
                 cols = [register(c, f"cut{stage}_col{k}") if c else [] for k, c in enumerate(cols)]
                 flags = register(flags, f"cut{stage}_flags") if flags else flags
         rows = [Cat(*[(c[r] if r < len(c) else Const(0, 1)) for c in cols]) for r in (0, 1)]
-        total = prefix_add(m, rows[0], rows[1], name="cpa")
-        return self._finish(m, total, flags)
+        if self._cs:
+            return self._finish(m, rows, flags)
+        return self._finish(m, [prefix_add(m, rows[0], rows[1], name="cpa")], flags)
 
     def _register(self, m, values, name):
         regs = [Signal.like(v, name=f"{name}_{i}", reset_less=True) for i, v in enumerate(values)]
@@ -255,18 +280,24 @@ class Tree(wiring.Component):
         m.d.comb += total.eq(ops[0])
         return total, flags
 
-    def _finish(self, m, total, flags):
+    def _finish(self, m, outs, flags):
+        """Drive ``s`` (one value in ``outs``) or ``s0``, ``s1`` (two) and the flags, through the
+        ``RAW`` register if there is one."""
         f, W = self._dw.fmt, self._dw.sum_bits
 
-        sum_d = Signal(signed(W), name="sum", reset_less=True)
+        ports = [self.s0, self.s1] if self._cs else [self.s]
+        names = ["row0", "row1"] if self._cs else ["sum"]
+        out_d = [Signal(signed(W), name=n, reset_less=True) if not self._cs else
+                 Signal(W, name=n, reset_less=True) for n in names]
         flag_d = [Signal(name=f"flag{i}", reset_less=True) for i in range(len(flags))]
-        dom = m.d.sync if self._out_reg else m.d.comb
+        moves = ([d.eq(v) for d, v in zip(out_d, outs, strict=True)]
+                 + [d.eq(s) for d, s in zip(flag_d, flags, strict=True)])
         if self._out_reg:
             with m.If(self.en):
-                dom += [sum_d.eq(total)] + [d.eq(s) for d, s in zip(flag_d, flags, strict=True)]
+                m.d.sync += moves
         else:
-            dom += [sum_d.eq(total)] + [d.eq(s) for d, s in zip(flag_d, flags, strict=True)]
-        m.d.comb += self.s.eq(sum_d)
+            m.d.comb += moves
+        m.d.comb += [p.eq(d) for p, d in zip(ports, out_d, strict=True)]
         if f.has_inf:
             nan, pinf, ninf = flag_d
             m.d.comb += [

@@ -237,3 +237,26 @@ def test_block_internal_paths_from_timing_txt(tmp_path, monkeypatch):
                                                                  NOT_MEASURED, "4.00"]
     v = row(text, "| Each doubling of D")
     assert v[2] == "can't tell" and "worst path inside a column: fp8_e4m3 4.00 levels/doubling" in v[1]
+
+
+def test_exact_mode_points_get_their_own_tables_and_the_mode_comparison(tmp_path, qor, monkeypatch):
+    """An ``acc = exact`` point (at the stages of flows/qor_plan.py) appears in its own tables and in
+    the mode comparison with its area against the fp32 point's and its goals; a point at other
+    stages is not picked."""
+    m = mu_metrics(32, 1.1e6, 12, 5000.0, 200.0, {"mu_xacc_w32_fp8_e4m3_r1_g16_c8_d5_n": 3e5})
+    m["design__params"].update(acc="exact", stages=2)
+    write(q := qor, "mu-w32-fp8_e4m3-xacc-osu018", **m)
+    other = mu_metrics(32, 9.9e6, 12, 100.0, 10000.0)
+    other["design__params"].update(acc="exact", stages=7)
+    write(q, "mu-w32-fp8_e4m3-s7-xacc-osu018", **other)
+    text = gen(tmp_path, q, monkeypatch)
+    assert row(text, "| 32 | fp8_e4m3 | ", "Matrix unit: area, timing and flow cost (`acc = exact`)")[2] \
+        == "1,100,000"
+    assert row(text, "| 32 | fp8_e4m3 | ", "Per-block area and control share (`acc = exact`)")[4] \
+        == "300,000"  # the exact accumulator counts as accumulate
+    c = row(text, "| 32 | fp8_e4m3 | exact |", "Accumulate modes")
+    assert c[3:9] == ["2", "1,100,000", f"{1.1e6 / 1.0e6:.3f}", "5,000", "12", "200"]
+    assert c[10] == "met (5,300 ps); area met"  # 5000 <= 5300 ps, 1.1 <= 1.15
+    assert row(text, "| 64 | fp8_e4m3 | exact |", "Accumulate modes")[4] == NOT_MEASURED
+    assert row(text, "| exact | fp8_e4m3 |", "Accumulate modes")[2:] == ["200", NOT_MEASURED, NOT_MEASURED]
+    assert row(text, "| fp32 | fp8_e4m3 |", "Accumulate modes")[2:] == ["250", "200", "166"]

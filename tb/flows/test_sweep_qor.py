@@ -18,7 +18,8 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     names = [j.name for j in jobs]
     assert names[:3] == ["bf16_mul-behavioral-s0", "bf16_mul-booth4-s0", "bf16_mul-behavioral-s0-ysbooth"]
     mu = names[3:]
-    assert mu == [f"mu-w{d}-{f}" for d in STUDY_WIDTHS for f in MATRIX_FORMATS]
+    assert mu == [f"mu-w{d}-{f}{tag}" for d in STUDY_WIDTHS for tag in ("", "-xacc")
+                  for f in MATRIX_FORMATS]  # stages from flows.qor_plan: 2 everywhere today
     j = jobs[3]
     assert j.func == "flows.sweep.synth_jobs:synth_job"
     assert j.inputs[0] == "hw/mu" and "hw/hier.py" in j.inputs and "flows/synth" in j.inputs
@@ -26,7 +27,10 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     assert j.kwargs == {"design": "mu", "params": {"width": 32, "fmt": "fp8_e4m3"}, "liberty": None,
                         "clock_ps": None, "publish": True}
     assert jobs[2].kwargs["booth"] is True
-    assert [j.name for j in qor.qor_jobs((64,), ("fp4_e2m1",), bf16=False)] == ["mu-w64-fp4_e2m1"]
+    assert [j.name for j in qor.qor_jobs((64,), ("fp4_e2m1",), bf16=False)] == ["mu-w64-fp4_e2m1",
+                                                                               "mu-w64-fp4_e2m1-xacc"]
+    assert qor.qor_jobs((64,), ("fp4_e2m1",), bf16=False, modes=("exact",))[0].kwargs["params"] == {
+        "width": 64, "fmt": "fp4_e2m1", "acc": "exact"}
     with pytest.raises(ValueError, match="power of two"):
         qor.qor_jobs((48,), ("fp8_e4m3",), bf16=False)
     with pytest.raises(ValueError, match="invalid value 'fp6'"):

@@ -86,6 +86,17 @@ def test_rne_fp32_ties_against_fractions():
 
 
 # ---------------------------------------------------------------------------- simulation
+def _set_sum(ctx, dut, s: int, rng):
+    """Hand the block S as the tree's carry-save rows: unsigned ``s0 + s1 = S + 2**(W-1)``, split at
+    random (sometimes all in one row)."""
+    W = len(dut.s0)
+    total = s + (1 << (W - 1))
+    assert 0 <= total < 1 << W, f"S = {s} does not fit {W} bits"
+    a = rng.choice([0, total, rng.randint(0, total)])
+    ctx.set(dut.s0, a)
+    ctx.set(dut.s1, total - a)
+
+
 def _run(dut: ExactAccumulator, model: ExactAccModel, beats: list, *, en_prob=1.0, bubble_prob=0.0,
          seed=0):
     """Drive ``beats`` (with bubbles and stalls), return the block's results and the model's."""
@@ -112,7 +123,7 @@ def _run(dut: ExactAccumulator, model: ExactAccModel, beats: list, *, en_prob=1.
             ctx.set(dut.last, bool(ctrl and ctrl.last))
             if model.rows > 1:
                 ctx.set(dut.row, ctrl.row if ctrl else 0)
-            ctx.set(dut.s, data.s if data else 0)
+            _set_sum(ctx, dut, data.s if data else 0, rng)
             for n in flags:
                 ctx.set(getattr(dut, n), bool(data and getattr(data, n[2:])))
             if en and ctx.get(dut.y_valid):
@@ -354,7 +365,7 @@ def test_latency_counts_enabled_cycles(stages):
             ctx.set(dut.we, cyc == 1)
             ctx.set(dut.first, 1)
             ctx.set(dut.last, 1)
-            ctx.set(dut.s, 3)
+            _set_sum(ctx, dut, 3, random.Random(cyc))
             seen.append((cyc, en, ctx.get(dut.y_valid), ctx.get(dut.y)))
             await ctx.tick()
 

@@ -1,0 +1,202 @@
+"""One energy run: synthesize (hierarchical, as the QoR numbers), stimulate, simulate, check, sum.
+
+Steps of :func:`run`:
+
+1. :func:`flows.synth.flow.run` with ``flow="hier"`` gives the mapped netlist of every block (the
+   same cached Yosys runs the QoR reports come from) and the unit's fmax.
+2. The stimulus comes from the testbench side: ``python -m tb.power_stim`` runs as a subprocess
+   (flows never imports tb) and writes the beats and the bit-true model's expected results.
+3. :func:`flows.power.netlist.flatten` stitches the blocks (all columns, or ``sample`` of them) and
+   :class:`flows.power.sim.GateSim` runs them: two reset cycles, then the ``w`` and ``x`` beats sent
+   as fast as the unit takes them (``valid`` whenever a beat is left), ``y__ready`` always 1. Every
+   ``y`` beat is compared with the expected FP32 bits (only the kept columns when sampling), and
+   the unit's ``cnt_macs`` with the beats sent.
+4. :func:`flows.power.energy.compute` over the cycles after reset, up to the last result.
+"""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..paths import BUILD, REPO
+from ..synth.flow import WORK, resolve_library
+from ..synth.flow import run as synth_run
+from .energy import Energy, compute, net_loads
+from .libpower import load_power
+from .netlist import flatten, sample_indices
+from .sim import GateSim
+
+__all__ = ["PowerRun", "run", "stimulus", "PowerError"]
+
+
+class PowerError(RuntimeError):
+    """The gate-level run disagrees with the model, or the stimulus could not be produced."""
+
+
+@dataclass
+class PowerRun:
+    """Result of :func:`run`."""
+
+    variant: str
+    workload: str
+    energy: Energy
+    meta: dict
+    fmax_mhz: float
+    sample: int | None
+    columns: int
+    checked_results: int
+    toggles: int
+    nets: int
+    cells: int
+    seconds: dict
+    peak_mb: float
+    area_um2: float
+
+
+def stimulus(width, fmt, rows, workload, runs, out: Path) -> dict:
+    """Write the stimulus file via ``python -m tb.power_stim`` (always afresh: it depends on the
+    testbench's model and tile corpus, which flows cannot see); returns its meta."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.stem + f".tmp{os.getpid()}.npz")
+    cmd = [sys.executable, "-m", "tb.power_stim", "--width", str(width), "--fmt", fmt, "--rows",
+           str(rows), "--workload", workload, "--runs", str(runs), "-o", str(tmp)]
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(REPO)))
+    if r.returncode != 0:
+        raise PowerError(f"stimulus generation failed ({' '.join(cmd[1:])}): {r.stderr.strip()}")
+    tmp.replace(out)
+    with np.load(out) as z:
+        return json.loads(str(z["meta"]))
+
+
+def _modules(variant):
+    hier = WORK / variant / "hier"
+    mods = {}
+    for d in sorted(hier.iterdir()):
+        f = d / "mapped.json"
+        if f.is_file():
+            mods[d.name] = json.loads(f.read_text())["modules"][d.name]
+    return mods
+
+
+def _port_caps(mods, lib, plib):
+    cache = {}
+
+    def caps(mod, port):
+        if mod not in cache:
+            f = flatten(mods, mod, plib.cells)
+            cache[mod] = (f, net_loads(f, lib, output_load=0.0))
+        f, load = cache[mod]
+        return load[f.ports[port][1]]
+    return caps
+
+
+def _drive(sim, flat, stim, check_cols, width, max_cycles):
+    """Reset, then send every beat; returns (cycles counted, results checked)."""
+    p = {k: v[1] for k, v in flat.ports.items()}
+    w, x, y = stim["w"], stim["x"], stim["y"]
+    for name in ("w__valid", "x__valid", "y__ready", "rst"):
+        sim.vals[p[name]] = 0
+    sim.vals[p["rst"]] = 1
+    for _ in range(2):
+        sim.settle()
+        sim.clock()
+    sim.vals[p["rst"]] = 0
+    sim.vals[p["y__ready"]] = 1
+    iw = ix = iy = 0
+    nw, nx, ny = len(w), len(x), len(y)
+    sel = np.concatenate([np.arange(c * 32, c * 32 + 32) for c in check_cols])
+    ynets = p["y__payload"][sel]
+    expect = y.view(np.uint8).reshape(ny, width, 4)
+    sim.start_counting()
+    for cyc in range(max_cycles):
+        sim.vals[p["w__valid"]] = iw < nw
+        sim.vals[p["x__valid"]] = ix < nx
+        if iw < nw:
+            sim.vals[p["w__payload"]] = np.unpackbits(w[iw], bitorder="little")[:len(p["w__payload"])]
+        if ix < nx:
+            sim.vals[p["x__payload"]] = np.unpackbits(x[ix], bitorder="little")[:len(p["x__payload"])]
+        sim.settle()
+        if sim.vals[p["y__valid"]][0]:
+            if iy >= ny:
+                raise PowerError(f"cycle {cyc}: the netlist emitted more results than the model ({ny})")
+            got = sim.vals[ynets]
+            want = np.unpackbits(expect[iy][check_cols].reshape(-1), bitorder="little")
+            if not np.array_equal(got, want):
+                bad = sorted({int(check_cols[i // 32]) for i in np.nonzero(got != want)[0]})
+                raise PowerError(f"result {iy}: the gate-level netlist differs from the bit-true "
+                                 f"model in column(s) {bad}")
+            iy += 1
+        iw += int(sim.vals[p["w__valid"]][0] & sim.vals[p["w__ready"]][0])
+        ix += int(sim.vals[p["x__valid"]][0] & sim.vals[p["x__ready"]][0])
+        if iy == ny:
+            break
+        sim.clock()
+    else:
+        raise PowerError(f"after {max_cycles} cycles only {iy} of {ny} results came out "
+                         f"({iw}/{nw} w beats, {ix}/{nx} x beats taken)")
+    macs = sim.get_bits(p["cnt_macs"])
+    if macs != nx * width * width:
+        raise PowerError(f"the netlist's cnt_macs is {macs}, expected {nx * width * width} "
+                         f"({nx} x beats of {width}x{width} MACs)")
+    return iy
+
+
+def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=None, log=print,
+        liberty=None) -> PowerRun:
+    """Energy of the matrix unit ``mu`` (``width``, ``fmt``, other generator ``params``) on
+    ``workload`` over ``runs`` tile runs; ``sample`` columns kept (None: all).
+
+    Raises
+    ------
+    PowerError
+        If the netlist's results differ from the bit-true model or the stimulus fails.
+    """
+    t = {"start": time.monotonic()}
+    given = dict(params or {}, width=str(width), fmt=fmt)
+    syn = synth_run("mu", given, flow="hier", log=lambda s: None, liberty=liberty)
+    m = syn.metrics
+    variant = m["variant"]
+    rows = int(m["design__params"].get("rows", 1))
+    lib = resolve_library(liberty, log=lambda s: None)
+    if lib.generic:
+        raise PowerError("energy needs a liberty with internal_power tables and leakage; install the "
+                         "OSU 0.18 um library (apt-get install qflow-tech-osu018) or pass "
+                         "LIBERTY=/path/to/cells.lib")
+    plib = load_power(lib.path)
+    t["synth"] = time.monotonic()
+    stim_path = BUILD / "power" / "stim" / f"{workload}-w{width}-{fmt}-r{rows}-n{runs}.npz"
+    meta = stimulus(width, fmt, rows, workload, runs, stim_path)
+    with np.load(stim_path) as z:
+        stim = {k: z[k] for k in ("w", "x", "y")}
+    t["stimulus"] = time.monotonic()
+    mods = _modules(variant)
+    col = next(n for n in mods if n.startswith("mu_col"))
+    samp = (col, sample) if sample and sample < width else None
+    flat = flatten(mods, "mu", plib.cells, sample=samp, port_caps=_port_caps(mods, lib, plib))
+    sim = GateSim(flat, plib)
+    t["build"] = time.monotonic()
+    cols = np.asarray(sample_indices(width, sample if samp else width))
+    log(f"{variant} {workload}: {sum(len(g['weight']) for g in flat.groups.values())} cells, "
+        f"{flat.n_nets} nets, depth {sim.depth}; {meta['w_beats']} w / {meta['x_beats']} x beats, "
+        f"{len(cols)} of {width} columns simulated")
+    max_cycles = 4 * (meta["w_beats"] + meta["x_beats"]) + 100
+    checked = _drive(sim, flat, stim, cols, width, max_cycles)
+    t["sim"] = time.monotonic()
+    fmax = float(m["synth__timing__fmax_mhz"])
+    en = compute(flat, sim, lib, plib, 1e3 / fmax)
+    t["energy"] = time.monotonic()
+    secs = {k: round(t[k] - t[p], 2) for p, k in zip(list(t)[:-1], list(t)[1:], strict=True)}
+    secs["total"] = round(t["energy"] - t["start"], 2)
+    peak = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    ncell = sum(len(g["weight"]) for g in flat.groups.values())
+    return PowerRun(variant, workload, en, meta, fmax, sample if samp else None, width, checked,
+                    int(sim.toggles.sum()), flat.n_nets, ncell, secs, peak,
+                    float(m["synth__design__instance__area__stdcell"]))

@@ -1,0 +1,49 @@
+"""Which matrix-unit points the QoR study measures: every accumulate mode, width and format, each at
+the column pipeline depth (``stages``) it needs.
+
+One table, read by the sweep (:mod:`flows.sweep.qor`, which synthesizes these points) and by the
+report (:mod:`flows.report.qor`, which picks these points out of the measured ones), so the two
+cannot drift apart. The ``exact`` mode's stages are the fewest that meet its goals
+(:data:`EXACT_GOAL_PS`, :data:`EXACT_AREA_GOAL`; the measurements behind them are in
+``reports/acc_clock_speed.md``, and the QoR report marks each point met or missed); the ``fp32``
+mode stays at the generator's default, since its single-cycle accumulate loop sets its clock
+whatever the stages.
+"""
+
+from hw.designs import ACC_MODES, STUDY_WIDTHS
+from hw.formats import MATRIX_FORMATS
+
+__all__ = ["QOR_ACC_MODES", "DEFAULT_STAGES", "EXACT_STAGES", "EXACT_GOAL_PS", "EXACT_AREA_GOAL",
+           "qor_stages", "qor_points"]
+
+#: Accumulate modes in the study, the contract's default first.
+QOR_ACC_MODES = ACC_MODES
+#: The generator's default column stages (the ``fp32`` points use it).
+DEFAULT_STAGES = 2
+#: ``exact`` mode: column stages per (format, width) where they differ from :data:`DEFAULT_STAGES`.
+EXACT_STAGES: dict = {}
+#: ``exact`` mode's critical-path goal per format (ps), at every study width.
+EXACT_GOAL_PS = {"fp8_e4m3": 5300, "fp8_e5m2": 6500, "fp4_e2m1": 4500}
+#: ``exact`` mode's area goal: at most this times the ``fp32`` unit's at the same width and format.
+EXACT_AREA_GOAL = 1.15
+
+
+def qor_stages(acc: str, fmt: str, width: int) -> int:
+    """Column pipeline stages of the study's point ``(acc, fmt, width)``.
+
+    Raises
+    ------
+    ValueError
+        An unknown accumulate mode (the message lists the known ones).
+    """
+    if acc not in QOR_ACC_MODES:
+        raise ValueError(f"acc must be one of {', '.join(QOR_ACC_MODES)}, not {acc!r}")
+    if acc == "exact":
+        return EXACT_STAGES.get((fmt, width), DEFAULT_STAGES)
+    return DEFAULT_STAGES
+
+
+def qor_points(widths=STUDY_WIDTHS, formats=MATRIX_FORMATS, modes=QOR_ACC_MODES) -> list:
+    """The study's matrix-unit points as ``(acc, width, fmt, stages)``, smallest width first."""
+    return [(acc, d, f, qor_stages(acc, f, d)) for d in sorted(widths) for acc in modes
+            for f in formats]
