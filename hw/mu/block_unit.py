@@ -14,19 +14,40 @@ The structure is :class:`hw.mu.matrix_unit.MatrixUnit`'s (``fp32`` accumulate) w
 ``MatrixUnit(fmt=<block-scaled format>, ...)`` builds this class.
 """
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 
 from .. import hier
 from ..formats import get_block_format
+from ..hier import BlockParams
 from ..stream import skid_register
 from .block_column import BlockColumn, BlockColumnParams
+from .counters import event_counter
 from .exact_acc import GUARD_BITS
-from .interface import MatrixUnitSignature
-from .matrix_unit import X_REGISTER, MatrixUnitParams, _check_int
-from .tree import TREE_ARCHS, tree_levels
+from .interface import MatrixUnitSignature, _check_int
+from .tree import TREE_ARCHS, TreeParams, tree_levels
 
-__all__ = ["BlockMatrixUnit"]
+__all__ = ["BlockMatrixUnit", "BlockMatrixUnitParams"]
+
+#: The activation register between the ``x`` port and the columns (one cycle, as the plain unit's).
+X_REGISTER = 1
+
+
+@dataclass(frozen=True)
+class BlockMatrixUnitParams(BlockParams):
+    """Everything that changes a :class:`BlockMatrixUnit`'s logic (and its module name when a slice
+    places it)."""
+
+    MODULE: ClassVar[str] = "mu_w{width}_{fmt}_r{rows}_s{stages}{tree}"
+    TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"]}
+    width: int
+    fmt: str
+    rows: int
+    stages: int
+    tree: str = "dadda"
 
 
 class BlockMatrixUnit(wiring.Component):
@@ -67,7 +88,7 @@ class BlockMatrixUnit(wiring.Component):
         if guard_bits != GUARD_BITS:
             raise ValueError(f"guard_bits is for acc='exact' only; leave it at {GUARD_BITS}")
         self._tree, self._rows, self._stages = tree, rows, stages
-        self.params = MatrixUnitParams(width, fmt, rows, stages, tree, acc, guard_bits)
+        self.params = BlockMatrixUnitParams(width, fmt, rows, stages, tree)
         super().__init__(sig)
 
     @staticmethod
@@ -181,18 +202,18 @@ class BlockMatrixUnit(wiring.Component):
         skid_register(m, self.y, res, write=acc_we, write_valid=acc_ctl.last, load=load,
                       out_valid=out_valid, skid_valid=skid_valid, skid=skid)
 
-        events = {
-            "cnt_cycles": 1,
-            "cnt_w_beats": w_fire,
-            "cnt_x_beats": x_fire,
-            "cnt_y_beats": self.y.valid & self.y.ready,
-            "cnt_stall_tile": self.x.valid & ~tile_ok,
-            "cnt_stall_x": ~self.x.valid,
-            "cnt_stall_y": self.y.valid & ~self.y.ready,
-            "cnt_macs": Mux(x_fire, D * D, 0),
+        events = {  # (1-bit event, log2 of the step), as the plain unit's
+            "cnt_cycles": (1, 0),
+            "cnt_w_beats": (w_fire, 0),
+            "cnt_x_beats": (x_fire, 0),
+            "cnt_y_beats": (self.y.valid & self.y.ready, 0),
+            "cnt_stall_tile": (self.x.valid & ~tile_ok, 0),
+            "cnt_stall_x": (~self.x.valid, 0),
+            "cnt_stall_y": (self.y.valid & ~self.y.ready, 0),
+            "cnt_macs": (x_fire, 2 * (D.bit_length() - 1)),  # D * D per beat
         }
         for name in self.signature.counter_ports:
-            cnt = Signal(self.signature.counter_bits, name=name)
-            m.d.sync += cnt.eq(cnt + events[name])
-            m.d.comb += getattr(self, name).eq(cnt)
+            event, shift = events[name]
+            m.d.comb += getattr(self, name).eq(
+                event_counter(m, name, self.signature.counter_bits, event, shift=shift))
         return m
