@@ -14,7 +14,7 @@ from hw.formats import get_block_format
 from .program import Program
 from .stimulus import random_program
 
-__all__ = ["random_scales", "random_block_program", "extreme_block_program"]
+__all__ = ["with_scales", "random_scales", "random_block_program", "extreme_block_program"]
 
 
 def random_scales(fmt: str, rng, shape, *, spread: int = 30, center: int = 0,
@@ -32,7 +32,9 @@ def random_scales(fmt: str, rng, shape, *, spread: int = 30, center: int = 0,
     return np.where(rng.random(shape) < p_nan, nan_codes, codes).astype(np.int64)
 
 
-def _with_scales(prog: Program, fmt: str, wscales, xscales) -> Program:
+def with_scales(prog: Program, fmt: str, wscales, xscales) -> Program:
+    """``prog`` (built on the element format) as a program of block-scaled ``fmt`` with these
+    scale codes: ``wscales`` one (D/B, D) array per tile, ``xscales`` (N, D/B)."""
     out = Program(prog.width, fmt, prog.rows, prog.tiles, prog.x, prog.swap, prog.first, prog.last,
                   prog.row, list(wscales), np.asarray(xscales))
     out.validate()
@@ -51,7 +53,7 @@ def random_block_program(width: int, fmt: str, rows: int, *, seed: int = 0, spre
     ws = [random_scales(fmt, rng, (nb, width), spread=spread, center=center, p_nan=p_nan / width)
           for _ in prog.tiles]
     xs = random_scales(fmt, rng, (prog.n_beats, nb), spread=spread, center=center, p_nan=p_nan)
-    return _with_scales(prog, fmt, ws, xs)
+    return with_scales(prog, fmt, ws, xs)
 
 
 def extreme_block_program(width: int, fmt: str, rows: int, *, seed: int = 0) -> Program:
@@ -79,4 +81,4 @@ def extreme_block_program(width: int, fmt: str, rows: int, *, seed: int = 0) -> 
         picks = np.array([0x00, 0x01, 0x07, 0x08, 0x38, 0x7E, 0x77, 0x7F, 0x80])
         xs = rng.choice(picks, (n, nb))
         ws = [rng.choice(picks, (nb, width)) for _ in prog.tiles]
-    return _with_scales(prog, fmt, ws, xs.astype(np.int64))
+    return with_scales(prog, fmt, ws, xs.astype(np.int64))
