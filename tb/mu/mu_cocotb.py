@@ -281,7 +281,7 @@ async def block_dots(dut):
 
 
 @cocotb.test()
-async def block_stalls(dut):
+async def block_backpressure(dut):
     """Block-scaled formats: random and bursty pauses on w, ws, x and y (ws running ahead of w and
     behind it): rows neither lost, duplicated nor reordered, counters as observed."""
     from .block_stimulus import random_block_program
@@ -299,7 +299,7 @@ async def block_stalls(dut):
         prog = random_block_program(WIDTH, FMT, ROWS, seed=SEED + 50 + i, groups=2,
                                     tiles_per_group=2, beats_per_tile=max(ROWS, 16),
                                     p_nan=0.01)
-        res, _ = await _run_checked(tb, prog, f"block_stalls_{i}", **pauses)
+        res, _ = await _run_checked(tb, prog, f"block_backpressure_{i}", **pauses)
         assert res.counters["stall_y"] > 0 or pauses["y_pause"] is None
 
 

@@ -76,7 +76,7 @@ EXACT_BUILDS = [
 # every stream including ws. D = B has one block per beat (no window); the window's round-to-odd
 # needs D >= 2B (NVFP4 at D = 32, MX at D = 64). Quick: the smallest build (NVFP4, D = 16); the MX
 # builds (D >= 32, several minutes each) are in the full set.
-BLOCK = ["block_dots", "block_stalls"]
+BLOCK = ["block_dots", "block_backpressure"]
 BLOCK_BUILDS = [
     pytest.param(32, "mxfp8_e4m3", 4, BLOCK, marks=full, id="w32-mxfp8_e4m3-r4"),
     pytest.param(32, "mxfp4_e2m1", 2, BLOCK, marks=full, id="w32-mxfp4_e2m1-r2"),
