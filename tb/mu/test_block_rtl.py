@@ -103,3 +103,12 @@ def test_block_unit_latency():
     a, b = MatrixUnit(32, "mxfp8_e4m3"), MatrixUnit(64, "mxfp8_e4m3")
     plain = MatrixUnit(32, "fp8_e4m3")
     assert a.latency == b.latency == plain.latency
+
+
+def test_window_matches_the_contract():
+    """The RTL's window and the model's are the same contract constant (docs/numerics.md 7.2)."""
+    from hw.mu.scales import WINDOW_FRAC_BITS as rtl_f
+
+    from .model_block import WINDOW_FRAC_BITS as model_f
+
+    assert rtl_f == model_f == 32
