@@ -7,7 +7,7 @@ declares its options once; ``python -m hw gen``, ``make synth`` and the sweeps a
 import importlib
 from dataclasses import dataclass, field
 
-from .formats import MATRIX_FORMATS
+from .formats import BLOCK_FORMATS, MATRIX_FORMATS
 
 __all__ = ["Option", "Design", "DESIGNS", "get_design", "OptionError", "power_of_two", "MU_WIDTHS",
            "STUDY_WIDTHS", "ACC_MODES"]
@@ -186,8 +186,9 @@ DESIGNS: dict[str, Design] = {
             Option("width", 64, power_of_two(MU_WIDTHS[0], MU_WIDTHS[-1]),
                    help="D: array width (power of two, 8..128)",
                    tag=lambda v: f"w{v}"),
-            Option("fmt", "fp8_e4m3", choices=MATRIX_FORMATS,
-                   help="element format", tag=lambda v: v),
+            Option("fmt", "fp8_e4m3", choices=MATRIX_FORMATS + tuple(BLOCK_FORMATS),
+                   help="element format (per-tensor, or block-scaled: OCP MX, NVFP4)",
+                   tag=lambda v: v),
             Option("rows", 1, int_at_least(1), help="accumulator rows (batch rows)",
                    tag=lambda v: "" if v == 1 else f"r{v}"),
             Option("stages", 2, int_at_least(0), help="extra pipeline stages in the column",

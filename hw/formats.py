@@ -40,8 +40,8 @@ and is an error. All of them keep subnormals (exponent field 0).
 The block-scaled formats (OCP MX ``mxfp8_e4m3`` .. ``mxfp4_e2m1``, NVIDIA ``nvfp4``) are
 :class:`BlockFormat` rows of :data:`BLOCK_FORMATS`: each names its element format (a row above), its
 block size and its scale format (E8M0, or UE4M3 for NVFP4), with the scale decode rules and the
-width rule (D a multiple of B). They are not in :data:`MATRIX_FORMATS`: the matrix unit rejects them
-until its block-scaled datapath exists.
+width rule (D a multiple of B). They are not in :data:`MATRIX_FORMATS` (they are not element formats);
+``MatrixUnit(fmt=...)`` builds the block-scaled unit for them (:mod:`hw.mu.block_unit`).
 """
 
 import enum
@@ -492,7 +492,8 @@ class BlockFormat:
 
 
 #: The block-scaled formats: OCP MX v1.0 (B = 32, E8M0 scales) and NVFP4 (B = 16, UE4M3 scales
-#: plus a per-tensor FP32 scale). The matrix unit does not take them yet (:data:`MATRIX_FORMATS`).
+#: plus a per-tensor FP32 scale). The matrix unit builds its block-scaled datapath for them
+#: (:mod:`hw.mu.block_unit`).
 BLOCK_FORMATS: dict[str, BlockFormat] = {
     b.name: b
     for b in (

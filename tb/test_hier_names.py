@@ -82,7 +82,7 @@ def test_names_of_the_unit_blocks():
         "bf16_mul_behavioral_s0_ftz"}
     assert blocks("mu", {"width": 8, "fmt": "fp4_e2m1", "stages": 0, "acc": "exact",
                          "guard_bits": 4}) == {
-        "mu_lane_fp4_e2m1", "mu_wbuf_w8_b4", "mu_tree_w8_fp4_e2m1_s0",
+        "mu_lane_fp4_e2m1", "mu_wbuf_w8_b4", "mu_tree_w8_fp4_e2m1_s0_cs",
         "mu_xacc_w8_fp4_e2m1_r1_g4_c8_d5_n", "mu_col_w8_fp4_e2m1_r1_s0_xacc_g4"}
     assert "mu_w8_fp8_e4m3_r1_s2_xacc" in blocks("slice", {"acc": "exact"})
 

@@ -12,7 +12,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..designs import ACC_MODES, MU_WIDTHS
-from ..formats import MATRIX_FORMATS, get_format
+from ..formats import BLOCK_FORMATS, MATRIX_FORMATS, get_block_format, get_format
 from ..payload import pack, unpack
 
 __all__ = ["MatrixUnitSignature", "y_layout", "COUNTERS", "EXACT_COUNTERS", "COUNTER_BITS",
@@ -53,7 +53,9 @@ class MatrixUnitSignature(wiring.Signature):
     width : int
         D, a power of two from 8 to 128.
     fmt : str
-        Element format of ``w`` and ``x``, one of :data:`hw.formats.MATRIX_FORMATS`.
+        Element format of ``w`` and ``x``, one of :data:`hw.formats.MATRIX_FORMATS`, or a
+        block-scaled format (:data:`hw.formats.BLOCK_FORMATS`; D must be a multiple of its B and
+        ``acc`` must be ``fp32``).
     rows : int
         R >= 1.
     acc : str
@@ -63,6 +65,8 @@ class MatrixUnitSignature(wiring.Signature):
     -------
     w : In(stream.Signature(w_layout))
         Weight rows: W[k, 0..D-1], element j at ``[j*b +: b]``.
+    ws : In(stream.Signature(ws_layout))
+        Block-scaled formats only: weight-scale rows, D/B beats per tile.
     x : In(stream.Signature(x_layout))
         Activation rows with flags ``swap``, ``first``, ``last`` and the row index.
     y : Out(stream.Signature(y_layout))
@@ -86,8 +90,15 @@ class MatrixUnitSignature(wiring.Signature):
         if not isinstance(fmt, str):
             raise TypeError(f"fmt must be a format name (one of {', '.join(MATRIX_FORMATS)}), "
                             f"not {fmt!r}")
-        if fmt not in MATRIX_FORMATS:
-            raise ValueError(f"fmt must be one of {', '.join(MATRIX_FORMATS)}, not {fmt!r}")
+        if fmt not in MATRIX_FORMATS and fmt not in BLOCK_FORMATS:
+            raise ValueError(f"fmt must be one of {', '.join(MATRIX_FORMATS + tuple(BLOCK_FORMATS))}, "
+                             f"not {fmt!r}")
+        self._block = get_block_format(fmt) if fmt in BLOCK_FORMATS else None
+        if self._block is not None:
+            self._block.check_width(width)
+            if acc != "fp32":
+                raise ValueError(f"block-scaled formats ({fmt}) support acc='fp32' only, not "
+                                 f"{acc!r} (docs/numerics.md section 7.5)")
         _check_int("rows", rows)
         if rows < 1:
             raise ValueError(f"rows must be at least 1, not {rows}")
@@ -97,6 +108,7 @@ class MatrixUnitSignature(wiring.Signature):
         super().__init__({
             "w": In(stream.Signature(self.w_layout)),
             "x": In(stream.Signature(self.x_layout)),
+            **({"ws": In(stream.Signature(self.ws_layout))} if self._block is not None else {}),
             "y": Out(stream.Signature(self.y_layout)),
             **{name: Out(COUNTER_BITS) for name in self.counter_ports},
         })
@@ -118,9 +130,24 @@ class MatrixUnitSignature(wiring.Signature):
         return self._acc
 
     @property
+    def block(self):
+        """The :class:`hw.formats.BlockFormat` of a block-scaled ``fmt``, else None."""
+        return self._block
+
+    @property
+    def blocks(self) -> int:
+        """Scale blocks per row, D / B (0 for a per-tensor format)."""
+        return 0 if self._block is None else self._width // self._block.block
+
+    @property
+    def element(self) -> str:
+        """The element format's name (``fmt`` itself for a per-tensor format)."""
+        return self._fmt if self._block is None else self._block.element
+
+    @property
     def bits(self) -> int:
         """Bits per element, b."""
-        return get_format(self._fmt).bits
+        return get_format(self.element).bits
 
     @property
     def row_bits(self) -> int:
@@ -135,9 +162,17 @@ class MatrixUnitSignature(wiring.Signature):
     @property
     def x_layout(self) -> data.StructLayout:
         """``x`` payload, least significant first: ``data`` (D elements of b bits), ``swap``,
-        ``first``, ``last``, ``row`` (only if R > 1)."""
-        return data.StructLayout({"data": self._width * self.bits, "swap": 1, "first": 1,
+        ``first``, ``last``, ``row`` (only if R > 1); a block-scaled format has ``scales`` (D/B codes of 8
+        bits, block i's at ``[8*i +: 8]`` of the field) between ``data`` and ``swap``."""
+        scales = {"scales": 8 * self.blocks} if self._block is not None else {}
+        return data.StructLayout({"data": self._width * self.bits, **scales, "swap": 1, "first": 1,
                                   "last": 1, **_row_field(self._rows)})
+
+    @property
+    def ws_layout(self):
+        """``ws`` payload (block-scaled formats only): D weight-scale codes of 8 bits, column j's at
+        ``[j*8 +: 8]``; beat i of a tile scales rows ``iB .. iB+B-1``."""
+        return unsigned(8 * self._width)
 
     @property
     def y_layout(self) -> data.StructLayout:
@@ -157,9 +192,10 @@ class MatrixUnitSignature(wiring.Signature):
         """Port names of the counters, ``cnt_<name>`` in :attr:`counters` order."""
         return tuple(f"cnt_{name}" for name in self.counters)
 
-    def pack_x(self, data: int, *, swap=0, first=0, last=0, row=0) -> int:
+    def pack_x(self, data: int, *, swap=0, first=0, last=0, row=0, scales=0) -> int:
         """The ``x__payload`` integer of one beat (``data`` already packed, element k at
-        ``[k*b +: b]``; ``row`` must be 0 when R = 1).
+        ``[k*b +: b]``; ``scales`` packed, block i's code at ``[8*i +: 8]``, block-scaled formats
+        only; ``row`` must be 0 when R = 1).
 
         Raises
         ------
@@ -167,6 +203,8 @@ class MatrixUnitSignature(wiring.Signature):
             A value that does not fit its field, or a nonzero row at R = 1.
         """
         flags = dict(data=data, swap=int(swap), first=int(first), last=int(last))
+        if self._block is not None or int(scales):
+            flags["scales"] = int(scales)
         if self._rows > 1 or int(row):
             flags["row"] = int(row)
         return pack(self.x_layout, **flags)

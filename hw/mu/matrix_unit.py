@@ -32,6 +32,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 
 from .. import hier
+from ..formats import BLOCK_FORMATS
 from ..hier import BlockParams
 from ..stream import skid_register
 from .column import Column, ColumnParams
@@ -78,7 +79,9 @@ class MatrixUnit(wiring.Component):
     width : int
         D, a power of two from 8 to 128.
     fmt : str
-        Element format of ``w`` and ``x``: ``fp8_e4m3``, ``fp8_e5m2`` or ``fp4_e2m1``.
+        Element format of ``w`` and ``x``: ``fp8_e4m3``, ``fp8_e5m2`` or ``fp4_e2m1``; a
+        block-scaled format (:data:`hw.formats.BLOCK_FORMATS`) builds a
+        :class:`hw.mu.block_unit.BlockMatrixUnit` instead.
     rows : int
         R >= 1 accumulator rows (batch rows).
     stages : int
@@ -106,6 +109,14 @@ class MatrixUnit(wiring.Component):
     ValueError
         A parameter out of range; the message names the parameter, the value and what is allowed.
     """
+
+    def __new__(cls, *args, **kwargs):
+        # a block-scaled fmt builds the block-scaled unit (hw.mu.block_unit), same parameters
+        fmt = args[1] if len(args) > 1 else kwargs.get("fmt")
+        if cls is MatrixUnit and isinstance(fmt, str) and fmt in BLOCK_FORMATS:
+            from .block_unit import BlockMatrixUnit
+            return BlockMatrixUnit(*args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, width: int = 64, fmt: str = "fp8_e4m3", rows: int = 1, stages: int = 2,
                  tree: str = "dadda", acc: str = "fp32", guard_bits: int = GUARD_BITS):

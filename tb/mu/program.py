@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hw.formats import get_format
+from hw.formats import BLOCK_FORMATS
 from hw.mu.interface import MatrixUnitSignature, y_layout
 from hw.payload import unpack
 
 from .model import MatrixUnitModel, YRow
+from .model_block import BlockMatrixUnitModel
 
 __all__ = ["Tile", "Program", "pack_rows", "unpack_y"]
 
@@ -84,6 +85,10 @@ class Program:
         Activation codes.
     swap, first, last : ndarray of bool (N,)
     row : ndarray of int64 (N,)
+    wscales : list of ndarray (D/B, D), optional
+        Block-scaled formats: each tile's weight-scale codes (``ws`` beats), in load order.
+    xscales : ndarray (N, D/B), optional
+        Block-scaled formats: the activation scale codes of each ``x`` beat.
     """
 
     width: int
@@ -95,6 +100,8 @@ class Program:
     first: np.ndarray | None = None
     last: np.ndarray | None = None
     row: np.ndarray | None = None
+    wscales: list | None = None
+    xscales: np.ndarray | None = None
 
     @classmethod
     def from_tiles(cls, width: int, fmt: str, rows: int, tiles) -> Program:
@@ -137,6 +144,14 @@ class Program:
             raise ValueError(f"row indices must lie in [0, {self.rows - 1}]")
         if self.x.shape[1:] != (self.width,):
             raise ValueError(f"x must have {self.width} columns, not {self.x.shape}")
+        nb = self.signature.blocks
+        if nb and (self.wscales is None or self.xscales is None):
+            raise ValueError(f"{self.fmt} is block-scaled: set wscales (one ({nb}, {self.width}) "
+                             f"array per tile) and xscales (N, {nb})")
+        if nb and (len(self.wscales) != len(self.tiles) or self.xscales.shape != (n, nb)
+                   or any(np.shape(s) != (nb, self.width) for s in self.wscales)):
+            raise ValueError(f"wscales must be {len(self.tiles)} arrays ({nb}, {self.width}) and "
+                             f"xscales ({n}, {nb})")
 
     @property
     def n_beats(self) -> int:
@@ -149,10 +164,15 @@ class Program:
     # -- packing ----------------------------------------------------------------------------------
     def w_beats(self) -> list[int]:
         """``w__payload`` integers, tile after tile."""
-        b = get_format(self.fmt).bits
         if not self.tiles:
             return []
-        return pack_rows(np.concatenate(self.tiles), b)
+        return pack_rows(np.concatenate(self.tiles), self.signature.bits)
+
+    def ws_beats(self) -> list[int]:
+        """``ws__payload`` integers (block-scaled formats), D/B per tile, tile after tile."""
+        if not self.wscales:
+            return []
+        return pack_rows(np.concatenate(self.wscales), 8)
 
     @property
     def signature(self) -> MatrixUnitSignature:
@@ -162,20 +182,30 @@ class Program:
     def x_beats(self) -> list[int]:
         """``x__payload`` integers, packed through the unit's x layout."""
         sig = self.signature
-        return [sig.pack_x(p, swap=s, first=f, last=la, row=r)
-                for p, s, f, la, r in zip(pack_rows(self.x, sig.bits), self.swap.tolist(),
-                                          self.first.tolist(), self.last.tolist(),
-                                          self.row.tolist(), strict=True)]
+        scales = pack_rows(self.xscales, 8) if sig.blocks else [0] * self.n_beats
+        return [sig.pack_x(p, swap=s, first=f, last=la, row=r, scales=sc)
+                for p, s, f, la, r, sc in zip(pack_rows(self.x, sig.bits), self.swap.tolist(),
+                                              self.first.tolist(), self.last.tolist(),
+                                              self.row.tolist(), scales, strict=True)]
 
     # -- the model --------------------------------------------------------------------------------
     def expected(self, acc: str = "fp32", guard_bits: int = 16) -> list[YRow]:
         """Result rows the contract prescribes, in output order, for a unit with accumulate mode
-        ``acc`` (and ``guard_bits`` in the ``exact`` mode)."""
-        model = MatrixUnitModel(self.width, self.fmt, self.rows, acc, guard_bits)
+        ``acc`` (and ``guard_bits`` in the ``exact`` mode); a block-scaled format runs
+        :class:`tb.mu.model_block.BlockMatrixUnitModel` (``fp32`` only)."""
+        block = self.fmt in BLOCK_FORMATS
+        if block:
+            model = BlockMatrixUnitModel(self.width, self.fmt, self.rows)
+        else:
+            model = MatrixUnitModel(self.width, self.fmt, self.rows, acc, guard_bits)
         out: list[YRow] = []
         starts = list(np.nonzero(self.swap)[0]) + [self.n_beats]
         for t in range(len(starts) - 1):
             a, b = starts[t], starts[t + 1]
-            out += model.run(self.tiles[t], self.x[a:b], self.first[a:b], self.last[a:b],
-                             self.row[a:b])
+            if block:
+                out += model.run(self.tiles[t], self.wscales[t], self.x[a:b], self.xscales[a:b],
+                                 self.first[a:b], self.last[a:b], self.row[a:b])
+            else:
+                out += model.run(self.tiles[t], self.x[a:b], self.first[a:b], self.last[a:b],
+                                 self.row[a:b])
         return out

@@ -99,8 +99,11 @@ def model_tiles(width: int, fmt: str, tiles, rows: int = 1, acc: str = "fp32") -
 
 
 def save_program(path, prog: Program, pauses: dict) -> None:
+    scales = {}
+    if prog.wscales is not None:   # block-scaled formats
+        scales = {"wscales": np.array(prog.wscales, dtype=np.int64), "xscales": prog.xscales}
     np.savez(path, tiles=np.array(prog.tiles, dtype=np.int64).reshape(-1, prog.width, prog.width),
-             x=prog.x, swap=prog.swap, first=prog.first, last=prog.last, row=prog.row,
+             x=prog.x, swap=prog.swap, first=prog.first, last=prog.last, row=prog.row, **scales,
              meta=json.dumps({"width": prog.width, "fmt": prog.fmt, "rows": prog.rows,
                               "pauses": pauses}))
 
@@ -109,8 +112,9 @@ def load_program(path):
     """Program and pause generators saved by :func:`run_tiles` (used in the cocotb process)."""
     z = np.load(path)
     meta = json.loads(str(z["meta"]))
+    scales = (list(z["wscales"]), z["xscales"]) if "wscales" in z.files else (None, None)
     prog = Program(meta["width"], meta["fmt"], meta["rows"], list(z["tiles"]), z["x"], z["swap"],
-                   z["first"], z["last"], z["row"])
+                   z["first"], z["last"], z["row"], *scales)
     pauses = {f"{k}_pause": make_pause(v, seed=i) for i, (k, v) in enumerate(meta["pauses"].items())}
     return prog, pauses
 

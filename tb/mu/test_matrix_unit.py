@@ -72,8 +72,23 @@ EXACT_BUILDS = [
     pytest.param(128, "fp4_e2m1", 16, ["random_dots", "throughput"], "exact", None, marks=full,
                  id="w128-e2m1-r16-xacc"),
 ]
-ALL_BUILDS = [pytest.param(*p.values, "fp32", None, marks=p.marks, id=p.id) for p in BUILDS] + \
-    EXACT_BUILDS
+# Block-scaled formats (OCP MX, NVFP4): random block dots with scales, extreme scales, stalls on
+# every stream including ws. D = B has one block per beat (no window); the window's round-to-odd
+# needs D >= 2B (NVFP4 at D = 32, MX at D = 64). Quick: the smallest build (NVFP4, D = 16); the MX
+# builds (D >= 32, several minutes each) are in the full set.
+BLOCK = ["block_dots", "block_backpressure"]
+BLOCK_BUILDS = [
+    pytest.param(32, "mxfp8_e4m3", 4, BLOCK, marks=full, id="w32-mxfp8_e4m3-r4"),
+    pytest.param(32, "mxfp4_e2m1", 2, BLOCK, marks=full, id="w32-mxfp4_e2m1-r2"),
+    pytest.param(16, "nvfp4", 2, BLOCK, marks=quick, id="w16-nvfp4-r2"),
+    pytest.param(32, "nvfp4", 3, BLOCK, marks=full, id="w32-nvfp4-r3"),
+    pytest.param(64, "mxfp4_e2m1", 2, BLOCK, marks=full, id="w64-mxfp4_e2m1-r2"),
+    pytest.param(32, "mxfp8_e5m2", 2, BLOCK, marks=full, id="w32-mxfp8_e5m2-r2"),
+    pytest.param(32, "mxfp6_e3m2", 2, BLOCK, marks=full, id="w32-mxfp6_e3m2-r2"),
+    pytest.param(32, "mxfp6_e2m3", 2, BLOCK, marks=full, id="w32-mxfp6_e2m3-r2"),
+]
+ALL_BUILDS = [pytest.param(*p.values, "fp32", None, marks=p.marks, id=p.id)
+              for p in BUILDS + BLOCK_BUILDS] + EXACT_BUILDS
 
 
 @pytest.mark.parametrize("width,fmt,rows,tests,acc,guard_bits", ALL_BUILDS)

@@ -1,6 +1,6 @@
-"""cocotb testbench of the matrix unit: sources for ``w``/``x``, a sink for ``y``, an in-order checker
-against the bit-true model, and the unit's counters cross-checked against what the testbench itself
-observed.
+"""cocotb testbench of the matrix unit: sources for ``w``/``x`` (and ``ws`` on block-scaled
+formats), a sink for ``y``, an in-order checker against the bit-true model, and the unit's counters
+cross-checked against what the testbench itself observed.
 
 It runs on the shared clocked loop (:mod:`tb.lib.clocked`, the project's one clock-edge rule):
 inputs are written at the falling edge; in the default mode the handshakes are sampled once the
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hw.formats import BLOCK_FORMATS
 from hw.mu.interface import MatrixUnitSignature
 from tb.coverage_sample import sample_program, sample_stalls
 from tb.lib.clocked import Clocked
@@ -102,10 +103,12 @@ class _RunState:
     rising edge) and a ``drive`` part that accounts the tile stall the coming edge will count."""
 
     def __init__(self, tb, prog, w_pause, x_pause, y_pause, snap_beats, drain, timeout, fast,
-                 abort_after=None):
+                 abort_after=None, ws_pause=None):
         d = tb.width
         self.tb, self.d, self.fast = tb, d, fast
         self.wdrv = StreamSource(tb.dut, "w", prog.w_beats(), w_pause)
+        self.nb = prog.signature.blocks     # block-scaled: D/B ws beats per tile
+        self.wsdrv = StreamSource(tb.dut, "ws", prog.ws_beats(), ws_pause) if self.nb else None
         self.xdrv = StreamSource(tb.dut, "x", prog.x_beats(), x_pause)
         self.ymon = StreamSink(tb.dut, "y", y_pause or no_pause())
         self.swaps = prog.swap
@@ -118,6 +121,7 @@ class _RunState:
         self.obs = dict.fromkeys(tb.counter_names, 0)
         self.x_cycles, self.y_cycles = [], []
         self.w_done = 0          # w transfers so far
+        self.ws_done = 0         # ws transfers so far (block-scaled formats)
         self.swapped = 0         # swap beats transferred so far
         self.idle = 0
         self.tail = None
@@ -157,7 +161,10 @@ class _RunState:
         xdrv = self.xdrv
         if xdrv.valid:
             swap = self.swaps[xdrv.sent]
-            pending = (self.w_done // self.d) > self.swapped
+            loaded = self.w_done // self.d
+            if self.wsdrv is not None:   # a tile needs its scales too
+                loaded = min(loaded, self.ws_done // self.nb)
+            pending = loaded > self.swapped
             if (swap and not pending) or (not swap and self.swapped == 0):
                 self.obs["stall_tile"] += 1
         else:
@@ -168,6 +175,8 @@ class _RunState:
         self.obs["cycles"] += 1
         if wf:
             self.w_done += 1
+        if self.wsdrv is not None and self.wsdrv.fired:
+            self.ws_done += 1
         if xf:
             self.x_cycles.append(self.cycle)
             i = self.xdrv.sent
@@ -188,7 +197,8 @@ class _RunState:
                                  **{k: v - self.start[k] for k, v in self.tb.counters().items()}})
         if self.tail is None:
             if (len(self.ymon.received) >= self.n_out and len(self.x_cycles) >= self.n_x
-                    and self.w_done >= self.n_w):
+                    and self.w_done >= self.n_w
+                    and (self.wsdrv is None or self.ws_done >= len(self.wsdrv.beats))):
                 self.tail = self.drain
         else:
             self.tail -= 1
@@ -216,12 +226,13 @@ class MuTestbench:
         self.counter_names = MatrixUnitSignature(width, fmt, rows, acc).counters
         self.cnt = {c: getattr(dut, f"cnt_{c}") for c in self.counter_names}
         self.clock = Clocked(dut, period_ns=10)
+        self._idle = (dut.w__valid, dut.x__valid, dut.y__ready) + (
+            (dut.ws__valid,) if fmt in BLOCK_FORMATS else ())
         self.period_ns = self.clock.period_ns
 
     async def start(self, reset_cycles: int = 3) -> None:
         """Start the clock and hold reset (streams idle); check the counters read 0 after it."""
-        dut = self.dut
-        await self.clock.reset(reset_cycles, idle=(dut.w__valid, dut.x__valid, dut.y__ready))
+        await self.clock.reset(reset_cycles, idle=self._idle)
         got = self.counters()
         assert all(v == 0 for v in got.values()), f"counters not 0 right after reset: {got}"
 
@@ -232,7 +243,7 @@ class MuTestbench:
     async def run(self, prog: Program, *, w_pause=None, x_pause=None, y_pause=None,
                   snap_beats=(), drain: int | None = None, timeout: int | None = None,
                   fast: bool = False, overflows: int = 0,
-                  abort_after: int | None = None) -> RunResult:
+                  abort_after: int | None = None, ws_pause=None) -> RunResult:
         """Send a program, collect every ``y`` row, check the counters against observation.
 
         Must be called right after :meth:`start` or another ``run``. Cycle 0 of the run is the
@@ -260,6 +271,9 @@ class MuTestbench:
         abort_after : int, optional
             Stop after this many cycles with beats still in flight (a reset test follows): the
             result holds what was received and nothing is checked or sampled for coverage.
+        ws_pause : iterator of bool, optional
+            Pause generator of the ``ws`` stream (block-scaled formats). Block-scaled runs always
+            sample ``ready`` themselves (there is no ``ws`` counter), so ``fast`` is ignored.
 
         Raises
         ------
@@ -267,10 +281,13 @@ class MuTestbench:
             On a timeout or on counters that disagree with what the testbench observed.
         """
         t0 = time.perf_counter()
+        if prog.signature.blocks:
+            fast = False
         st = _RunState(self, prog, w_pause, x_pause, y_pause, snap_beats, drain, timeout, fast,
-                       abort_after)
-        drive = (st.wdrv, st.xdrv, st.ymon, st)
-        sample = (st.ymon,) if fast else (st.wdrv, st.xdrv, st.ymon)
+                       abort_after, ws_pause)
+        ws = (st.wsdrv,) if st.wsdrv is not None else ()
+        drive = (st.wdrv, *ws, st.xdrv, st.ymon, st)
+        sample = (st.ymon,) if fast else (st.wdrv, *ws, st.xdrv, st.ymon)
         await self.clock.run(st.step, drive, sample, settle=not fast)
         if st.aborted:
             return RunResult([unpack_y(p, self.width, self.rows) for p in st.ymon.received], {},

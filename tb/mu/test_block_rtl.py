@@ -1,0 +1,114 @@
+"""Quick checks of the block-scaled unit's RTL pieces without Verilator: the scale decode against
+``ml_dtypes``/the E8M0 rule, the window sum against the Python-integer window of
+``tb/mu/model_block.py`` (itself checked against ``Fraction`` arithmetic), the ports' bit layout
+against ``docs/mu_interface.md``, and the parameter errors. The whole unit runs in
+``tb/mu/test_matrix_unit.py`` (``BLOCK_BUILDS``)."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+from amaranth.hdl import Module, Signal, signed
+from amaranth.sim import Simulator
+
+from hw.mu.interface import MatrixUnitSignature
+from hw.mu.matrix_unit import MatrixUnit
+from hw.mu.scales import decode_scale, window_sum
+
+from .model_block import window_sum as model_window_sum
+
+
+def _run_comb(m, drive, read, vectors):
+    out = []
+
+    async def bench(ctx):
+        for v in vectors:
+            for sig, val in zip(drive, v, strict=True):
+                ctx.set(sig, int(val))
+            out.append([ctx.get(r) for r in read])
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+@pytest.mark.parametrize("scale", ["e8m0", "ue4m3"])
+def test_decode_every_scale_code(scale):
+    m = Module()
+    code = Signal(8)
+    mant, e, nan = decode_scale(m, code, scale, name="s")
+    got = _run_comb(m, [code], [mant, e, nan], [(c,) for c in range(256)])
+    for c, (gm, ge, gn) in enumerate(got):
+        if scale == "e8m0":
+            want = np.nan if c == 0xFF else 2.0 ** (c - 127)
+        else:   # the E4M3 value of the code; a sign bit set is NaN
+            v = float(np.array([c], np.uint8).view(ml_dtypes.float8_e4m3fn)[0])
+            want = np.nan if c >= 0x80 or np.isnan(v) else v
+        assert bool(gn) == np.isnan(want), c
+        if not gn:
+            assert np.ldexp(float(gm), ge) == want, (c, gm, ge, want)
+
+
+@pytest.mark.parametrize("nb,pb", [(2, 14), (4, 21), (4, 42)])
+def test_window_sum_matches_model(nb, pb):
+    """Random signed block terms and exponents whose spread crosses the window's edge."""
+    m = Module()
+    terms = [Signal(signed(pb), name=f"t{i}") for i in range(nb)]
+    exps = [Signal(signed(10), name=f"e{i}") for i in range(nb)]
+    s, top = window_sum(m, terms, exps, frac_bits=32)
+    rng = np.random.default_rng(nb * 100 + pb)
+    vecs = []
+    for _ in range(400):
+        t = rng.integers(-(1 << (pb - 1)) + 1, 1 << (pb - 1), nb)
+        t[rng.random(nb) < 0.2] = 0
+        t[rng.random(nb) < 0.2] = rng.choice([1, -1, 3, -(1 << (pb - 2))])
+        base = int(rng.integers(-200, 200))
+        e = base - rng.choice([0, 1, 16, 31, 32, 33, 34, 35, 60, 120, 300], nb)
+        vecs.append(list(t) + list(e))
+    got = _run_comb(m, terms + exps, [s, top], vecs)
+    for v, (gs, gt) in zip(vecs, got, strict=True):
+        t, e = v[:nb], v[nb:]
+        num, lo = model_window_sum(t, e, 32)
+        if num == 0:
+            assert gs == 0, v
+        else:
+            assert (gs, gt - 33) == (num, lo), (v, gs, gt, num, lo)
+
+
+def test_block_ports_layout():
+    """x: data, then D/B scale codes at [D*b + 8*i], then swap/first/last/row; ws: D codes."""
+    sig = MatrixUnitSignature(64, "mxfp4_e2m1", 4)
+    assert sig.blocks == 2 and sig.bits == 4
+    assert sig.pack_x(0, scales=0xAB << 8) == 0xAB << (64 * 4 + 8)
+    assert sig.pack_x(0, swap=1) == 1 << (64 * 4 + 16)
+    assert sig.pack_x(0, row=3) == 3 << (64 * 4 + 16 + 3)
+    assert sig.members["ws"].signature.members["payload"].shape.width == 8 * 64
+    assert "ws" not in MatrixUnitSignature(64, "fp4_e2m1").members
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"width": 16, "fmt": "mxfp8_e4m3"}, "multiple of 32"),
+    ({"width": 8, "fmt": "nvfp4"}, "multiple of 16"),
+    ({"width": 32, "fmt": "nvfp4", "acc": "exact"}, "acc='fp32' only"),
+    ({"width": 32, "fmt": "mxfp8_e4m3", "stages": 99}, "stages"),
+])
+def test_block_bad_parameters(kw, match):
+    with pytest.raises(ValueError, match=match):
+        MatrixUnit(**kw)
+
+
+def test_block_unit_latency():
+    """The latency property composes as the plain unit's: x register + trees (at width B) +
+    accumulator; D = 2B adds nothing to it (the window is combinational)."""
+    a, b = MatrixUnit(32, "mxfp8_e4m3"), MatrixUnit(64, "mxfp8_e4m3")
+    plain = MatrixUnit(32, "fp8_e4m3")
+    assert a.latency == b.latency == plain.latency
+
+
+def test_window_matches_the_contract():
+    """The RTL's window and the model's are the same contract constant (docs/numerics.md 7.2)."""
+    from hw.mu.scales import WINDOW_FRAC_BITS as rtl_f
+
+    from .model_block import WINDOW_FRAC_BITS as model_f
+
+    assert rtl_f == model_f == 32
