@@ -28,7 +28,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from hw.formats import CLASSES, MATRIX_FORMATS, get_format
+from hw.formats import BLOCK_FORMATS, CLASSES, MATRIX_FORMATS, get_format
+from tb.mu.model_block import WINDOW_FRAC_BITS
 
 __all__ = ["POINTS", "hit", "flush", "merge", "clear", "new_session", "latest", "summary", "report_md",
            "COVERAGE_DIR"]
@@ -61,6 +62,12 @@ def _points() -> dict:
         p[f"special.{fmt}.acc_nan_sticky"] = (
             "specials", "an accumulator at NaN takes another beat (stays NaN)",
             None if f.has_nan else f"{fmt} has no NaN code")
+    for fmt in BLOCK_FORMATS:
+        p[f"block.{fmt}.nan_scale"] = ("block scales", "a NaN scale code (x or w) makes its block NaN",
+                                       None)
+        p[f"block.{fmt}.scale_spread"] = (
+            "block scales", f"the scale exponents of one beat and column span more than "
+                            f"{WINDOW_FRAC_BITS} binades (blocks can fall below the window)", None)
     for acc in ("fp32", "exact"):
         p[f"round.{acc}.inexact"] = ("rounding", "the FP32 rounding discards nonzero bits", None)
         p[f"round.{acc}.tie_even"] = ("rounding", "an exact tie at the FP32 rounding point, kept even",

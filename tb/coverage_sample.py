@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hw.formats import CLASSES, get_format
+from hw.formats import BLOCK_FORMATS, CLASSES, get_format
+from tb.mu.model_block import WINDOW_FRAC_BITS
 
 from .coverage import flush, hit
 
@@ -98,10 +99,37 @@ def _specials(prog, codec, t, beats):
         hit(f"special.{f.name}.inf_minus_inf", int(((infp & neg).any(0) & (infp & ~neg).any(0)).any()))
 
 
+def _block(prog):
+    """Block-scaled programs: element operand classes, the schedule and the scale events. The
+    numeric events of the window and the FP32 rounding are not sampled for them."""
+    bf = BLOCK_FORMATS[prog.fmt]
+    el = bf.element_format
+    xc = np.bincount(el.classify(np.asarray(prog.x).ravel()), minlength=len(CLASSES))
+    wc = np.bincount(el.classify(np.concatenate([np.asarray(t).ravel() for t in prog.tiles])),
+                     minlength=len(CLASSES))
+    for pos, counts in (("x", xc), ("w", wc)):
+        for cls, n in zip(CLASSES, counts, strict=True):
+            if n and (cls not in ("nan", "inf") or getattr(el, f"has_{cls}")):
+                hit(f"operand.{el.name}.{pos}.{cls}", int(n))
+    _schedule(prog)
+    _, xe, xnan = bf.scale_split(np.asarray(prog.xscales))
+    hit(f"block.{prog.fmt}.nan_scale", int(xnan.sum()))
+    starts = np.flatnonzero(prog.swap).tolist() + [prog.n_beats]
+    for t in range(len(starts) - 1):
+        _, we, wnan = bf.scale_split(np.asarray(prog.wscales[t]))      # (D/B, D)
+        hit(f"block.{prog.fmt}.nan_scale", int(wnan.sum()))
+        e = xe[starts[t]:starts[t + 1], :, None] + we[None]              # (beats, D/B, D)
+        spread = e.max(axis=1) - e.min(axis=1)
+        hit(f"block.{prog.fmt}.scale_spread", int((spread > WINDOW_FRAC_BITS).sum()))
+
+
 def sample_program(prog, acc: str = "fp32", overflows: int = 0) -> None:
     """Sample one program's operands, schedule and numeric events (see the module docstring)."""
     from tb.mu.model import FINITE, NAN, NINF, PINF, ElementCodec, accumulate, exact_dot, fp32_exact
 
+    if prog.fmt in BLOCK_FORMATS:
+        _block(prog)
+        return
     codec = ElementCodec(prog.fmt)
     f, fmt = get_format(prog.fmt), prog.fmt
     _operands(prog, f)
