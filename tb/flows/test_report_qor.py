@@ -260,3 +260,21 @@ def test_exact_mode_points_get_their_own_tables_and_the_mode_comparison(tmp_path
     assert row(text, "| 64 | fp8_e4m3 | exact |", "Accumulate modes")[4] == NOT_MEASURED
     assert row(text, "| exact | fp8_e4m3 |", "Accumulate modes")[2:] == ["200", NOT_MEASURED, NOT_MEASURED]
     assert row(text, "| fp32 | fp8_e4m3 |", "Accumulate modes")[2:] == ["250", "200", "166"]
+
+
+def test_energy_section_rates_by_hand(tmp_path):
+    """Performance per watt and per mm^2 of one energy run, worked out by hand."""
+    import json
+
+    from flows.report.energy import energy_section
+    run = {"variant": "mu-w8-fp8_e4m3-osu018", "workload": "tiles", "width": 8, "fmt": "fp8_e4m3",
+           "columns_simulated": 2, "columns": 8, "cycles": 1000, "useful_macs": 64000,
+           "pj_per_useful_mac": 100.0, "pj_per_issued_mac": 90.0, "fmax_mhz": 50.0, "mw_at_fmax": 320.0,
+           "area_um2": 2_000_000.0, "provenance": {"git_revision": "abcdef123"}}
+    (tmp_path / "mu-w8-fp8_e4m3-osu018").mkdir()
+    (tmp_path / "mu-w8-fp8_e4m3-osu018" / "energy-tiles-sample2.json").write_text(json.dumps(run))
+    text = "\n".join(energy_section(tmp_path, lambda p: p))
+    # 64 MAC/cycle x 50 MHz = 3.2 GMAC/s; / 0.32 W = 10 GMAC/s/W; / 2 mm^2 = 1.6 GMAC/s/mm^2
+    row = next(line for line in text.splitlines() if line.startswith("| 8 |"))
+    assert "| 2 of 8 |" in row and "| 10.00 |" in row and "| 1.600 |" in row and "abcdef1" in row
+    assert "No energy run" in "\n".join(energy_section(tmp_path / "none", lambda p: p))
