@@ -55,7 +55,8 @@ def _sum(an: int, ae: int, bn: int, be: int):
 
 
 def _operands(prog, f):
-    fmt = prog.fmt
+    """Operand classes of ``x`` and every tile, in element format ``f``."""
+    fmt = f.name
     xc = np.bincount(f.classify(np.asarray(prog.x).ravel()), minlength=len(CLASSES))
     wc = np.bincount(f.classify(np.concatenate([np.asarray(t).ravel() for t in prog.tiles])),
                      minlength=len(CLASSES))
@@ -103,14 +104,7 @@ def _block(prog):
     """Block-scaled programs: element operand classes, the schedule and the scale events. The
     numeric events of the window and the FP32 rounding are not sampled for them."""
     bf = BLOCK_FORMATS[prog.fmt]
-    el = bf.element_format
-    xc = np.bincount(el.classify(np.asarray(prog.x).ravel()), minlength=len(CLASSES))
-    wc = np.bincount(el.classify(np.concatenate([np.asarray(t).ravel() for t in prog.tiles])),
-                     minlength=len(CLASSES))
-    for pos, counts in (("x", xc), ("w", wc)):
-        for cls, n in zip(CLASSES, counts, strict=True):
-            if n and (cls not in ("nan", "inf") or getattr(el, f"has_{cls}")):
-                hit(f"operand.{el.name}.{pos}.{cls}", int(n))
+    _operands(prog, bf.element_format)
     _schedule(prog)
     _, xe, xnan = bf.scale_split(np.asarray(prog.xscales))
     hit(f"block.{prog.fmt}.nan_scale", int(xnan.sum()))

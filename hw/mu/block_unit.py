@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 
 from .. import hier
 from ..formats import get_block_format
 from ..hier import BlockParams
 from ..stream import skid_register
 from .block_column import BlockColumn, BlockColumnParams
+from .control import control_pipeline
 from .counters import event_counter
 from .exact_acc import GUARD_BITS
 from .interface import MatrixUnitSignature, _check_int
@@ -164,19 +165,8 @@ class BlockMatrixUnit(wiring.Component):
         xsr = Signal(len(x.scales), name="xsr", reset_less=True)
         with m.If(x_fire):
             m.d.sync += [xr.eq(x.data), xsr.eq(x.scales)]
-        ctrl_layout = data.StructLayout({"valid": 1, "first": 1, "last": 1,
-                                         **({"row": range(R)} if R > 1 else {})})
-        depth = X_REGISTER + self.column.write_delay
-        ctrl = [Signal(ctrl_layout, name=f"ctrl{i}") for i in range(depth)]
-        with m.If(en):
-            m.d.sync += [ctrl[0].valid.eq(x_fire), ctrl[0].first.eq(x.first), ctrl[0].last.eq(x.last)]
-            if R > 1:
-                m.d.sync += ctrl[0].row.eq(x.row)
-            for i in range(1, depth):
-                m.d.sync += ctrl[i].eq(ctrl[i - 1])
+        ctrl, acc_we = control_pipeline(m, x, x_fire, en, R, X_REGISTER + self.column.write_delay)
         acc_ctl = ctrl[-1]
-        acc_we = Signal()
-        m.d.comb += acc_we.eq(en & acc_ctl.valid)
 
         ys = []
         for j in range(D):

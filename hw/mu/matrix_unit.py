@@ -36,6 +36,7 @@ from ..formats import BLOCK_FORMATS
 from ..hier import BlockParams
 from ..stream import skid_register
 from .column import Column, ColumnParams
+from .control import control_pipeline
 from .counters import event_counter
 from .exact_acc import GUARD_BITS
 from .interface import MatrixUnitSignature
@@ -229,20 +230,8 @@ class MatrixUnit(wiring.Component):
         xr = Signal(D * b, reset_less=True)  # data registers carry no reset
         with m.If(x_fire):
             m.d.sync += xr.eq(x.data)
-        ctrl_layout = data.StructLayout({"valid": 1, "first": 1, "last": 1,
-                                         **({"row": range(R)} if R > 1 else {})})
-        # ctrl[0] sits beside xr; the last one is the beat at the columns' accumulate stage
-        depth = X_REGISTER + self.column.write_delay
-        ctrl = [Signal(ctrl_layout, name=f"ctrl{i}") for i in range(depth)]
-        with m.If(en):
-            m.d.sync += [ctrl[0].valid.eq(x_fire), ctrl[0].first.eq(x.first), ctrl[0].last.eq(x.last)]
-            if R > 1:
-                m.d.sync += ctrl[0].row.eq(x.row)
-            for i in range(1, depth):
-                m.d.sync += ctrl[i].eq(ctrl[i - 1])
+        ctrl, acc_we = control_pipeline(m, x, x_fire, en, R, X_REGISTER + self.column.write_delay)
         acc_ctl = ctrl[-1]
-        acc_we = Signal()
-        m.d.comb += acc_we.eq(en & acc_ctl.valid)
         exact = self._acc == "exact"
         if exact:  # results leave the drain: valid & last and the row, column.result_delay later
             res_layout = data.StructLayout({"valid": 1, **({"row": range(R)} if R > 1 else {})})
