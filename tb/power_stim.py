@@ -69,8 +69,9 @@ def program(width: int, fmt: str, rows: int, workload: str, n: int, seed: int = 
     return Program.from_tiles(width, fmt, rows, tiles), useful, [r.id for r in runs]
 
 
-def write(path, width: int, fmt: str, rows: int, workload: str, n: int) -> dict:
-    """Write the stimulus file; returns its meta."""
+def write(path, width: int, fmt: str, rows: int, workload: str, n: int, acc: str = "fp32",
+          guard_bits: int = 16) -> dict:
+    """Write the stimulus file, results for accumulate mode ``acc``; returns its meta."""
     prog, useful, ids = program(width, fmt, rows, workload, n)
     b = get_format(fmt).bits
     wb, xb = (width * b + 7) // 8, (prog.signature.x_layout.size + 7) // 8
@@ -79,8 +80,8 @@ def write(path, width: int, fmt: str, rows: int, workload: str, n: int) -> dict:
         return np.frombuffer(b"".join(int(v).to_bytes(nbytes, "little") for v in ints),
                              dtype=np.uint8).reshape(len(ints), nbytes)
 
-    ys = prog.expected()
-    meta = {"workload": workload, "width": width, "fmt": fmt, "rows": rows, "runs": ids,
+    ys = prog.expected(acc, guard_bits)
+    meta = {"workload": workload, "width": width, "fmt": fmt, "rows": rows, "acc": acc, "runs": ids,
             "useful_macs": int(useful), "issued_macs": int(prog.n_beats * width * width),
             "w_beats": len(prog.w_beats()), "x_beats": prog.n_beats, "results": len(ys)}
     np.savez_compressed(path, w=rows_of(prog.w_beats(), wb), x=rows_of(prog.x_beats(), xb),
@@ -97,10 +98,12 @@ def main(argv=None):
     p.add_argument("--rows", type=int, default=1)
     p.add_argument("--workload", default="tiles")
     p.add_argument("--runs", type=int, default=8)
+    p.add_argument("--acc", default="fp32", choices=("fp32", "exact"))
+    p.add_argument("--guard-bits", type=int, default=16)
     p.add_argument("-o", "--output", required=True)
     a = p.parse_args(argv)
     try:
-        meta = write(a.output, a.width, a.fmt, a.rows, a.workload, a.runs)
+        meta = write(a.output, a.width, a.fmt, a.rows, a.workload, a.runs, a.acc, a.guard_bits)
     except (ValueError, corpus.TileError) as e:
         print(f"python -m tb.power_stim: error: {e}", file=sys.stderr)
         return 2

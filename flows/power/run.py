@@ -60,13 +60,15 @@ class PowerRun:
     area_um2: float
 
 
-def stimulus(width, fmt, rows, workload, runs, out: Path) -> dict:
+def stimulus(width, fmt, rows, workload, runs, out: Path, acc="fp32", guard_bits=16) -> dict:
     """Write the stimulus file via ``python -m tb.power_stim`` (always afresh: it depends on the
-    testbench's model and tile corpus, which flows cannot see); returns its meta."""
+    testbench's model and tile corpus, which flows cannot see); returns its meta. The expected
+    results follow the unit's accumulate mode ``acc`` (and ``guard_bits`` in the exact mode)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + f".tmp{os.getpid()}.npz")
     cmd = [sys.executable, "-m", "tb.power_stim", "--width", str(width), "--fmt", fmt, "--rows",
-           str(rows), "--workload", workload, "--runs", str(runs), "-o", str(tmp)]
+           str(rows), "--workload", workload, "--runs", str(runs), "--acc", acc,
+           "--guard-bits", str(guard_bits), "-o", str(tmp)]
     r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=str(REPO)))
     if r.returncode != 0:
@@ -172,8 +174,10 @@ def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=N
                          "LIBERTY=/path/to/cells.lib")
     plib = load_power(lib.path)
     t["synth"] = time.monotonic()
-    stim_path = BUILD / "power" / "stim" / f"{workload}-w{width}-{fmt}-r{rows}-n{runs}.npz"
-    meta = stimulus(width, fmt, rows, workload, runs, stim_path)
+    acc = str(m["design__params"].get("acc", "fp32"))
+    guard = int(m["design__params"].get("guard_bits", 16))
+    stim_path = BUILD / "power" / "stim" / f"{workload}-w{width}-{fmt}-r{rows}-{acc}-n{runs}.npz"
+    meta = stimulus(width, fmt, rows, workload, runs, stim_path, acc, guard)
     with np.load(stim_path) as z:
         stim = {k: z[k] for k in ("w", "x", "y")}
     t["stimulus"] = time.monotonic()
