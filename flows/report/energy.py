@@ -45,7 +45,8 @@ def energy_section(power_dir: Path, rel) -> list:
     if not runs:
         return L + ["No energy run is published yet: "
                     "`make power WIDTH=32 FMT=fp8_e4m3 WORKLOAD=all PUBLISH=1`.", ""]
-    L += [f"From `make power` ({rel(power_dir / 'summary.md')} has the method, the block split, the "
+    summary = rel(power_dir / "summary.md")
+    L += [f"From `make power` ([{summary}]({summary}) has the method, the block split, the "
           "composition check, energy per token and the comparison with published figures). Zero-delay "
           "simulation of the mapped netlist: glitches, wires and a clock tree are not counted, so these are "
           "floors. Performance per watt and per mm^2 use the run's useful MAC rate at the netlist's fmax "
