@@ -45,10 +45,16 @@ def test_block_rows_and_width_rule():
         get_format("mxfp4_e2m1")
 
 
-def test_unit_rejects_block_formats():
+def test_unit_signature_checks_block_formats():
+    """The unit takes a block format at a width that holds whole blocks, with fp32 accumulation
+    only, and names the fix otherwise."""
     from hw.mu.interface import MatrixUnitSignature
-    with pytest.raises(ValueError, match="fmt must be one of"):
-        MatrixUnitSignature(32, "mxfp8_e4m3", 1, "fp32")
+    assert MatrixUnitSignature(32, "mxfp8_e4m3", 1, "fp32").blocks == 1
+    assert MatrixUnitSignature(32, "nvfp4", 1, "fp32").blocks == 2
+    with pytest.raises(ValueError, match="multiple of 32"):
+        MatrixUnitSignature(16, "mxfp8_e4m3", 1, "fp32")
+    with pytest.raises(ValueError, match="acc='fp32' only"):
+        MatrixUnitSignature(32, "mxfp8_e4m3", 1, "exact")
 
 
 # --- the contract in Fractions ---------------------------------------------------------------------
