@@ -212,6 +212,7 @@ def _plot(runs, path: Path):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
+    ax.set_prop_cycle(color=plt.cm.tab20.colors)    # more series than the default 10 colours
     series = {}
     for s in runs:     # an all-column run wins over a sampled one of the same unit
         key = (s["fmt"], s["workload"], s["rows"])
