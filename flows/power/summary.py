@@ -211,7 +211,7 @@ def _plot(runs, path: Path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(9, 4))
     ax.set_prop_cycle(color=plt.cm.tab20.colors)    # more series than the default 10 colours
     series = {}
     for s in runs:     # an all-column run wins over a sampled one of the same unit
@@ -228,7 +228,7 @@ def _plot(runs, path: Path):
     ax.set_xlabel("width D")
     ax.set_ylabel("pJ per useful MAC")
     ax.set_title("Matrix unit energy per useful MAC (OSU 0.18 um, gate-level)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))   # off the data
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
