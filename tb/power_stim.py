@@ -18,41 +18,111 @@ Workloads (all with the same schedule, so their energies compare like for like):
 ``zeros``
     The same shapes with every code zero.
 
-File contents: ``w`` (beats x bytes) and ``x`` (beats x bytes) payloads, little-endian; ``y``
+Block-scaled formats (``mxfp8_e4m3``, ``mxfp4_e2m1``, ``nvfp4``, ...) take their real runs from
+:mod:`tb.tiles.block_tiles` (operands quantized with the block quantizers, blocks along K) and send
+them as the block tile replay does (:func:`tb.tiles.block_rtl.block_program`: per k-tile D ``w``
+beats, D/B ``ws`` beats, the ``x`` beats with their activation scale codes). ``random`` draws the
+element codes as above and the scale codes with :func:`tb.mu.block_stimulus.random_scales` (E8M0
+exponents within +-8 of 1, seed 1); ``zeros`` sends zero codes with unit scales (1.0). The expected
+results come from the block model (:meth:`Program.expected` runs it for these formats).
+
+File contents: ``w`` (beats x bytes), ``ws`` (beats x D bytes; no rows for a plain format) and
+``x`` (beats x bytes) payloads, little-endian; ``y``
 (results x D) expected FP32 bits; ``meta`` (JSON: workload, width, fmt, rows, runs, useful and
-issued MACs).
+issued MACs, beat counts).
 """
 
 import argparse
+import dataclasses
+import functools
 import json
 import sys
 
+import ml_dtypes
 import numpy as np
 
-from hw.formats import get_format
+from hw.formats import BLOCK_FORMATS, get_block_format
 
+from .mu.block_stimulus import random_scales
 from .mu.model import ElementCodec
 from .mu.program import Program, Tile
-from .tiles import corpus
+from .tiles import block_tiles, corpus
+from .tiles.block_rtl import block_program
 from .tiles.replay import beats
 
-__all__ = ["tile_runs", "program", "write"]
+__all__ = ["tile_runs", "program", "block_program_of", "write"]
+
+WORKLOADS = ("tiles", "random", "zeros")
 
 
-def tile_runs(width: int, fmt: str, rows: int, n: int) -> list:
-    """Up to ``n`` real tile runs of this unit (rows per run <= ``rows``), loaded from the corpus."""
+def _specs(width: int, fmt: str, rows: int, n: int) -> list:
     modes = sorted((m for m, r in corpus.MODES.items() if r <= rows), key=lambda m: -corpus.MODES[m])
     if not modes:
         raise ValueError(f"no tile mode fits {rows} accumulator row(s)")
-    specs = [corpus.RunSpec(op, mode, fmt, width, i) for i, (mode, op) in
-             enumerate((m, op) for m in modes for op in corpus.minilm.OPS)][:n]
-    return [t for _, t in corpus.load_runs(specs)]
+    return [corpus.RunSpec(op, mode, fmt, width, i) for i, (mode, op) in
+            enumerate((m, op) for m in modes for op in corpus.minilm.OPS)][:n]
+
+
+def tile_runs(width: int, fmt: str, rows: int, n: int) -> list:
+    """Up to ``n`` real tile runs of this unit (rows per run <= ``rows``), loaded from the corpus
+    (block-scaled formats: :class:`tb.tiles.block_tiles.BlockTile` runs, cut from a forward pass)."""
+    if fmt in BLOCK_FORMATS:
+        get_block_format(fmt).check_width(width)
+        return list(_block_runs(width, fmt, rows, n))
+    return [t for _, t in corpus.load_runs(_specs(width, fmt, rows, n))]
+
+
+@functools.lru_cache(maxsize=4)
+def _block_runs(width: int, fmt: str, rows: int, n: int) -> tuple:
+    """The block tiles, kept for the process (each cut takes a MiniLM forward pass; the tiles are
+    only read by their users)."""
+    return tuple(block_tiles.tiles(_specs(width, fmt, rows, n)))
+
+
+def _unit_scale(fmt: str) -> int:
+    """The scale code of 1.0 (E8M0: the biased exponent 127; UE4M3: the E4M3 code of 1.0)."""
+    if get_block_format(fmt).scale == "e8m0":
+        return 127
+    return int(np.asarray(1.0, dtype=ml_dtypes.float8_e4m3fn).view(np.uint8))
+
+
+def block_program_of(width: int, fmt: str, rows: int, workload: str, n: int, seed: int = 1):
+    """Block-scaled counterpart of :func:`program`: the same return values, with scale codes."""
+    runs = tile_runs(width, fmt, rows, n)
+    rng = np.random.default_rng(seed)
+    codec = ElementCodec(get_block_format(fmt).element)
+    finite = np.nonzero(~(codec.is_nan | codec.is_inf))[0]
+    progs, useful = [], 0
+    for run in runs:
+        useful += run.x.shape[0] * run.x_f32.shape[1] * run.w_f32.shape[1]
+        prog = block_program(run, rows)
+        if workload == "random":
+            prog.tiles = [rng.choice(finite, t.shape) for t in prog.tiles]
+            prog.x = rng.choice(finite, prog.x.shape)
+            prog.wscales = [random_scales(fmt, rng, s.shape, spread=8) for s in prog.wscales]
+            prog.xscales = random_scales(fmt, rng, prog.xscales.shape, spread=8)
+        elif workload == "zeros":
+            prog.tiles = [np.zeros_like(t) for t in prog.tiles]
+            prog.x = np.zeros_like(prog.x)
+            prog.wscales = [np.full_like(s, _unit_scale(fmt)) for s in prog.wscales]
+            prog.xscales = np.full_like(prog.xscales, _unit_scale(fmt))
+        progs.append(prog)
+
+    def cat(f):
+        return np.concatenate([getattr(q, f) for q in progs])
+    out = dataclasses.replace(progs[0], tiles=[t for q in progs for t in q.tiles], x=cat("x"),
+                              swap=cat("swap"), first=cat("first"), last=cat("last"), row=cat("row"),
+                              wscales=[s for q in progs for s in q.wscales], xscales=cat("xscales"))
+    out.validate()
+    return out, useful, [r.id for r in runs]
 
 
 def program(width: int, fmt: str, rows: int, workload: str, n: int, seed: int = 1):
-    """(:class:`tb.mu.program.Program`, useful MACs) of ``workload`` on ``n`` tile runs."""
-    if workload not in ("tiles", "random", "zeros"):
+    """(:class:`tb.mu.program.Program`, useful MACs, run ids) of ``workload`` on ``n`` tile runs."""
+    if workload not in WORKLOADS:
         raise ValueError(f"workload must be tiles, random or zeros, not {workload!r}")
+    if fmt in BLOCK_FORMATS:
+        return block_program_of(width, fmt, rows, workload, n, seed)
     runs = tile_runs(width, fmt, rows, n)
     rng = np.random.default_rng(seed)
     finite = np.nonzero(~(ElementCodec(fmt).is_nan | ElementCodec(fmt).is_inf))[0]
@@ -73,7 +143,7 @@ def write(path, width: int, fmt: str, rows: int, workload: str, n: int, acc: str
           guard_bits: int = 16) -> dict:
     """Write the stimulus file, results for accumulate mode ``acc``; returns its meta."""
     prog, useful, ids = program(width, fmt, rows, workload, n)
-    b = get_format(fmt).bits
+    b = prog.signature.bits
     wb, xb = (width * b + 7) // 8, (prog.signature.x_layout.size + 7) // 8
 
     def rows_of(ints, nbytes):
@@ -83,8 +153,10 @@ def write(path, width: int, fmt: str, rows: int, workload: str, n: int, acc: str
     ys = prog.expected(acc, guard_bits)
     meta = {"workload": workload, "width": width, "fmt": fmt, "rows": rows, "acc": acc, "runs": ids,
             "useful_macs": int(useful), "issued_macs": int(prog.n_beats * width * width),
-            "w_beats": len(prog.w_beats()), "x_beats": prog.n_beats, "results": len(ys)}
-    np.savez_compressed(path, w=rows_of(prog.w_beats(), wb), x=rows_of(prog.x_beats(), xb),
+            "w_beats": len(prog.w_beats()), "ws_beats": len(prog.ws_beats()),
+            "x_beats": prog.n_beats, "results": len(ys)}
+    ws = rows_of(prog.ws_beats(), width) if prog.wscales else np.zeros((0, width), np.uint8)
+    np.savez_compressed(path, w=rows_of(prog.w_beats(), wb), ws=ws, x=rows_of(prog.x_beats(), xb),
                         y=np.stack([r.bits for r in ys]).astype(np.uint32),
                         y_row=np.asarray([r.row for r in ys], dtype=np.int64),
                         meta=np.asarray(json.dumps(meta)))

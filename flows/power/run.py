@@ -7,8 +7,9 @@ Steps of :func:`run`:
 2. The stimulus comes from the testbench side: ``python -m tb.power_stim`` runs as a subprocess
    (flows never imports tb) and writes the beats and the bit-true model's expected results.
 3. :func:`flows.power.netlist.flatten` stitches the blocks (all columns, or ``sample`` of them) and
-   :class:`flows.power.sim.GateSim` runs them: two reset cycles, then the ``w`` and ``x`` beats sent
-   as fast as the unit takes them (``valid`` whenever a beat is left), ``y__ready`` always 1. Every
+   :class:`flows.power.sim.GateSim` runs them: two reset cycles, then the ``w`` and ``x`` beats (and
+   the ``ws`` beats of a block-scaled unit, whose netlist has that stream) sent as fast as the unit
+   takes them (``valid`` whenever a beat is left), ``y__ready`` always 1. Every
    ``y`` beat is compared with the expected FP32 bits (only the kept columns when sampling), and
    the unit's ``cnt_macs`` with the beats sent.
 4. :func:`flows.power.energy.compute` over the cycles after reset, up to the last result.
@@ -101,10 +102,17 @@ def _port_caps(mods, lib, plib):
 
 
 def _drive(sim, flat, stim, check_cols, width, max_cycles):
-    """Reset, then send every beat; returns (cycles counted, results checked)."""
+    """Reset, then send every beat (``ws`` too when the netlist has that stream); returns the
+    number of results checked."""
     p = {k: v[1] for k, v in flat.ports.items()}
     w, x, y = stim["w"], stim["x"], stim["y"]
-    for name in ("w__valid", "x__valid", "y__ready", "rst"):
+    streams = [("w", w), ("x", x)]
+    if "ws__valid" in p:
+        streams.insert(1, ("ws", stim.get("ws", np.zeros((0, width), np.uint8))))
+    elif len(stim.get("ws", ())):
+        raise PowerError("the stimulus has ws beats (a block-scaled format) but the netlist has no "
+                         "ws stream")
+    for name in [f"{s}__valid" for s, _ in streams] + ["y__ready", "rst"]:
         sim.vals[p[name]] = 0
     sim.vals[p["rst"]] = 1
     for _ in range(2):
@@ -112,19 +120,18 @@ def _drive(sim, flat, stim, check_cols, width, max_cycles):
         sim.clock()
     sim.vals[p["rst"]] = 0
     sim.vals[p["y__ready"]] = 1
-    iw = ix = iy = 0
-    nw, nx, ny = len(w), len(x), len(y)
+    sent = {s: 0 for s, _ in streams}
+    iy, ny = 0, len(y)
     sel = np.concatenate([np.arange(c * 32, c * 32 + 32) for c in check_cols])
     ynets = p["y__payload"][sel]
     expect = y.view(np.uint8).reshape(ny, width, 4)
     sim.start_counting()
     for cyc in range(max_cycles):
-        sim.vals[p["w__valid"]] = iw < nw
-        sim.vals[p["x__valid"]] = ix < nx
-        if iw < nw:
-            sim.vals[p["w__payload"]] = np.unpackbits(w[iw], bitorder="little")[:len(p["w__payload"])]
-        if ix < nx:
-            sim.vals[p["x__payload"]] = np.unpackbits(x[ix], bitorder="little")[:len(p["x__payload"])]
+        for s, beats in streams:
+            i, pay = sent[s], p[f"{s}__payload"]
+            sim.vals[p[f"{s}__valid"]] = i < len(beats)
+            if i < len(beats):
+                sim.vals[pay] = np.unpackbits(beats[i], bitorder="little")[:len(pay)]
         sim.settle()
         if sim.vals[p["y__valid"]][0]:
             if iy >= ny:
@@ -136,14 +143,19 @@ def _drive(sim, flat, stim, check_cols, width, max_cycles):
                 raise PowerError(f"result {iy}: the gate-level netlist differs from the bit-true "
                                  f"model in column(s) {bad}")
             iy += 1
-        iw += int(sim.vals[p["w__valid"]][0] & sim.vals[p["w__ready"]][0])
-        ix += int(sim.vals[p["x__valid"]][0] & sim.vals[p["x__ready"]][0])
+        for s, _ in streams:
+            sent[s] += int(sim.vals[p[f"{s}__valid"]][0] & sim.vals[p[f"{s}__ready"]][0])
         if iy == ny:
             break
         sim.clock()
     else:
+        taken = ", ".join(f"{sent[s]}/{len(b)} {s} beats" for s, b in streams)
         raise PowerError(f"after {max_cycles} cycles only {iy} of {ny} results came out "
-                         f"({iw}/{nw} w beats, {ix}/{nx} x beats taken)")
+                         f"({taken} taken)")
+    if sent.get("ws", 0) != len(stim.get("ws", ())):
+        raise PowerError(f"the netlist took {sent.get('ws', 0)} ws beats, the stimulus has "
+                         f"{len(stim.get('ws', ()))}")
+    nx = len(x)
     macs = sim.get_bits(p["cnt_macs"])
     if macs != nx * width * width:
         raise PowerError(f"the netlist's cnt_macs is {macs}, expected {nx * width * width} "
@@ -179,7 +191,7 @@ def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=N
     stim_path = BUILD / "power" / "stim" / f"{workload}-w{width}-{fmt}-r{rows}-{acc}-n{runs}.npz"
     meta = stimulus(width, fmt, rows, workload, runs, stim_path, acc, guard)
     with np.load(stim_path) as z:
-        stim = {k: z[k] for k in ("w", "x", "y")}
+        stim = {k: z[k] for k in ("w", "ws", "x", "y") if k in z.files}
     t["stimulus"] = time.monotonic()
     mods = _modules(variant)
     col = next(n for n in mods if n.startswith("mu_col"))
@@ -191,7 +203,7 @@ def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=N
     log(f"{variant} {workload}: {sum(len(g['weight']) for g in flat.groups.values())} cells, "
         f"{flat.n_nets} nets, depth {sim.depth}; {meta['w_beats']} w / {meta['x_beats']} x beats, "
         f"{len(cols)} of {width} columns simulated")
-    max_cycles = 4 * (meta["w_beats"] + meta["x_beats"]) + 100
+    max_cycles = 4 * (meta["w_beats"] + meta.get("ws_beats", 0) + meta["x_beats"]) + 100
     checked = _drive(sim, flat, stim, cols, width, max_cycles)
     t["sim"] = time.monotonic()
     fmax = float(m["synth__timing__fmax_mhz"])

@@ -9,6 +9,7 @@
 * the energy of a decode step per token on the model shapes of :mod:`perf.shapes`: the unit's
   measured energy per cycle times the contract's cycles, plus the feed's energy per HBM byte (a
   stated parameter) on the fetched bytes, padding included;
+* the block-scaled units (OCP MX, NVFP4) against the plain unit of their element format;
 * a comparison with the ISSCC 2014 45 nm energies scaled to this node.
 
 Reads only committed JSON (no simulation): reports never call the flow.
@@ -19,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from hw.formats import get_format
+from hw.formats import BLOCK_FORMATS, get_block_format, get_format
 from perf.shapes import MODELS, catalog, cost
 
 from ..paths import REPO
@@ -89,6 +90,35 @@ def _findings(runs):
     return out
 
 
+def _block_vs_plain(runs):
+    """One sentence per block-scaled real-tile run: its energy per useful MAC against the plain
+    unit of its element format (same width, rows, workload; all-column runs preferred), and the
+    block category whose energy per useful MAC grew the most."""
+    plain = {}
+    for s in runs:
+        if s["workload"] == "tiles" and s["fmt"] not in BLOCK_FORMATS:
+            key = (s["fmt"], s["width"], s["rows"])
+            if key not in plain or s["columns_simulated"] == s["columns"]:
+                plain[key] = s
+    out = []
+    for s in runs:
+        if s["workload"] != "tiles" or s["fmt"] not in BLOCK_FORMATS:
+            continue
+        bf = get_block_format(s["fmt"])
+        p = plain.get((bf.element, s["width"], s["rows"]))
+        if p is None:
+            continue
+        a, b = _shares(s), _shares(p)
+        ea, eb = s["pj_per_useful_mac"], p["pj_per_useful_mac"]
+        grow = {c: a[c] * ea - b[c] * eb for c in _CATS}
+        top = max(grow, key=grow.get)
+        out.append(f"{s['fmt']} (D = {s['width']}, {bf.element} elements, one {bf.scale.upper()} scale "
+                   f"per {bf.block}) costs {ea:.1f} pJ per useful MAC against {eb:.1f} for plain "
+                   f"{p['fmt']} ({100 * (ea / eb - 1):+.0f}%); the most added is in {top} "
+                   f"({grow[top]:+.1f} pJ/MAC).")
+    return out
+
+
 def _composition(runs):
     full = {(s["variant"], s["workload"]): s for s in runs if s["columns_simulated"] == s["columns"]}
     out = ["| variant | workload | sampled columns | all columns (uJ) | sampled (uJ) | difference | "
@@ -121,8 +151,8 @@ def _per_token(runs, hbm_pj, batch):
     """Per unit (real-tile runs, all columns preferred): the :data:`ABS_MODEL` decode step's unit and
     HBM energy per token, and the HBM / unit ratio for every model of :data:`perf.shapes.MODELS`."""
     units = {}
-    for s in runs:
-        if s["workload"] == "tiles" and s["rows"] == 1:   # the decode (weight-feed-bound) regime
+    for s in runs:     # the decode (weight-feed-bound) regime; perf.shapes prices per-tensor formats
+        if s["workload"] == "tiles" and s["rows"] == 1 and s["fmt"] not in BLOCK_FORMATS:
             units.setdefault(s["variant"], s)
     shapes = catalog(batch)
     totals = {}
@@ -181,7 +211,8 @@ def _plot(runs, path: Path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(9, 4))
+    ax.set_prop_cycle(color=plt.cm.tab20.colors)    # more series than the default 10 colours
     series = {}
     for s in runs:     # an all-column run wins over a sampled one of the same unit
         key = (s["fmt"], s["workload"], s["rows"])
@@ -197,7 +228,7 @@ def _plot(runs, path: Path):
     ax.set_xlabel("width D")
     ax.set_ylabel("pJ per useful MAC")
     ax.set_title("Matrix unit energy per useful MAC (OSU 0.18 um, gate-level)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))   # off the data
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -217,6 +248,7 @@ def write_summary(root: Path = ROOT, hbm_pj: float = 40.0, batch: int = 1) -> Pa
             .replace("{ISSCC}", "\n".join(_isscc(runs)))
             .replace("{BUDGETS}", "\n".join(_budgets(runs)))
             .replace("{FINDINGS}", "\n".join(_findings(runs)))
+            .replace("{BLOCK}", " ".join(_block_vs_plain(runs)) or "No block-scaled run is published.")
             .replace("{HBM}", f"{hbm_pj:g}").replace("{BATCH}", str(batch))
             .replace("{SCALE}", f"{SCALE_45_TO_180:g}"))
     out = root / "summary.md"

@@ -268,3 +268,23 @@ def test_summary_per_token_ratio_in_the_feed_bound_regime(tmp_path, monkeypatch)
     ratio_minilm = float(row.split("|")[5])
     assert ratio_minilm == pytest.approx(40.0 * 8 / 1000.0, abs=0.005)
     assert (tmp_path / "energy_per_mac.png").is_file()
+
+
+def test_summary_compares_block_scaled_with_plain_element_format():
+    """MXFP8 at 300 pJ/MAC (200 in the top, 100 in a lane) against plain E4M3 at 200 (all in the
+    top): +50%, and the multipliers are the block that added the most (+100 pJ/MAC)."""
+    from flows.power import summary
+
+    def run(fmt, blocks):
+        total = sum(blocks.values())
+        return {"variant": f"mu-w8-{fmt}-osu018", "workload": "tiles", "width": 8, "fmt": fmt,
+                "rows": 1, "columns_simulated": 8, "columns": 8, "useful_macs": 5000,
+                "energy_pj": {"total": total}, "pj_per_useful_mac": total / 5000,
+                "by_block_pj": {b: {"internal": e, "switching": 0.0} for b, e in blocks.items()}}
+
+    lines = summary._block_vs_plain([run("fp8_e4m3", {"mu": 1e6}),
+                                     run("mxfp8_e4m3", {"mu": 1e6, "mu_lane_w8_mxfp8_e4m3": 5e5})])
+    assert len(lines) == 1
+    assert "300.0 pJ per useful MAC against 200.0 for plain fp8_e4m3 (+50%)" in lines[0]
+    assert "multipliers (+100.0 pJ/MAC)" in lines[0]
+    assert summary._block_vs_plain([run("fp8_e4m3", {"mu": 1e6})]) == []
