@@ -23,7 +23,8 @@ _TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_\[\]]*|[()!'+|&*^]|[01])")
 
 def compile_function(expr: str):
     """Parse a liberty ``function`` (``!``/``'`` not, ``&``/``*``/space and, ``^`` xor, ``+``/``|``
-    or) into ``(python expression over 0/1 ints, input names)``."""
+    or) into ``(evaluator, input names)``: the evaluator maps a list of 0/1 ints, one per name in
+    order, to the function's 0/1 value."""
     toks = [t for t in _TOKEN.findall(expr)]
     if "".join(toks) != re.sub(r"\s+", "", expr):
         raise NetlistError(f"cannot parse liberty function {expr!r}")
@@ -37,64 +38,62 @@ def compile_function(expr: str):
         pos[0] += 1
         return toks[pos[0] - 1]
 
+    def invert(f):
+        return lambda v: 1 ^ f(v)
+
     def primary():
         t = take()
         if t == "!":
-            return f"(1^{primary()})"
+            return invert(primary())
         if t == "(":
-            e = orexpr()
+            out = orexpr()
             if take() != ")":
                 raise NetlistError(f"unbalanced parentheses in liberty function {expr!r}")
-            out = e
         elif t in ("0", "1"):
-            out = t
+            out = (lambda c: lambda v: c)(int(t))
         elif t and (t[0].isalpha() or t[0] == "_"):
             if t not in names:
                 names.append(t)
-            out = f"v[{names.index(t)}]"
+            out = (lambda i: lambda v: v[i])(names.index(t))
         else:
             raise NetlistError(f"unexpected {t!r} in liberty function {expr!r}")
         while peek() == "'":
             take()
-            out = f"(1^{out})"
+            out = invert(out)
         return out
+
+    def binary(operand, ops, combine):
+        def parse():
+            e = operand()
+            while peek() in ops:
+                take()
+                e = (lambda a, b: lambda v: combine(a(v), b(v)))(e, operand())
+            return e
+        return parse
 
     def andexpr():
         e = primary()
         while peek() not in (None, ")", "+", "|", "^"):
             if peek() in ("&", "*"):
                 take()
-            e = f"({e}&{primary()})"
+            e = (lambda a, b: lambda v: a(v) & b(v))(e, primary())
         return e
 
-    def xorexpr():
-        e = andexpr()
-        while peek() == "^":
-            take()
-            e = f"({e}^{andexpr()})"
-        return e
-
-    def orexpr():
-        e = xorexpr()
-        while peek() in ("+", "|"):
-            take()
-            e = f"({e}|{xorexpr()})"
-        return e
-
-    code = orexpr()
+    xorexpr = binary(andexpr, ("^",), lambda a, b: a ^ b)
+    orexpr = binary(xorexpr, ("+", "|"), lambda a, b: a | b)
+    fn = orexpr()
     if pos[0] != len(toks):
         raise NetlistError(f"trailing tokens in liberty function {expr!r}")
-    return code, names
+    return fn, names
 
 
 def truth_table(expr: str, pins: list) -> np.ndarray:
     """16-entry table of ``expr`` with ``pins[i]`` as bit ``i`` of the index (at most four pins)."""
-    code, names = compile_function(expr)
+    fn, names = compile_function(expr)
     missing = [n for n in names if n not in pins]
     if missing or len(pins) > 4:
         raise NetlistError(f"function {expr!r}: inputs {missing or pins} do not fit the cell's pins "
                            "(at most four inputs are supported)")
-    fn = eval(f"lambda v: {code}")  # noqa: S307 - built only from the parser's own tokens
     out = np.zeros(16, dtype=np.uint8)
     for i in range(16):
         bits = [(i >> pins.index(n)) & 1 for n in names]

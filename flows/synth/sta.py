@@ -30,9 +30,10 @@ arrival times and transitions (slews) through them, separately for rising and fa
 * **Defaults**: ``input_slew`` is the FO4 output transition of the library's GE NAND2 and
   ``output_load`` four NAND2 input capacitances (see :meth:`Library.default_input_slew`).
 
-Hierarchical blocks appear as *macro* cells described by a :class:`BlockTiming` (an extracted timing
-model computed by :func:`extract_model` on the block's own netlist): their input pins are end points
-that add the block's ``in2reg`` delay, their outputs start at ``reg2out`` and follow ``in2out``.
+Hierarchical blocks appear as *macro* cells described by a :class:`BlockTiming` (an extracted
+timing model computed by :func:`flows.synth.hier.extract_model` on the block's own netlist): their
+input pins are end points that add the block's ``in2reg`` delay, their outputs start at
+``reg2out`` and follow ``in2out``.
 
 The result (:class:`Result`) holds the worst path over all start/end kinds, cell by cell.
 """
@@ -42,7 +43,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-__all__ = ["Sta", "StaError", "Result", "BlockTiming", "extract_model", "port_bits"]
+__all__ = ["Sta", "StaError", "Result", "BlockTiming", "port_bits"]
 
 RISE, FALL = 0, 1
 _EDGE = "rf"
@@ -563,45 +564,6 @@ class Sta:
                               self.load.get(b, 0.0)))
             b, rf = ib, irf
         return steps[::-1]
-
-
-def extract_model(sta: Sta, name: str) -> tuple:
-    """Timing model of a block from its own netlist, plus its worst internal path.
-
-    Runs the analysis once with only registers launching (reg->reg, reg->out) and once per input
-    bus with only that bus launching (in->reg, in->out). Returns ``(BlockTiming, Result)``, the
-    result being the worst of all runs (what a standalone analysis of the block reports).
-    """
-    m = BlockTiming(name)
-    m.clock_ports = sorted(p for p, bits in sta.inputs.items()
-                           if bits and all(b in sta.clock_bits for b in bits if isinstance(b, int)))
-    for pname, bits in sta.inputs.items():
-        if pname in m.clock_ports:
-            continue
-        for bn, b in zip(port_bits(pname, bits), bits, strict=True):
-            m.in_cap[bn] = sta.load.get(b, 0.0) if isinstance(b, int) else 0.0
-    m.out_load = sta.output_load
-    for pname, bits in sta.outputs.items():
-        for bn, b in zip(port_bits(pname, bits), bits, strict=True):
-            inst, pin = sta.driver.get(b, ("", "")) if isinstance(b, int) else ("", "")
-            if inst and sta.cells[inst][2] != "macro" and not sta.lib.generic:
-                m.out_drive[bn] = [sta.drive_slope(inst, pin),
-                                   sta.lib.drive_limit(sta.cells[inst][0], pin)]
-    worst = sta.run(inputs=set(), regs=True)
-    if sta.worst_reg_end:
-        m.reg2reg = list(sta.worst_reg_end)
-    m.reg2out = {k: list(v) for k, v in sta.end_by_output.items()}
-    for pname in sta.inputs:
-        if pname in m.clock_ports:
-            continue
-        r = sta.run(inputs={pname}, regs=False)
-        if sta.worst_reg_end:
-            m.in2reg[pname] = list(sta.worst_reg_end)
-        if sta.end_by_output:
-            m.in2out[pname] = {k: list(v) for k, v in sta.end_by_output.items()}
-        if r.delay_ps > worst.delay_ps or worst.kind == "none":
-            worst = r
-    return m, worst
 
 
 def fmax_mhz(delay_ps: float):

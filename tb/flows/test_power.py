@@ -215,6 +215,8 @@ def test_liberty_functions_become_truth_tables():
     assert truth_table("(!((S A) + (!S B)))", ["A", "B", "S"]).tolist() == [
         1 - ((s and a) or ((not s) and b)) for s in (0, 1) for b in (0, 1) for a in (0, 1)] * 2
     assert truth_table("((A^B)^C)", ["A", "B", "C"])[:8].tolist() == [0, 1, 1, 0, 1, 0, 0, 1]
+    # postfix not, '*' and '|', a constant: (A*B)' | (C & 0) is NAND2
+    assert truth_table("(A*B)' | (C & 0)", ["A", "B", "C"])[:4].tolist() == [1, 1, 1, 0]
     with pytest.raises(NetlistError, match="cannot parse"):
         truth_table("A # B", ["A", "B"])
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from flows.synth import liberty as L
-from flows.synth.hier import own_area
+from flows.synth.hier import extract_model, own_area
 from flows.synth.repair import REPAIR_PREFIX, repair
-from flows.synth.sta import Sta, extract_model
+from flows.synth.sta import Sta
 from tb.flows import OSU, needs_osu
 
 pytestmark = [pytest.mark.quick, needs_osu]

