@@ -24,16 +24,13 @@ voltage_unit^2`` (the Liberty convention; pF x V^2 = pJ for OSU 0.18 um), leakag
 characterisation); :mod:`flows.power.energy` adds ``C V^2 / 2`` per transition of every net.
 """
 
-import hashlib
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..paths import BUILD
-from ..synth.liberty import LibertyError, Table, _floats, _table, _unit
+from ..synth.liberty import LibertyError, Table, _floats, _table, _unit, cached_parse
 
 __all__ = ["PowerEntry", "PowerCell", "PowerLibrary", "load_power", "lookup"]
 
@@ -236,22 +233,4 @@ def load_power(path) -> PowerLibrary:
     flows.synth.liberty.LibertyError
         If the file is missing or states no supply voltage.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise LibertyError(f"liberty file {path} does not exist; pass LIBERTY=/path/to/cells.lib")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    cached = CACHE_DIR / f"{digest[:24]}.json"
-    if cached.is_file():
-        try:
-            d = json.loads(cached.read_text())
-            if d.get("format") == _FORMAT:
-                return PowerLibrary.from_json(d)
-        except (ValueError, KeyError):
-            pass
-    plib = _parse(path)
-    plib.sha256 = digest
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(".tmp%d" % os.getpid())
-    tmp.write_text(json.dumps(plib.to_json()))
-    tmp.replace(cached)
-    return plib
+    return cached_parse(path, CACHE_DIR, _FORMAT, _parse, PowerLibrary.from_json)

@@ -460,6 +460,47 @@ def _parse(path: Path) -> Library:
     return Library(name, _short_name(name, path), str(path), time_ps, cap_pf, cells)
 
 
+def cached_parse(path, cache_dir: Path, fmt: int, parse, from_json):
+    """Parse a liberty file once per content: ``parse(path)`` on a miss, ``from_json(d)`` on a hit.
+
+    The result (an object with ``sha256`` and ``to_json()``) is cached as JSON by the file's content
+    hash under ``cache_dir``; a cached record of another ``fmt`` (layout version) or an unreadable one
+    is parsed afresh. Writes go through a temporary file, so concurrent readers never see half a
+    record.
+
+    Raises
+    ------
+    LibertyError
+        If the file is missing (the message says how to pass another one).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise LibertyError(f"liberty file {path} does not exist; pass LIBERTY=/path/to/cells.lib")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    cached = cache_dir / f"{digest[:24]}.json"
+    if cached.is_file():
+        try:
+            d = json.loads(cached.read_text())
+            if d.get("format") == fmt:
+                return from_json(d)
+        except (ValueError, KeyError):
+            pass
+    parsed = parse(path)
+    parsed.sha256 = digest
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(".tmp%d" % os.getpid())
+    tmp.write_text(json.dumps(parsed.to_json()))
+    tmp.replace(cached)
+    return parsed
+
+
+def _parse_checked(path: Path) -> Library:
+    lib = _parse(path)
+    if not lib.cells:
+        raise LibertyError(f"liberty {path} defines no cells")
+    return lib
+
+
 def load(path) -> Library:
     """Read a liberty file (cached by content hash under ``build/qor-cache/liberty``).
 
@@ -468,28 +509,8 @@ def load(path) -> Library:
     LibertyError
         If the file is missing or cannot be parsed.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise LibertyError(f"liberty file {path} does not exist; pass LIBERTY=/path/to/cells.lib")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    cached = CACHE_DIR / f"{digest[:24]}.json"
-    if cached.is_file():
-        try:
-            d = json.loads(cached.read_text())
-            if d.get("format") == _FORMAT:
-                lib = Library.from_json(d)
-                lib.path = str(path)
-                return lib
-        except (ValueError, KeyError):
-            pass
-    lib = _parse(path)
-    lib.sha256 = digest
-    if not lib.cells:
-        raise LibertyError(f"liberty {path} defines no cells")
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(".tmp%d" % os.getpid())
-    tmp.write_text(json.dumps(lib.to_json()))
-    tmp.replace(cached)
+    lib = cached_parse(path, CACHE_DIR, _FORMAT, _parse_checked, Library.from_json)
+    lib.path = str(path)
     return lib
 
 
