@@ -21,7 +21,9 @@ QOR_ACC_MODES = ACC_MODES
 #: The generator's default column stages (the ``fp32`` points use it).
 DEFAULT_STAGES = 2
 #: ``exact`` mode: column stages per (format, width) where they differ from :data:`DEFAULT_STAGES`.
-EXACT_STAGES: dict = {}
+EXACT_STAGES: dict = {
+    ("fp8_e4m3", 128): 3,  # stages 2: activation register -> lanes -> first tree segment too long
+}
 #: ``exact`` mode's critical-path goal per format (ps), at every study width.
 EXACT_GOAL_PS = {"fp8_e4m3": 5300, "fp8_e5m2": 6500, "fp4_e2m1": 4500}
 #: ``exact`` mode's area goal: at most this times the ``fp32`` unit's at the same width and format.

@@ -18,7 +18,7 @@ __all__ = ["skid_register", "SkidBuffer", "Fork"]
 
 
 def skid_register(m: Module, o, main, *, write, write_valid, load=(), out_valid=None,
-                  skid_valid=None, skid=None):
+                  skid_valid=None, skid=None, stall_next=None):
     """Drive stream ``o`` from an output register ``main`` that the producer overwrites, with a
     skid register that saves an unconsumed beat from being overwritten.
 
@@ -44,6 +44,9 @@ def skid_register(m: Module, o, main, *, write, write_valid, load=(), out_valid=
     out_valid, skid_valid, skid : Signal, optional
         The state registers (created if not given; pass them to place and name them yourself):
         ``main`` holds a beat not yet taken; the skid register is full; the skid register.
+    stall_next : Signal, optional
+        If given, driven (combinationally) with the value ``stall`` takes at the next clock edge, so
+        a producer can keep registered copies of its enable (``~stall``).
 
     Returns
     -------
@@ -64,6 +67,8 @@ def skid_register(m: Module, o, main, *, write, write_valid, load=(), out_valid=
         m.d.sync += load
     with m.Elif(o.ready):
         m.d.sync += out_valid.eq(0)
+    if stall_next is not None:
+        m.d.comb += stall_next.eq(Mux(skid_valid, ~o.ready, write & out_valid & ~o.ready))
     m.d.comb += [
         o.valid.eq(out_valid | skid_valid),
         Value.cast(o.payload).eq(Mux(skid_valid, skid, main)),

@@ -26,6 +26,7 @@ from ..fp.round import leading_zeros
 from ..hier import BlockParams
 from .accumulate import EXP_W, Accumulator, AccumulatorParams
 from .column import WeightBuffer
+from .control import column_control, column_control_members
 from .lane import Lane
 from .numerics import dot_widths
 from .scales import SCALE_EXP_BITS, WINDOW_FRAC_BITS, decode_scale, window_sum
@@ -111,7 +112,7 @@ class BlockColumnParams(BlockParams):
 
     @property
     def write_delay(self) -> int:
-        """Cycles from ``x`` to the cycle whose ``acc_we``/``first``/``row`` apply to it."""
+        """Cycles from ``x`` to the cycle whose accumulate control applies to it."""
         return self.tree_params.latency + self.acc_params.write_delay
 
     result_delay = 0
@@ -134,8 +135,8 @@ class BlockColumn(wiring.Component):
 
     Members
     -------
-    en, wdata, we, swap, x, acc_we, first, row, y :
-        As :class:`hw.mu.column.Column`.
+    wdata, we, x, en_next, acc_next, swap_ok_next, swap_req, y :
+        As :class:`hw.mu.column.Column` (``acc_next.last`` is not read).
     xs : In(8 * D/B)
         The activation scale codes of the beat in ``x`` (block i's at ``[8*i +: 8]``).
     sdata : In(8)
@@ -151,14 +152,9 @@ class BlockColumn(wiring.Component):
         self._rows, self._stages, self._tree = rows, stages, tree
         self.params = BlockColumnParams(width, fmt, rows, stages, tree)
         b = self._dw.fmt.bits
-        members = {
-            "en": In(1), "wdata": In(b), "we": In(width), "swap": In(1), "x": In(width * b),
-            "xs": In(8 * self._nb), "sdata": In(8), "swe": In(self._nb),
-            "acc_we": In(1), "first": In(1),
-        }
-        if rows > 1:
-            members["row"] = In(range(rows))
-        super().__init__({**members, "y": Out(32)})
+        super().__init__({"wdata": In(b), "we": In(width), "x": In(width * b),
+                          "xs": In(8 * self._nb), "sdata": In(8), "swe": In(self._nb),
+                          **column_control_members(rows), "y": Out(32)})
 
     @property
     def latency(self) -> int:
@@ -168,7 +164,7 @@ class BlockColumn(wiring.Component):
     def write_delay(self) -> int:
         return self.params.write_delay
 
-    def _scales(self, m, sbuf):
+    def _scales(self, m, sbuf, en):
         """Per block: (scale significand product or None, exponent sum, NaN), delayed by the trees'
         latency (registers enabled by ``en``)."""
         ue = self._bf.scale == "ue4m3"
@@ -186,7 +182,7 @@ class BlockColumn(wiring.Component):
                 vals.append(mp)
             for r in range(self.params.tree_params.latency):
                 regs = [Signal.like(v, name=f"{v.name}_d{r}", reset_less=True) for v in vals]
-                with m.If(self.en):
+                with m.If(en):
                     m.d.sync += [g.eq(v) for g, v in zip(regs, vals, strict=True)]
                 vals = regs
             out.append((vals[2] if ue else None, vals[0], vals[1]))
@@ -197,18 +193,19 @@ class BlockColumn(wiring.Component):
         f, D, B = self._dw.fmt, self._dw.width, self._bf.block
         b, P, nb = f.bits, self._dw.prod_bits, self._nb
 
+        en, acc_we, ctl, swap = column_control(m, self, self._rows)
         wbuf = WeightBuffer(D, b)
         hier.place(m, "wbuf", wbuf)
-        m.d.comb += [wbuf.wdata.eq(self.wdata), wbuf.we.eq(self.we), wbuf.swap.eq(self.swap)]
+        m.d.comb += [wbuf.wdata.eq(self.wdata), wbuf.we.eq(self.we), wbuf.swap.eq(swap)]
         sbuf = WeightBuffer(nb, 8)
         hier.place(m, "sbuf", sbuf)
-        m.d.comb += [sbuf.wdata.eq(self.sdata), sbuf.we.eq(self.swe), sbuf.swap.eq(self.swap)]
+        m.d.comb += [sbuf.wdata.eq(self.sdata), sbuf.we.eq(self.swe), sbuf.swap.eq(swap)]
 
         trees = []
         for i in range(nb):
             tree = Tree(f, B, stages=self._stages, arch=self._tree)
             hier.place(m, f"tree{i}", tree)
-            m.d.comb += tree.en.eq(self.en)
+            m.d.comb += tree.en.eq(en)
             trees.append(tree)
         for k in range(D):
             lane, tree, kk = Lane(f), trees[k // B], k % B
@@ -224,7 +221,7 @@ class BlockColumn(wiring.Component):
             if f.has_inf:
                 m.d.comb += tree.inf[kk].eq(lane.inf)
 
-        scales = self._scales(m, sbuf)
+        scales = self._scales(m, sbuf, en)
         terms, exps, nans, pinfs, ninfs = [], [], [], [], []
         for i, (tree, (mp, es, snan)) in enumerate(zip(trees, scales, strict=True)):
             if mp is None:
@@ -259,11 +256,11 @@ class BlockColumn(wiring.Component):
             acc.s_nan.eq(_any(nans) | (pinf & ninf)),
             acc.s_inf.eq(pinf | ninf),
             acc.s_inf_neg.eq(ninf),
-            acc.en.eq(self.en), acc.we.eq(self.acc_we), acc.first.eq(self.first),
+            acc.en.eq(en), acc.we.eq(acc_we), acc.first.eq(ctl.first),
             self.y.eq(acc.y),
         ]
         if self._rows > 1:
-            m.d.comb += acc.row.eq(self.row)
+            m.d.comb += acc.row.eq(ctl.row)
         return m
 
 

@@ -115,21 +115,22 @@ class BlockMatrixUnit(wiring.Component):
         without output backpressure: the activation register + the column's latency."""
         return X_REGISTER + self.column.latency
 
-    def _weights(self, m, x_swap, x_fire):
+    def _weights(self, m, x_swap, x_fire, en_next):
         """The ``w`` and ``ws`` loading state; returns (wr_data, we, sr_data, swe, swap_fire,
-        tile_ok, w_fire)."""
+        tile_ok, w_fire, swap_ok_next). ``wr_data``/``sr_data`` are taken every cycle and read
+        only under their one-hot row enables ``we``/``swe`` (registers)."""
         D, b, nb = self.width, self.signature.bits, self.signature.blocks
         kb, ib = (D - 1).bit_length(), (nb - 1).bit_length()
-        k, wr_valid, wr_k = Signal(kb), Signal(), Signal(kb)
+        k, we = Signal(kb), Signal(D)
         wr_data = Signal(D * b, reset_less=True)
-        i, sr_valid, sr_i = Signal(ib, name="si"), Signal(name="sr_valid"), Signal(ib, name="sr_i")
+        i, swe = Signal(ib, name="si"), Signal(nb, name="swe")
         sr_data = Signal(8 * D, name="sr_data", reset_less=True)
         pend_w, pend_s, act_valid = Signal(), Signal(), Signal()
         full_w, full_s, full = Signal(), Signal(), Signal()
         tile_ok, swap_fire, w_fire, s_fire = Signal(), Signal(), Signal(), Signal()
         m.d.comb += [
-            full_w.eq(pend_w | (wr_valid & (wr_k == D - 1))),
-            full_s.eq(pend_s | (sr_valid & (sr_i == nb - 1))),
+            full_w.eq(pend_w | we[D - 1]),
+            full_s.eq(pend_s | swe[nb - 1]),
             full.eq(full_w & full_s),
             tile_ok.eq(Mux(x_swap, full, act_valid)),
             swap_fire.eq(x_fire & x_swap),
@@ -138,34 +139,41 @@ class BlockMatrixUnit(wiring.Component):
             w_fire.eq(self.w.valid & self.w.ready),
             s_fire.eq(self.ws.valid & self.ws.ready),
         ]
-        m.d.sync += [wr_valid.eq(w_fire), pend_w.eq(full_w & ~swap_fire),
-                     sr_valid.eq(s_fire), pend_s.eq(full_s & ~swap_fire)]
+        m.d.sync += [we.eq(Mux(w_fire, 1 << k, 0)), pend_w.eq(full_w & ~swap_fire),
+                     swe.eq(Mux(s_fire, 1 << i, 0)), pend_s.eq(full_s & ~swap_fire),
+                     wr_data.eq(self.w.payload), sr_data.eq(self.ws.payload)]
         with m.If(w_fire):
-            m.d.sync += [wr_data.eq(self.w.payload), wr_k.eq(k), k.eq(k + 1)]
+            m.d.sync += k.eq(k + 1)
         with m.If(s_fire):
-            m.d.sync += [sr_data.eq(self.ws.payload), sr_i.eq(i), i.eq(i + 1)]
+            m.d.sync += i.eq(i + 1)
         with m.If(swap_fire):
             m.d.sync += act_valid.eq(1)
-        we, swe = Signal(D), Signal(nb, name="swe")
-        m.d.comb += [we.eq(Mux(wr_valid, 1 << wr_k, 0)), swe.eq(Mux(sr_valid, 1 << sr_i, 0))]
-        return wr_data, we, sr_data, swe, swap_fire, tile_ok, w_fire
+        swap_ok_next = Signal()  # the columns' swap permission in the next cycle
+        m.d.comb += swap_ok_next.eq(
+            en_next & ((full_w & ~swap_fire) | (w_fire & (k == D - 1)))
+            & ((full_s & ~swap_fire) | (s_fire & (i == nb - 1))))
+        return wr_data, we, sr_data, swe, swap_fire, tile_ok, w_fire, swap_ok_next
 
     def elaborate(self, platform):
         m = Module()
         D, b, R = self.width, self.signature.bits, self._rows
 
-        out_valid, skid_valid, en = Signal(), Signal(), Signal()
-        m.d.comb += en.eq(~skid_valid)
+        out_valid, skid_valid = Signal(), Signal()
+        en, en_next, stall_next = Signal(init=1), Signal(), Signal()  # en = ~skid_valid, as the plain unit's
+        m.d.comb += en_next.eq(~stall_next)
+        m.d.sync += en.eq(en_next)
         x = self.x.payload
         x_fire = Signal()
-        wr_data, we, sr_data, swe, swap_fire, tile_ok, w_fire = self._weights(m, x.swap, x_fire)
+        wr_data, we, sr_data, swe, swap_fire, tile_ok, w_fire, swap_ok_next = self._weights(
+            m, x.swap, x_fire, en_next)
         m.d.comb += [self.x.ready.eq(en & tile_ok), x_fire.eq(self.x.valid & self.x.ready)]
 
         xr = Signal(D * b, reset_less=True)
         xsr = Signal(len(x.scales), name="xsr", reset_less=True)
-        with m.If(x_fire):
+        with m.If(en):  # a bubble's data is never read
             m.d.sync += [xr.eq(x.data), xsr.eq(x.scales)]
-        ctrl, acc_we = control_pipeline(m, x, x_fire, en, R, X_REGISTER + self.column.write_delay)
+        ctrl, acc_we, acc_next = control_pipeline(m, x, x_fire, en, R,
+                                                  X_REGISTER + self.column.write_delay)
         acc_ctl = ctrl[-1]
 
         ys = []
@@ -173,13 +181,12 @@ class BlockMatrixUnit(wiring.Component):
             col = BlockColumn(self.fmt, D, R, self._stages, self._tree)
             hier.place(m, f"col{j}", col)
             m.d.comb += [
-                col.en.eq(en), col.wdata.eq(wr_data[j * b:(j + 1) * b]), col.we.eq(we),
+                col.wdata.eq(wr_data[j * b:(j + 1) * b]), col.we.eq(we),
                 col.sdata.eq(sr_data[j * 8:(j + 1) * 8]), col.swe.eq(swe),
-                col.swap.eq(swap_fire), col.x.eq(xr), col.xs.eq(xsr), col.acc_we.eq(acc_we),
-                col.first.eq(acc_ctl.first),
+                col.x.eq(xr), col.xs.eq(xsr),
+                col.en_next.eq(en_next), col.acc_next.eq(acc_next),
+                col.swap_ok_next.eq(swap_ok_next), col.swap_req.eq(self.x.valid & x.swap),
             ]
-            if R > 1:
-                m.d.comb += col.row.eq(acc_ctl.row)
             ys.append(col.y)
         res = Cat(*ys)
 
@@ -190,7 +197,7 @@ class BlockMatrixUnit(wiring.Component):
             res, skid = Cat(res, res_row), Cat(skid, skid_row)
             load = [res_row.eq(acc_ctl.row)]
         skid_register(m, self.y, res, write=acc_we, write_valid=acc_ctl.last, load=load,
-                      out_valid=out_valid, skid_valid=skid_valid, skid=skid)
+                      out_valid=out_valid, skid_valid=skid_valid, skid=skid, stall_next=stall_next)
 
         events = {  # (1-bit event, log2 of the step), as the plain unit's
             "cnt_cycles": (1, 0),

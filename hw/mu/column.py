@@ -2,8 +2,10 @@
 
 The column is the repeated block of :class:`hw.mu.matrix_unit.MatrixUnit` (D of them). Its inputs
 come from registers in the top (the activation register, the registered weight row and its
-one-hot row enable) or shallow control (``en``, ``swap``), and its output is the accumulator
-register, so each column is a timing boundary for the hierarchical flows. Inside, the weight buffer,
+one-hot row enable) or are the next values of control that the column registers itself (the
+enable, the accumulate control, the swap permission: :func:`hw.mu.control.column_control`, so no
+control net fans out from one flop to every column), and its output is the accumulator register,
+so each column is a timing boundary for the hierarchical flows. Inside, the weight buffer,
 lanes, tree and accumulator are placed as their own modules (see ``docs/mu_interface.md``) so the
 area of each kind of block can be reported separately.
 
@@ -37,6 +39,7 @@ from ..designs import ACC_MODES
 from ..hier import BlockParams
 from ..pipeline import Cut
 from .accumulate import Accumulator, AccumulatorParams
+from .control import column_control, column_control_members
 from .exact_acc import GUARD_BITS, ExactAccumulator, ExactAccumulatorParams
 from .lane import Lane
 from .numerics import dot_widths
@@ -86,7 +89,8 @@ class ColumnParams(BlockParams):
 
     @property
     def write_delay(self) -> int:
-        """Cycles from ``x`` to the cycle whose ``acc_we``/``first``/``last``/``row`` apply to it:
+        """Cycles from ``x`` to the cycle whose accumulate control (``acc_next`` one cycle before)
+        applies to it:
         the tree's latency + the accumulator's write delay."""
         return self.tree_params.latency + self.acc_params.write_delay
 
@@ -170,18 +174,17 @@ class Column(wiring.Component):
 
     Members
     -------
-    en : In(1)
-        Pipeline enable (the whole unit advances).
-    wdata, we, swap : In
-        Weight load and swap, see :class:`WeightBuffer`.
+    wdata, we : In
+        Weight load, see :class:`WeightBuffer`.
     x : In(D * b)
         The activation row (from the top's activation register).
-    acc_we, first : In(1)
-        The beat now at the accumulate stage is valid / starts a new accumulation.
-    last : In(1)
-        ``exact`` only: the beat at the accumulate stage ends its accumulation.
-    row : In(ceil(log2 R))
-        Its row (present if R > 1).
+    en_next, acc_next, swap_ok_next, swap_req : In
+        Next values of the unit's control, registered here (:func:`hw.mu.control.column_control`):
+        the pipeline enable; the control record (``valid``, ``first``, ``last``, ``row``) of the
+        beat that reaches the accumulate stage at the next enabled edge (``last`` is read in the
+        ``exact`` mode only, ``row`` is present if R > 1); the swap permission (enabled and a
+        complete tile waits); and, this cycle, a valid ``x`` beat with ``swap``. The weights swap
+        (:class:`WeightBuffer` ``swap``) in a cycle with ``swap_req`` and the permission.
     y : Out(32)
         The last accumulated FP32 value (register); ``exact``: the last result, written at the end
         of the cycle :attr:`ColumnParams.result_delay` cycles after the ``last`` beat's accumulate.
@@ -194,7 +197,7 @@ class Column(wiring.Component):
     latency : int
         Cycles from ``x`` to ``y`` (:attr:`ColumnParams.latency`).
     write_delay : int
-        Cycles from ``x`` to the cycle whose ``acc_we``, ``first`` and ``row`` apply to it.
+        Cycles from ``x`` to the cycle whose accumulate control applies to it.
     """
 
     def __init__(self, fmt, width: int, rows: int, stages: int, tree: str = "dadda",
@@ -206,15 +209,8 @@ class Column(wiring.Component):
         self._rows, self._stages = rows, stages
         self.params = ColumnParams(width, self._dw.fmt.name, rows, stages, tree, acc, guard_bits)
         b = self._dw.fmt.bits
-        members = {
-            "en": In(1), "wdata": In(b), "we": In(width), "swap": In(1), "x": In(width * b),
-            "acc_we": In(1), "first": In(1),
-        }
-        if acc == "exact":
-            members["last"] = In(1)
-        if rows > 1:
-            members["row"] = In(range(rows))
-        members["y"] = Out(32)
+        members = {"wdata": In(b), "we": In(width), "x": In(width * b),
+                   **column_control_members(rows), "y": Out(32)}
         if acc == "exact":
             members["overflow"] = Out(1)
         super().__init__(members)
@@ -232,14 +228,15 @@ class Column(wiring.Component):
         dw, f = self._dw, self._dw.fmt
         D, b, P, S = dw.width, f.bits, dw.prod_bits, self._stages
 
+        en, acc_we, ctl, swap = column_control(m, self, self._rows)
         wbuf = WeightBuffer(D, b)
         hier.place(m, "wbuf", wbuf)
-        m.d.comb += [wbuf.wdata.eq(self.wdata), wbuf.we.eq(self.we), wbuf.swap.eq(self.swap)]
+        m.d.comb += [wbuf.wdata.eq(self.wdata), wbuf.we.eq(self.we), wbuf.swap.eq(swap)]
 
         exact = self.params.acc == "exact"
         tree = Tree(f, D, stages=S, arch=self._tree, carry_save=exact)
         hier.place(m, "tree", tree)
-        m.d.comb += tree.en.eq(self.en)
+        m.d.comb += tree.en.eq(en)
         for k in range(D):
             lane = Lane(f)
             hier.place(m, f"lane{k}", lane)
@@ -259,17 +256,17 @@ class Column(wiring.Component):
             acc = ExactAccumulator(f, D, self._rows, guard_bits=p.guard_bits, chunk_bits=p.chunk_bits,
                                    drain_stages=p.drain_stages, in_reg=p.in_reg)
             hier.place(m, "acc", acc)
-            m.d.comb += [acc.last.eq(self.last), self.overflow.eq(acc.overflow)]
+            m.d.comb += [acc.last.eq(ctl.last), self.overflow.eq(acc.overflow)]
         else:
             acc = Accumulator(f, D, self._rows, stages=S)
             hier.place(m, "acc", acc)
         sums = [acc.s0.eq(tree.s0), acc.s1.eq(tree.s1)] if exact else [acc.s.eq(tree.s)]
-        m.d.comb += sums + [acc.en.eq(self.en), acc.we.eq(self.acc_we),
-                     acc.first.eq(self.first), self.y.eq(acc.y)]
+        m.d.comb += sums + [acc.en.eq(en), acc.we.eq(acc_we), acc.first.eq(ctl.first),
+                            self.y.eq(acc.y)]
         if f.has_nan or f.has_inf:
             m.d.comb += acc.s_nan.eq(tree.s_nan)
         if f.has_inf:
             m.d.comb += [acc.s_inf.eq(tree.s_inf), acc.s_inf_neg.eq(tree.s_inf_neg)]
         if self._rows > 1:
-            m.d.comb += acc.row.eq(self.row)
+            m.d.comb += acc.row.eq(ctl.row)
         return m

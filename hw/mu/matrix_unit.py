@@ -14,9 +14,11 @@ the numerics are ``docs/numerics.md``. Structure:
 * **Output**: the columns' result registers (the accumulators in the ``fp32`` mode, the drained
   results in the ``exact`` mode) are the result; a skid register (:func:`hw.stream.skid_register`)
   takes the result row when ``y`` is backpressured and a new row is written, and the whole pipeline
-  stops (``en`` low, a registered signal) only while the skid register is full. In the ``exact``
-  mode the control pipeline goes on for the columns' drain (``valid & last`` and the row), so the
-  result registers are written only with results.
+  stops (``en`` low, a register) only while the skid register is full. The enable, the control at
+  the accumulate stage and the swap permission are registered again in every column from their
+  next values (:mod:`hw.mu.control`), so none of them fans out from one flop to all D columns.
+  In the ``exact`` mode the control pipeline goes on for the columns' drain (``valid & last`` and
+  the row), so the result registers are written only with results.
 * **Counters**: 48-bit event counters as output ports (``cnt_acc_overflow`` in the ``exact`` mode,
   counted from column 0: every column drains the same beat count), segmented with precomputed
   increments (:func:`hw.mu.counters.event_counter`) so no carry runs through all 48 bits.
@@ -196,16 +198,20 @@ class MatrixUnit(wiring.Component):
         # -- output buffer state (decides the pipeline enable) --------------------------------
         out_valid = Signal()  # the columns' result registers hold an unconsumed row
         skid_valid = Signal()
-        en = Signal()
-        m.d.comb += en.eq(~skid_valid)
+        # the pipeline enable (= ~skid_valid), a register of its own: the columns keep their own
+        # copies of it, from its next value (hw.mu.control.column_control)
+        en, en_next, stall_next = Signal(init=1), Signal(), Signal()
+        m.d.comb += en_next.eq(~stall_next)
+        m.d.sync += en.eq(en_next)
 
         # -- weights --------------------------------------------------------------------------
         k = Signal(kb)  # row of the next accepted weight beat
-        wr_valid, wr_k, wr_data = Signal(), Signal(kb), Signal(D * b, reset_less=True)
+        we = Signal(D)  # one-hot: the beat in wr_data is written into this row now (0: none)
+        wr_data = Signal(D * b, reset_less=True)  # taken every cycle, read only under ``we``
         pend = Signal()  # a complete tile waits in the loading buffers
         act_valid = Signal()  # an active tile exists
         full = Signal()  # complete, or its last row is being written now
-        m.d.comb += full.eq(pend | (wr_valid & (wr_k == D - 1)))
+        m.d.comb += full.eq(pend | we[D - 1])
 
         x = self.x.payload
         tile_ok = Signal()
@@ -218,19 +224,22 @@ class MatrixUnit(wiring.Component):
             self.w.ready.eq(~full | swap_fire),
             w_fire.eq(self.w.valid & self.w.ready),
         ]
-        m.d.sync += [wr_valid.eq(w_fire), pend.eq(full & ~swap_fire)]
+        m.d.sync += [we.eq(Mux(w_fire, 1 << k, 0)), pend.eq(full & ~swap_fire),
+                     wr_data.eq(self.w.payload)]
         with m.If(w_fire):
-            m.d.sync += [wr_data.eq(self.w.payload), wr_k.eq(k), k.eq(k + 1)]
+            m.d.sync += k.eq(k + 1)
         with m.If(swap_fire):
             m.d.sync += act_valid.eq(1)
-        we = Signal(D)
-        m.d.comb += we.eq(Mux(wr_valid, 1 << wr_k, 0))
+        # the columns' swap permission: enabled and a complete tile waits, in the next cycle
+        swap_ok_next = Signal()
+        m.d.comb += swap_ok_next.eq(en_next & ((full & ~swap_fire) | (w_fire & (k == D - 1))))
 
         # -- activation register and control pipeline -----------------------------------------
         xr = Signal(D * b, reset_less=True)  # data registers carry no reset
-        with m.If(x_fire):
+        with m.If(en):  # a bubble's data is never read (its control says it is not a beat)
             m.d.sync += xr.eq(x.data)
-        ctrl, acc_we = control_pipeline(m, x, x_fire, en, R, X_REGISTER + self.column.write_delay)
+        ctrl, acc_we, acc_next = control_pipeline(m, x, x_fire, en, R,
+                                                  X_REGISTER + self.column.write_delay)
         acc_ctl = ctrl[-1]
         exact = self._acc == "exact"
         if exact:  # results leave the drain: valid & last and the row, column.result_delay later
@@ -250,17 +259,13 @@ class MatrixUnit(wiring.Component):
         for j in range(D):
             col = Column(self._dw.fmt, D, R, S, self._tree, self._acc, self._guard)
             hier.place(m, f"col{j}", col)
-            if exact:
-                m.d.comb += col.last.eq(acc_ctl.last)
-                if j == 0:
-                    overflow = col.overflow
+            if exact and j == 0:
+                overflow = col.overflow
             m.d.comb += [
-                col.en.eq(en), col.wdata.eq(wr_data[j * b:(j + 1) * b]), col.we.eq(we),
-                col.swap.eq(swap_fire), col.x.eq(xr), col.acc_we.eq(acc_we),
-                col.first.eq(acc_ctl.first),
+                col.wdata.eq(wr_data[j * b:(j + 1) * b]), col.we.eq(we), col.x.eq(xr),
+                col.en_next.eq(en_next), col.acc_next.eq(acc_next),
+                col.swap_ok_next.eq(swap_ok_next), col.swap_req.eq(self.x.valid & x.swap),
             ]
-            if R > 1:
-                m.d.comb += col.row.eq(acc_ctl.row)
             ys.append(col.y)
         res = Cat(*ys)
 
@@ -274,10 +279,12 @@ class MatrixUnit(wiring.Component):
             load = [res_row.eq(res_ctl[-1].row if exact else acc_ctl.row)]
         if exact:  # the result registers change only with results
             skid_register(m, self.y, res, write=res_we, write_valid=1, load=load,
-                          out_valid=out_valid, skid_valid=skid_valid, skid=skid)
+                          out_valid=out_valid, skid_valid=skid_valid, skid=skid,
+                          stall_next=stall_next)
         else:  # every accumulate overwrites the result registers; only a ``last`` beat makes a row
             skid_register(m, self.y, res, write=acc_we, write_valid=acc_ctl.last, load=load,
-                          out_valid=out_valid, skid_valid=skid_valid, skid=skid)
+                          out_valid=out_valid, skid_valid=skid_valid, skid=skid,
+                          stall_next=stall_next)
 
         # -- counters -------------------------------------------------------------------------
         events = {  # (1-bit event, log2 of the step)

@@ -18,8 +18,9 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     names = [j.name for j in jobs]
     assert names[:3] == ["bf16_mul-behavioral-s0", "bf16_mul-booth4-s0", "bf16_mul-behavioral-s0-ysbooth"]
     mu = names[3:]
-    assert mu == [f"mu-w{d}-{f}{tag}" for d in STUDY_WIDTHS for tag in ("", "-xacc")
-                  for f in MATRIX_FORMATS]  # stages from flows.qor_plan: 2 everywhere today
+    # stages from flows.qor_plan: 3 for the exact mode at D = 128 E4M3, 2 everywhere else
+    assert mu == [f"mu-w{d}-{f}{'-s3' if (d, f, tag) == (128, 'fp8_e4m3', '-xacc') else ''}{tag}"
+                  for d in STUDY_WIDTHS for tag in ("", "-xacc") for f in MATRIX_FORMATS]
     j = jobs[3]
     assert j.func == "flows.sweep.synth_jobs:synth_job"
     assert j.inputs[0] == "hw/mu" and "hw/hier.py" in j.inputs and "flows/synth" in j.inputs
