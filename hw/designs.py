@@ -202,6 +202,10 @@ DESIGNS: dict[str, Design] = {
             Option("guard_bits", 16, int_at_least(1),
                    help="exact mode: accumulations up to 2**guard_bits beats long",
                    tag=lambda v: "" if v == 16 else f"g{v}"),
+            Option("loop", 1, int_at_least(1),
+                   help="fp32 mode: accumulate loop over 1 or 2 cycles (2: shorter critical path, "
+                        "a beat of the same row as the previous one waits a cycle)",
+                   tag=lambda v: "" if v == 1 else f"l{v}"),
         )),
         Design("slice", "hw.slice.slice:Slice",
                "matrix units + scratchpad + HBM feed port, run by matmul commands", (

@@ -14,6 +14,12 @@ expected counters and its starvation knee (``tb/slice``) all read it. The rules 
 * From the first weight beat to the last result: tile 0 loads in ``L`` cycles, tiles ``0 .. T-2``
   hold the unit ``max(L, b_t)`` each, then the last tile's ``b_{T-1}`` beats and the pipeline
   latency (``MatrixUnit.latency``) follow.
+* A unit built with ``loop = 2`` (the FP32 accumulate over two cycles) takes an ``x`` beat whose row
+  equals the row of the beat taken in the cycle before one cycle later (an interlock bubble). A
+  tile's beats then take ``b_t`` cycles plus one per such pair inside it, plus one if the next
+  tile's first beat repeats its last beat's row and would follow it at once; the rules above hold
+  with these cycles in place of ``b_t`` (:meth:`Schedule.spans`). Rows in turn (``R >= 2``) pay
+  nothing.
 
 A :class:`Product` turns ``y[M x N] = x[M x K] . W[K x N]`` into the schedule one unit runs: the
 ``ceil(N / D)`` column tiles are dealt to ``units`` units working in lockstep (``groups`` column
@@ -83,11 +89,17 @@ class Schedule:
         ``x`` beats served by tile ``t``, in order (each >= 1).
     y_beats : int
         Result rows the beats produce (beats carrying ``last``).
+    rows : tuple of tuple of int, optional
+        The accumulator row of each beat, per tile (needed with ``loop = 2``).
+    loop : int
+        The unit's accumulate loop cycles (1 or 2); 2 adds the interlock bubbles.
     """
 
     width: int
     tile_beats: tuple
     y_beats: int = 0
+    rows: tuple | None = None
+    loop: int = 1
 
     def __post_init__(self):
         _positive("width", self.width)
@@ -95,6 +107,30 @@ class Schedule:
         if not beats or any(not isinstance(b, int) or b < 1 for b in beats):
             raise ValueError(f"tile_beats must be a non-empty list of positive ints, not {beats!r}")
         object.__setattr__(self, "tile_beats", beats)
+        if self.loop not in (1, 2):
+            raise ValueError(f"loop must be 1 or 2, not {self.loop!r}")
+        if self.rows is not None:
+            rows = tuple(tuple(int(r) for r in t) for t in self.rows)
+            if tuple(len(t) for t in rows) != beats:
+                raise ValueError("rows must give one row per beat of every tile (lengths "
+                                 f"{tuple(len(t) for t in rows)}, tile_beats {beats})")
+            object.__setattr__(self, "rows", rows)
+        elif self.loop == 2:
+            raise ValueError("loop=2 needs the beats' rows (rows=...) to count the interlock bubbles")
+
+    def spans(self) -> tuple:
+        """Cycles each tile's beats occupy the ``x`` port at full rate: ``b_t``, plus with
+        ``loop = 2`` one per beat repeating its predecessor's row, and, for ``t < T - 1``, one if
+        the next tile's first beat repeats this tile's last row (it waits when it would follow at
+        once, which is when the tile holds the unit for its beats)."""
+        if self.loop == 1:
+            return self.tile_beats
+        out = []
+        for t, rows in enumerate(self.rows):
+            inner = sum(a == b for a, b in zip(rows, rows[1:], strict=False))
+            edge = t + 1 < len(self.rows) and self.rows[t + 1][0] == rows[-1]
+            out.append(len(rows) + inner + int(edge))
+        return tuple(out)
 
     @property
     def tiles(self) -> int:
@@ -122,20 +158,22 @@ class Schedule:
                 "macs": self.macs}
 
     def steady_cycles(self, load: float | None = None) -> float:
-        """Cycles with fill and pipeline latency left out: ``sum_t max(L, b_t)``.
+        """Cycles with fill and pipeline latency left out: ``sum_t max(L, b_t)`` (``b_t`` from
+        :meth:`spans`).
 
         ``load`` is ``L`` (:func:`load_cycles`; default ``D``, full feed).
         """
         load = self.width if load is None else load
-        return sum(max(load, b) for b in self.tile_beats)
+        return sum(max(load, b) for b in self.spans())
 
     def cycles(self, latency: int = 0, load: float | None = None) -> float:
         """Cycles from the first weight beat to the transfer of the last result, ``y`` never blocked.
 
-        ``L + sum_{t < T-1} max(L, b_t) + b_{T-1} + latency`` (``load`` = ``L``, default ``D``).
+        ``L + sum_{t < T-1} max(L, b_t) + b_{T-1} + latency`` (``load`` = ``L``, default ``D``;
+        ``b_t`` from :meth:`spans`).
         """
         load = self.width if load is None else load
-        *head, last = self.tile_beats
+        *head, last = self.spans()
         return load + sum(max(load, b) for b in head) + last + latency
 
 
@@ -154,6 +192,8 @@ class Product:
         Accumulator rows per unit (default ``m``: one pass).
     units : int
         Units sharing the work (column tiles dealt round-robin per group).
+    loop : int
+        The units' accumulate loop cycles (1 or 2, see :class:`Schedule`).
     """
 
     m: int
@@ -162,6 +202,7 @@ class Product:
     width: int
     rows: int | None = None
     units: int = 1
+    loop: int = 1
 
     def __post_init__(self):
         for name in ("m", "k", "n", "width", "units"):
@@ -201,7 +242,9 @@ class Product:
         """One unit's schedule: per group, per pass, the ``k_tiles`` tiles serving the pass's rows
         (a result row per row at the last k-tile)."""
         beats = [b for _ in range(self.groups) for b in self.pass_rows() for _ in range(self.k_tiles)]
-        return Schedule(self.width, tuple(beats), y_beats=self.groups * self.m)
+        rows = tuple(tuple(range(b)) for b in beats) if self.loop == 2 else None  # rows in turn
+        return Schedule(self.width, tuple(beats), y_beats=self.groups * self.m, rows=rows,
+                        loop=self.loop)
 
     @property
     def y_rows(self) -> int:

@@ -46,6 +46,9 @@ LINT_CASES = (
     + [("mu", {"width": 8, "fmt": f, "acc": "exact"}) for f in MATRIX_FORMATS]
     + [("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "stages": 0, "acc": "exact"}),
        ("mu", {"width": 32, "fmt": "fp8_e4m3", "rows": 2, "acc": "exact", "guard_bits": 20})]
+    # the fp32 accumulate loop over two cycles, with one row (interlock on every beat) and three
+    + [("mu", {"width": 8, "fmt": "fp8_e4m3", "loop": 2}),
+       ("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "stages": 0, "loop": 2})]
 )
 
 

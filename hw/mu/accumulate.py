@@ -20,6 +20,13 @@ Steps (HardFloat style: unpack -> exact raw result -> round and pack):
 
 Specials: NaN if S is NaN, the accumulator is NaN, or Inf + -Inf; else Inf (sign of the infinite
 operand) if either is infinite.
+
+``loop = 2`` spreads the loop over two cycles: cycle 1 reads the row, aligns and adds (steps 2-3)
+and registers the unnormalized magnitude, its exponent, sign and special flags with the beat's
+``we`` and ``row`` (enabled by ``en``); cycle 2 rounds and packs them (step 4) and writes the row and
+``y``. The result is the same; a beat must not read a row that the beat one stage ahead is still
+writing, so a beat of the same row may follow only after one enabled cycle without a beat (the
+matrix unit's ``x`` interlock guarantees it).
 """
 
 from dataclasses import dataclass
@@ -36,10 +43,12 @@ from ..hier import BlockParams
 from ..pipeline import COLUMN, Cut
 from .numerics import dot_widths
 
-__all__ = ["Accumulator", "AccumulatorParams", "beat_inputs"]
+__all__ = ["Accumulator", "AccumulatorParams", "beat_inputs", "LOOP_CYCLES"]
 
 FP32 = get_format("fp32")
 EXP_W = 11  # signed exponents: FP32 -126..128 and S's lsb_exp..sum_msb_exp, differences up to ~300
+#: Allowed ``loop`` values: cycles of the read-add-round-write loop.
+LOOP_CYCLES = (1, 2)
 
 
 def beat_inputs(dw, rows: int, *, last: bool = False) -> dict:
@@ -66,14 +75,16 @@ class AccumulatorParams(BlockParams):
     """Everything that changes an :class:`Accumulator`'s logic (and its module name).
 
     ``stages`` is the column's pipeline depth; the accumulator holds that plan's ``NORM`` register
-    (:data:`hw.pipeline.COLUMN`).
+    (:data:`hw.pipeline.COLUMN`). ``loop`` is the cycles of the accumulate loop (1 or 2).
     """
 
-    MODULE: ClassVar[str] = "mu_acc_w{width}_{fmt}_r{rows}_s{stages}"
+    MODULE: ClassVar[str] = "mu_acc_w{width}_{fmt}_r{rows}_s{stages}{loop}"
+    TAGS: ClassVar[dict] = {"loop": lambda v: "" if v == 1 else f"_l{v}"}
     width: int
     fmt: str
     rows: int
     stages: int
+    loop: int = 1
 
     @property
     def norm_reg(self) -> bool:
@@ -87,8 +98,9 @@ class AccumulatorParams(BlockParams):
 
     @property
     def latency(self) -> int:
-        """Cycles from ``s`` to ``y``: :attr:`write_delay` + 1 (the accumulator register)."""
-        return self.write_delay + 1
+        """Cycles from ``s`` to ``y``: :attr:`write_delay` + ``loop`` (the add register if
+        ``loop = 2``, the accumulator register)."""
+        return self.write_delay + self.loop
 
 
 class Accumulator(wiring.Component):
@@ -106,22 +118,32 @@ class Accumulator(wiring.Component):
     stages : int
         The column's pipeline stages: the normalized S is registered (enabled by ``en``) before
         the add if :attr:`AccumulatorParams.norm_reg`.
+    loop : int
+        1: read, add, round and write in one cycle. 2: read and add in one cycle, round and write
+        in the next (the caller must not present a beat of the row being written; see the module
+        text).
 
     Members
     -------
     en : In(1)
-        Pipeline enable of the normalize register.
+        Pipeline enable of the normalize register and of the add register (``loop = 2``).
     s : In(signed(W))
     s_nan, s_inf, s_inf_neg : In(1)
         As the format has them (see :class:`hw.mu.tree.Tree`).
     we : In(1)
-        Write the result into row ``row`` at the end of this cycle (the beat is at this stage).
+        The beat at this stage is valid: its result is written into row ``row`` at the end of this
+        cycle (``loop = 1``) or of the next enabled one (``loop = 2``).
     first : In(1)
         Start a new accumulation (the accumulator operand is +0).
     row : In(ceil(log2 R))
         Present if R > 1.
     y : Out(32)
         The last written result (FP32 code); for R = 1 the accumulator itself.
+
+    Raises
+    ------
+    ValueError
+        If ``loop`` is not one of :data:`LOOP_CYCLES`.
 
     Attributes
     ----------
@@ -130,10 +152,13 @@ class Accumulator(wiring.Component):
         ``row`` belong with the ``s`` of :attr:`AccumulatorParams.write_delay` cycles before.
     """
 
-    def __init__(self, fmt, width: int, rows: int = 1, *, stages: int):
+    def __init__(self, fmt, width: int, rows: int = 1, *, stages: int, loop: int = 1):
+        if loop not in LOOP_CYCLES:
+            raise ValueError(f"loop must be one of {LOOP_CYCLES} (cycles of the accumulate loop), "
+                             f"not {loop!r}")
         self._dw = dot_widths(fmt, width)
         f = self._dw.fmt
-        self.params = AccumulatorParams(width, f.name, rows, stages)
+        self.params = AccumulatorParams(width, f.name, rows, stages, loop)
         self._rows, self._norm_reg = rows, self.params.norm_reg
         super().__init__({**beat_inputs(self._dw, rows), "y": Out(32)})
 
@@ -189,28 +214,51 @@ class Accumulator(wiring.Component):
         mag, exp, sign = add_aligned(m, (a_sign, a_sig, a_exp), (s_sign, s_sig, s_exp),
                                      exp_width=EXP_W, b_zero=s_zero)
 
+        inf_neg = Mux(a_inf, a_sign, s_inf_neg)
+        raw = [mag, exp, Mux(s_inf | a_inf, inf_neg, sign),
+               s_nan | a_nan | (s_inf & a_inf & (s_inf_neg != a_sign)), s_inf | a_inf]
+        we, row = self.we, (self.row if accs is not None else None)
+        if self.params.loop == 2:
+            raw, we, row = self._add_register(m, raw, row)
+        mag, exp, sign, nan, inf = raw
+
         rp = RoundPack(FP32, sig_width=len(mag), exp_width=EXP_W)
         m.submodules.round = rp
-        inf_neg = Mux(a_inf, a_sign, s_inf_neg)
         m.d.comb += [
             rp.raw.sig.eq(mag),
             rp.raw.exp.eq(exp),
-            rp.raw.sign.eq(Mux(s_inf | a_inf, inf_neg, sign)),
+            rp.raw.sign.eq(sign),
             rp.raw.is_zero.eq(mag == 0),  # an exact zero is +0
-            rp.raw.is_nan.eq(s_nan | a_nan | (s_inf & a_inf & (s_inf_neg != a_sign))),
-            rp.raw.is_inf.eq(s_inf | a_inf),
+            rp.raw.is_nan.eq(nan),
+            rp.raw.is_inf.eq(inf),
         ]
 
         if accs is not None:
             res = Signal(32, name="res")
-            with m.If(self.we):
+            with m.If(we):
                 m.d.sync += res.eq(rp.code)
             for r in range(self._rows):
-                with m.If(self.we & (self.row == r)):
+                with m.If(we & (row == r)):
                     m.d.sync += accs[r].eq(rp.code)
             m.d.comb += self.y.eq(res)
         else:
-            with m.If(self.we):
+            with m.If(we):
                 m.d.sync += acc_rd.eq(rp.code)
             m.d.comb += self.y.eq(acc_rd)
         return m
+
+    def _add_register(self, m, raw, row):
+        """``loop = 2``: register the sum's raw fields, the beat's valid and its row (enabled by
+        ``en``); returns them and the write enable of the round-and-write cycle."""
+        names = ("mag", "exp", "sign", "nan", "inf")
+        regs = [Signal(len(v), name=f"p_{n}", reset_less=True) for v, n in zip(raw, names, strict=True)]
+        regs[1] = Signal(signed(EXP_W), name="p_exp", reset_less=True)
+        valid = Signal(name="p_valid")  # reset: no write before the first beat
+        p_row = Signal.like(row, name="p_row") if row is not None else None
+        with m.If(self.en):
+            m.d.sync += [r.eq(v) for r, v in zip(regs, raw, strict=True)] + [valid.eq(self.we)]
+            if row is not None:
+                m.d.sync += p_row.eq(row)
+        we = Signal(name="p_we")
+        m.d.comb += we.eq(self.en & valid)
+        return regs, we, p_row

@@ -61,10 +61,11 @@ class WeightBufferParams(BlockParams):
 class ColumnParams(BlockParams):
     """Everything that changes a :class:`Column`'s logic (and its module name)."""
 
-    MODULE: ClassVar[str] = "mu_col_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}"
+    MODULE: ClassVar[str] = "mu_col_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}{loop}"
     TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"],
                             "acc": lambda v: "" if v == "fp32" else "_xacc",
-                            "guard_bits": lambda v: "" if v == GUARD_BITS else f"_g{v}"}
+                            "guard_bits": lambda v: "" if v == GUARD_BITS else f"_g{v}",
+                            "loop": AccumulatorParams.TAGS["loop"]}
     width: int
     fmt: str
     rows: int
@@ -72,6 +73,7 @@ class ColumnParams(BlockParams):
     tree: str = "dadda"
     acc: str = "fp32"
     guard_bits: int = GUARD_BITS
+    loop: int = 1
 
     @property
     def tree_params(self) -> TreeParams:
@@ -85,7 +87,7 @@ class ColumnParams(BlockParams):
             plan = self.tree_params.placement.count(self.stages)
             return ExactAccumulatorParams(self.width, self.fmt, self.rows, self.guard_bits,
                                           in_reg=plan[Cut.NORM] > 0)
-        return AccumulatorParams(self.width, self.fmt, self.rows, self.stages)
+        return AccumulatorParams(self.width, self.fmt, self.rows, self.stages, self.loop)
 
     @property
     def write_delay(self) -> int:
@@ -97,7 +99,8 @@ class ColumnParams(BlockParams):
     @property
     def result_delay(self) -> int:
         """Cycles from that accumulate cycle to the cycle at whose end ``y`` takes the result: 0 for
-        ``fp32`` (the accumulator is the result), the drain pipeline's depth for ``exact``."""
+        ``fp32`` (the accumulator is the result), 1 for ``fp32`` with ``loop = 2`` (the round and
+        write cycle), the drain pipeline's depth for ``exact``."""
         acc = self.acc_params
         return acc.latency - acc.write_delay - 1
 
@@ -171,6 +174,9 @@ class Column(wiring.Component):
         Accumulate mode, one of :data:`hw.designs.ACC_MODES`.
     guard_bits : int
         ``exact`` mode: an accumulation may be up to ``2**guard_bits`` beats long.
+    loop : int
+        ``fp32`` mode: cycles of the accumulate loop (:class:`~hw.mu.accumulate.Accumulator`); with
+        2, a beat must not follow a beat of the same row in the next enabled cycle.
 
     Members
     -------
@@ -201,13 +207,17 @@ class Column(wiring.Component):
     """
 
     def __init__(self, fmt, width: int, rows: int, stages: int, tree: str = "dadda",
-                 acc: str = "fp32", guard_bits: int = GUARD_BITS):
+                 acc: str = "fp32", guard_bits: int = GUARD_BITS, loop: int = 1):
         if acc not in ACC_MODES:
             raise ValueError(f"acc must be one of {', '.join(ACC_MODES)}, not {acc!r}")
         self._dw = dot_widths(fmt, width)
         self._tree = tree
         self._rows, self._stages = rows, stages
-        self.params = ColumnParams(width, self._dw.fmt.name, rows, stages, tree, acc, guard_bits)
+        if loop != 1 and acc != "fp32":
+            raise ValueError(f"loop={loop} is for acc='fp32' only (the exact mode's loop is an "
+                             f"integer add); leave loop at 1")
+        self.params = ColumnParams(width, self._dw.fmt.name, rows, stages, tree, acc, guard_bits,
+                                   loop)
         b = self._dw.fmt.bits
         members = {"wdata": In(b), "we": In(width), "x": In(width * b),
                    **column_control_members(rows), "y": Out(32)}
@@ -258,7 +268,7 @@ class Column(wiring.Component):
             hier.place(m, "acc", acc)
             m.d.comb += [acc.last.eq(ctl.last), self.overflow.eq(acc.overflow)]
         else:
-            acc = Accumulator(f, D, self._rows, stages=S)
+            acc = Accumulator(f, D, self._rows, stages=S, loop=p.loop)
             hier.place(m, "acc", acc)
         sums = [acc.s0.eq(tree.s0), acc.s1.eq(tree.s1)] if exact else [acc.s.eq(tree.s)]
         m.d.comb += sums + [acc.en.eq(en), acc.we.eq(acc_we), acc.first.eq(ctl.first),

@@ -37,6 +37,7 @@ from .. import hier
 from ..formats import BLOCK_FORMATS
 from ..hier import BlockParams
 from ..stream import skid_register
+from .accumulate import LOOP_CYCLES
 from .column import Column, ColumnParams
 from .control import control_pipeline
 from .counters import event_counter
@@ -61,9 +62,10 @@ class MatrixUnitParams(BlockParams):
     """Everything that changes a :class:`MatrixUnit`'s logic (and its module name when a slice
     places it)."""
 
-    MODULE: ClassVar[str] = "mu_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}"
+    MODULE: ClassVar[str] = "mu_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}{loop}"
     TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"], "acc": ColumnParams.TAGS["acc"],
-                            "guard_bits": ColumnParams.TAGS["guard_bits"]}
+                            "guard_bits": ColumnParams.TAGS["guard_bits"],
+                            "loop": ColumnParams.TAGS["loop"]}
     width: int
     fmt: str
     rows: int
@@ -71,6 +73,7 @@ class MatrixUnitParams(BlockParams):
     tree: str = "dadda"
     acc: str = "fp32"
     guard_bits: int = GUARD_BITS
+    loop: int = 1
 
 
 class MatrixUnit(wiring.Component):
@@ -98,6 +101,11 @@ class MatrixUnit(wiring.Component):
     guard_bits : int
         ``exact`` mode: accumulations up to ``2**guard_bits`` beats are exact; longer ones give NaN
         and count in ``cnt_acc_overflow``. Must stay at its default in the ``fp32`` mode.
+    loop : int
+        ``fp32`` mode: cycles of the accumulate loop, 1 or 2. With 2 the loop's add and its
+        rounding take a cycle each (a shorter critical path, one more cycle of latency) and an
+        ``x`` beat whose row equals that of the beat accepted in the previous enabled cycle waits
+        one cycle (``docs/mu_interface.md``, throughput). Must stay 1 in the ``exact`` mode.
 
     Members
     -------
@@ -118,11 +126,14 @@ class MatrixUnit(wiring.Component):
         fmt = args[1] if len(args) > 1 else kwargs.get("fmt")
         if cls is MatrixUnit and isinstance(fmt, str) and fmt in BLOCK_FORMATS:
             from .block_unit import BlockMatrixUnit
+            if kwargs.pop("loop", 1) != 1:
+                raise ValueError(f"loop must stay 1 for the block-scaled format {fmt}")
             return BlockMatrixUnit(*args, **kwargs)
         return super().__new__(cls)
 
     def __init__(self, width: int = 64, fmt: str = "fp8_e4m3", rows: int = 1, stages: int = 2,
-                 tree: str = "dadda", acc: str = "fp32", guard_bits: int = GUARD_BITS):
+                 tree: str = "dadda", acc: str = "fp32", guard_bits: int = GUARD_BITS,
+                 loop: int = 1):
         if tree not in TREE_ARCHS:
             raise ValueError(f"tree must be one of {', '.join(TREE_ARCHS)}, not {tree!r}")
         self._tree = tree
@@ -135,9 +146,14 @@ class MatrixUnit(wiring.Component):
         if guard_bits < 1 or (acc == "fp32" and guard_bits != GUARD_BITS):
             raise ValueError(f"guard_bits must be an integer >= 1 with acc='exact' (and stay "
                              f"{GUARD_BITS} with acc='fp32'), not {guard_bits}")
+        _check_int("loop", loop)
+        if loop not in LOOP_CYCLES or (acc != "fp32" and loop != 1):
+            raise ValueError(f"loop must be one of {LOOP_CYCLES} with acc='fp32' (and stay 1 with "
+                             f"acc='exact'), not {loop}")
         self._dw = dot_widths(fmt, width)
         self._rows, self._stages, self._acc, self._guard = rows, stages, acc, guard_bits
-        self.params = MatrixUnitParams(width, fmt, rows, stages, tree, acc, guard_bits)
+        self._loop = loop
+        self.params = MatrixUnitParams(width, fmt, rows, stages, tree, acc, guard_bits, loop)
         super().__init__(sig)
 
     @staticmethod
@@ -175,14 +191,14 @@ class MatrixUnit(wiring.Component):
     def column(self) -> ColumnParams:
         """The parameters of every column (they are all alike)."""
         return ColumnParams(self.width, self.fmt, self._rows, self._stages, self._tree, self._acc,
-                            self._guard)
+                            self._guard, self._loop)
 
     @property
     def latency(self) -> int:
         """Cycles from accepting an ``x`` beat with ``last`` (cycle t) to ``y__valid`` (t + latency),
         without output backpressure: the activation register + the column's latency (tree,
-        normalize register, accumulator register; and the drain pipeline in the ``exact``
-        mode)."""
+        normalize register, accumulator register; the add register with ``loop = 2``; and the
+        drain pipeline in the ``exact`` mode)."""
         return X_REGISTER + self.column.latency
 
     @property
@@ -216,9 +232,10 @@ class MatrixUnit(wiring.Component):
         x = self.x.payload
         tile_ok = Signal()
         x_fire, swap_fire, w_fire = Signal(), Signal(), Signal()
+        hazard = Signal() if self._loop == 2 else None  # the beat would read the row being written
         m.d.comb += [
             tile_ok.eq(Mux(x.swap, full, act_valid)),
-            self.x.ready.eq(en & tile_ok),
+            self.x.ready.eq(en & tile_ok if hazard is None else en & tile_ok & ~hazard),
             x_fire.eq(self.x.valid & self.x.ready),
             swap_fire.eq(x_fire & x.swap),
             self.w.ready.eq(~full | swap_fire),
@@ -241,12 +258,23 @@ class MatrixUnit(wiring.Component):
         ctrl, acc_we, acc_next = control_pipeline(m, x, x_fire, en, R,
                                                   X_REGISTER + self.column.write_delay)
         acc_ctl = ctrl[-1]
+        if hazard is not None:  # ctrl[0] holds the beat accepted in the previous enabled cycle; every
+            # stage behind it moves with en, so one bubble here keeps the two beats of a row one
+            # enabled cycle apart at the accumulator's read
+            same = (ctrl[0].row == x.row) if R > 1 else 1
+            m.d.comb += hazard.eq(ctrl[0].valid & same)
         exact = self._acc == "exact"
-        if exact:  # results leave the drain: valid & last and the row, column.result_delay later
-            res_layout = data.StructLayout({"valid": 1, **({"row": range(R)} if R > 1 else {})})
+        delayed = self.column.result_delay > 0
+        if delayed:  # results leave column.result_delay cycles after the accumulate: the exact
+            # mode's drain (valid & last and the row), the loop's write cycle (valid, last, row)
+            res_layout = data.StructLayout({"valid": 1, **({} if exact else {"last": 1}),
+                                            **({"row": range(R)} if R > 1 else {})})
             res_ctl = [Signal(res_layout, name=f"res{i}") for i in range(self.column.result_delay)]
             with m.If(en):
-                m.d.sync += [res_ctl[0].valid.eq(acc_ctl.valid & acc_ctl.last)]
+                if exact:
+                    m.d.sync += [res_ctl[0].valid.eq(acc_ctl.valid & acc_ctl.last)]
+                else:
+                    m.d.sync += [res_ctl[0].valid.eq(acc_ctl.valid), res_ctl[0].last.eq(acc_ctl.last)]
                 if R > 1:
                     m.d.sync += res_ctl[0].row.eq(acc_ctl.row)
                 for i in range(1, len(res_ctl)):
@@ -254,17 +282,21 @@ class MatrixUnit(wiring.Component):
             res_we = Signal()
             m.d.comb += res_we.eq(en & res_ctl[-1].valid)
 
+        # the columns decode the swap from this and their own swap permission: an offered swap beat
+        # the interlock holds back (loop = 2) must not swap
+        swap_req = self.x.valid & x.swap if hazard is None else self.x.valid & x.swap & ~hazard
+
         # -- columns --------------------------------------------------------------------------
         ys = []
         for j in range(D):
-            col = Column(self._dw.fmt, D, R, S, self._tree, self._acc, self._guard)
+            col = Column(self._dw.fmt, D, R, S, self._tree, self._acc, self._guard, self._loop)
             hier.place(m, f"col{j}", col)
             if exact and j == 0:
                 overflow = col.overflow
             m.d.comb += [
                 col.wdata.eq(wr_data[j * b:(j + 1) * b]), col.we.eq(we), col.x.eq(xr),
                 col.en_next.eq(en_next), col.acc_next.eq(acc_next),
-                col.swap_ok_next.eq(swap_ok_next), col.swap_req.eq(self.x.valid & x.swap),
+                col.swap_ok_next.eq(swap_ok_next), col.swap_req.eq(swap_req),
             ]
             ys.append(col.y)
         res = Cat(*ys)
@@ -276,9 +308,13 @@ class MatrixUnit(wiring.Component):
             res_row, skid_row = Signal(range(R)), Signal(range(R))
             res = Cat(res, res_row)
             skid = Cat(skid, skid_row)
-            load = [res_row.eq(res_ctl[-1].row if exact else acc_ctl.row)]
+            load = [res_row.eq(res_ctl[-1].row if delayed else acc_ctl.row)]
         if exact:  # the result registers change only with results
             skid_register(m, self.y, res, write=res_we, write_valid=1, load=load,
+                          out_valid=out_valid, skid_valid=skid_valid, skid=skid,
+                          stall_next=stall_next)
+        elif delayed:  # loop = 2: every write overwrites the result registers, a last beat's is a row
+            skid_register(m, self.y, res, write=res_we, write_valid=res_ctl[-1].last, load=load,
                           out_valid=out_valid, skid_valid=skid_valid, skid=skid,
                           stall_next=stall_next)
         else:  # every accumulate overwrites the result registers; only a ``last`` beat makes a row

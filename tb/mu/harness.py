@@ -25,9 +25,9 @@ SIM_BUILD_ARGS = sim.FAST_BUILD_ARGS
 
 def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None,
                 tree: str | None = None, acc: str | None = None,
-                guard_bits: int | None = None) -> dict:
-    """Parsed ``mu`` parameters (``stages``, ``tree``, ``acc``, ``guard_bits``: None for the
-    design's default).
+                guard_bits: int | None = None, loop: int | None = None) -> dict:
+    """Parsed ``mu`` parameters (``stages``, ``tree``, ``acc``, ``guard_bits``, ``loop``: None for
+    the design's default).
 
     Raises
     ------
@@ -43,13 +43,15 @@ def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None,
         given["acc"] = acc
     if guard_bits is not None:
         given["guard_bits"] = guard_bits
+    if loop is not None:
+        given["loop"] = loop
     return get_design("mu").params(given)
 
 
 @functools.lru_cache(maxsize=8)
-def _emit(width, fmt, rows, stages, tree, acc=None, guard_bits=None):
+def _emit(width, fmt, rows, stages, tree, acc=None, guard_bits=None, loop=None):
     design = get_design("mu")
-    params = unit_params(width, fmt, rows, stages, tree, acc, guard_bits)
+    params = unit_params(width, fmt, rows, stages, tree, acc, guard_bits, loop)
     t0 = time.perf_counter()
     unit = design.build(params)
     latency = unit.latency          # the generator's property, never a number of our own
@@ -58,7 +60,8 @@ def _emit(width, fmt, rows, stages, tree, acc=None, guard_bits=None):
 
 
 def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None,
-              tree: str | None = None, acc: str | None = None, guard_bits: int | None = None):
+              tree: str | None = None, acc: str | None = None, guard_bits: int | None = None,
+              loop: int | None = None):
     """Verilog text, latency, variant name and generation seconds of one unit (cached per process).
 
     Parameters
@@ -70,18 +73,21 @@ def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None,
         bit-level Dadda tree that synthesis maps).
     acc, guard_bits : str or None, int or None
         Accumulate mode and the ``exact`` mode's guard bits (None: the design's defaults).
+    loop : int or None
+        The ``fp32`` accumulate loop's cycles (None: the design's default).
 
     Returns
     -------
     tuple
         ``(verilog, latency, variant, seconds)``.
     """
-    return _emit(width, fmt, rows, stages, tree, acc, guard_bits)
+    return _emit(width, fmt, rows, stages, tree, acc, guard_bits, loop)
 
 
 def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int | None = None,
              acc: str | None = None, guard_bits: int | None = None, env: dict | None = None,
-             suffix: str = "", tree: str | None = None, flat: bool = False) -> dict:
+             suffix: str = "", tree: str | None = None, flat: bool = False,
+             loop: int | None = None) -> dict:
     """Build the unit and run cocotb tests from ``tb.mu.mu_cocotb``.
 
     Parameters
@@ -91,6 +97,8 @@ def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int
     acc, guard_bits : str or None, int or None
         Accumulate mode and the ``exact`` mode's guard bits (None: the design's defaults); passed
         to the tests as ``MU_ACC`` and ``MU_GUARD_BITS``.
+    loop : int or None
+        The ``fp32`` accumulate loop's cycles (None: the design's default); passed as ``MU_LOOP``.
     env : dict, optional
         Extra knobs (``MU_SEED``, ``MU_SCALE``, ...).
     suffix : str
@@ -113,10 +121,12 @@ def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int
         If a cocotb test failed (tb/sim.py names it and keeps the waveform).
     """
     verilog, latency, variant, emit_s = emit_unit(width, fmt, rows, stages, tree=tree, acc=acc,
-                                                  guard_bits=guard_bits)
-    params = unit_params(width, fmt, rows, stages, tree=tree, acc=acc, guard_bits=guard_bits)
+                                                  guard_bits=guard_bits, loop=loop)
+    params = unit_params(width, fmt, rows, stages, tree=tree, acc=acc, guard_bits=guard_bits,
+                         loop=loop)
     knobs = {"MU_WIDTH": width, "MU_FMT": fmt, "MU_ROWS": rows, "MU_LATENCY": latency,
-             "MU_ACC": params["acc"], "MU_GUARD_BITS": params["guard_bits"]}
+             "MU_ACC": params["acc"], "MU_GUARD_BITS": params["guard_bits"],
+             "MU_LOOP": params["loop"]}
     knobs.update(env or {})
     t0 = time.perf_counter()
     xml = sim.run(variant + suffix + ("-flat" if flat else ""), verilog, get_design("mu").top_name,

@@ -96,6 +96,22 @@ def test_matrix_unit(width, fmt, rows, tests, acc, guard_bits):
     run_unit(width, fmt, rows, tests, acc=acc, guard_bits=guard_bits)
 
 
+# The fp32 accumulate loop over two cycles (loop = 2): the same bit-exact tests plus the interlock's
+# row sequences (rows in turn, repeated rows, a repeat across a tile edge; with pauses on w, x and
+# y) and its cycle counts against perf.contract, at R = 1 (every beat repeats its row) and R = 3.
+LOOP_TESTS = ["loop_rows"] + CORE
+LOOP_BUILDS = [
+    pytest.param(8, "fp8_e4m3", 1, ["every_product"] + LOOP_TESTS, marks=quick, id="w8-e4m3-loop2"),
+    pytest.param(8, "fp8_e5m2", 3, LOOP_TESTS, marks=quick, id="w8-e5m2-r3-loop2"),
+    pytest.param(32, "fp8_e4m3", 3, LOOP_TESTS, marks=full, id="w32-e4m3-r3-loop2"),
+]
+
+
+@pytest.mark.parametrize("width,fmt,rows,tests", LOOP_BUILDS)
+def test_matrix_unit_loop(width, fmt, rows, tests):
+    run_unit(width, fmt, rows, tests, loop=2)
+
+
 @quick
 @pytest.mark.parametrize("given,match", [
     ({"width": "48"}, "power of two"),
@@ -106,6 +122,7 @@ def test_matrix_unit(width, fmt, rows, tests, acc, guard_bits):
     ({"rows": "0"}, "rows.*minimum"),
     ({"acc": "fp16"}, "acc.*allowed: fp32, exact"),
     ({"acc": "exact", "guard_bits": "0"}, "guard-bits.*minimum"),
+    ({"loop": "0"}, "loop.*minimum"),
 ])
 def test_bad_parameters_registry(given, match):
     """The CLI/registry path (option text, as from the command line) names the option and what is
@@ -126,6 +143,10 @@ def test_bad_parameters_registry(given, match):
     ({"acc": "exact", "guard_bits": 0}, ValueError, "guard_bits"),
     ({"guard_bits": 8}, ValueError, "guard_bits.*acc='exact'"),
     ({"acc": "exact", "guard_bits": 4.0}, TypeError, "guard_bits"),
+    ({"loop": 3}, ValueError, "loop must be one of"),
+    ({"loop": 2, "acc": "exact"}, ValueError, "loop.*acc='exact'"),
+    ({"loop": 2.0}, TypeError, "loop"),
+    ({"loop": 2, "fmt": "nvfp4", "width": 16}, ValueError, "loop must stay 1"),
 ])
 def test_bad_parameters_generator(kw, exc, match):
     """The generator itself raises a clear error too."""

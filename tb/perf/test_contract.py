@@ -70,3 +70,42 @@ def test_bad_schedules_and_feeds():
         Schedule(8, (1, 0))
     with pytest.raises(ValueError, match="feed"):
         load_cycles(8, 8, feed=0.0)
+
+
+def test_loop2_interlock_bubbles_by_hand():
+    # loop = 2: a beat repeating the previous beat's row waits one cycle. One tile of 5 beats on
+    # rows 0 0 1 1 0 at D = 8 (load 8): beats at cycles 8, 10, 11, 13, 14 (two bubbles), so the last
+    # beat is taken 7 cycles after the first; latency 6 -> 8 + 7 + 6 = 21
+    one = Schedule(8, (5,), rows=((0, 0, 1, 1, 0),), loop=2)
+    assert one.spans() == (7,) and one.cycles(6) == 21
+    # the same beats with loop = 1 (or rows in turn with loop = 2) take 5 cycles
+    assert Schedule(8, (5,)).cycles(6) == 19
+    assert Schedule(8, (5,), rows=((0, 1, 2, 0, 1),), loop=2).cycles(6) == 19
+    # R = 1 at full rate: every beat after the first waits, 2 cycles per beat; two tiles of 8 beats
+    # at D = 8: tile 0 spans 15 cycles + 1 for tile 1's first beat (same row, would follow at
+    # once), tile 1 spans 15: 8 + 16 + 15 + 3
+    r1 = Schedule(8, (8, 8), rows=((0,) * 8,) * 2, loop=2)
+    assert r1.spans() == (16, 15) and r1.cycles(3) == 8 + 16 + 15 + 3
+    # one-beat tiles (decode, R = 1): the tile's D load cycles hide the bubble
+    assert Schedule(8, (1, 1, 1), rows=((0,),) * 3, loop=2).cycles(4) == 8 + 8 + 8 + 1 + 4
+    # a tile edge between different rows costs nothing
+    assert Schedule(8, (8, 8), rows=(tuple(range(8)), (1,) * 1 + (0, 1) * 3 + (0,)),
+                    loop=2).spans() == (8, 8)
+
+
+def test_loop2_products_pay_nothing():
+    # a product serves rows in turn (one beat per row per tile), so loop = 2 changes no cycle count
+    for m, rows in ((1, None), (5, 2), (16, None)):
+        a = Product(m, 96, 40, 8, rows=rows)
+        b = Product(m, 96, 40, 8, rows=rows, loop=2)
+        assert b.schedule().cycles(7) == a.schedule().cycles(7)
+        assert b.steady_cycles() == a.steady_cycles()
+
+
+def test_loop2_schedule_needs_rows():
+    with pytest.raises(ValueError, match="rows"):
+        Schedule(8, (2,), loop=2)
+    with pytest.raises(ValueError, match="one row per beat"):
+        Schedule(8, (2, 1), rows=((0, 1), (0, 1)), loop=2)
+    with pytest.raises(ValueError, match="loop"):
+        Schedule(8, (2,), loop=3)
