@@ -108,6 +108,22 @@ def test_mu_rows():
               spad_bytes=8192)
 
 
+#: Block-scaled slices: ragged shapes (K not a multiple of B or D, N not a multiple of D), with and
+#: without accumulation onto old y values, at the format's smallest legal D.
+RAGGED_BLOCK = [[1, 40, 37, 0], [2, 17, 20, 1], [2, 50, 20, 2], [1, 1, 1, 0], [3, 33, 16, 1]]
+
+
+@pytest.mark.quick
+def test_block_nvfp4_ragged():
+    """NVFP4 units (D = 16, B = 16, two units): ragged shapes with ``acc = 1`` write-back and
+    garbage in every padding byte (element rows, scale rows, activation lanes and scales past K),
+    stalls on every port, bit-exact against the block model; counters include the scale bytes."""
+    cases = [{"shapes": RAGGED_BLOCK, "rate": 7.0, "latency": 13, "seed": 21, "spy_reads": 300,
+              **STALLS}]
+    run_cases("slice-mu-u2w16-nvfp4", cases, numerics="mu", units=2, width=16, fmt="nvfp4",
+              feed_bytes=20, spad_bytes=8192)
+
+
 @pytest.mark.quick
 @pytest.mark.parametrize("width", [8, 16, 32, 64, 128])
 def test_knee_model_is_the_feed_bound_line(width):
