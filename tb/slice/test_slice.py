@@ -12,7 +12,7 @@ import pytest
 from hw.formats import MATRIX_FORMATS
 from hw.slice.slice import Slice
 from perf.contract import Product
-from tb.slice import knee
+from tb.slice import knee, knee_mx
 from tb.slice.harness import run_cases
 
 STALLS = {"hbm_pause": "random:0.3", "req_pause": "rbursty:4:6", "done_pause": "random:0.5",
@@ -122,6 +122,31 @@ def test_block_nvfp4_ragged():
               **STALLS}]
     run_cases("slice-mu-u2w16-nvfp4", cases, numerics="mu", units=2, width=16, fmt="nvfp4",
               feed_bytes=20, spad_bytes=8192)
+
+
+@pytest.mark.full
+def test_block_nvfp4_minilm():
+    """NVFP4 (D = 16, two units): the real MiniLM layer-0 FFN up projection (384 x 1536, M = 1,
+    two-level quantized; the per-tensor FP32 scales stay with the host) under feed and host stalls,
+    bit-exact against the block model."""
+    cases = [{"minilm": "ffn_up", "layer": 0, "token": 1, "rate": 12.0, "latency": 20, "seed": 22,
+              "hbm_pause": "random:0.2", "done_pause": "random:0.5", "read_pause": "random:0.4"}]
+    run_cases("slice-mu-u2w16-nvfp4", cases, numerics="mu", units=2, width=16, fmt="nvfp4",
+              feed_bytes=20, spad_bytes=8192)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxfp4_e2m1"])
+def test_block_mx(fmt):
+    """MX units at D = 32 (two units): ragged shapes with ``acc = 1`` write-back and padding
+    garbage, and the real MiniLM layer-0 FFN up projection (M = 1), both under feed and host
+    stalls, bit-exact against the block model."""
+    cases = [{"shapes": RAGGED_BLOCK, "rate": 23.0, "latency": 13, "seed": 23, "spy_reads": 300,
+              **STALLS},
+             {"minilm": "ffn_up", "layer": 0, "token": 1, "rate": 40.0, "latency": 20, "seed": 24,
+              "hbm_pause": "random:0.2", "done_pause": "random:0.5", "read_pause": "random:0.4"}]
+    params = knee_mx.mx_slice(fmt)
+    run_cases(f"slice-mu-u2w32-{fmt}", cases, numerics="mu", **params)
 
 
 @pytest.mark.quick
