@@ -3,8 +3,9 @@
 Quick set (CI): stub units at D=8 with ragged shapes and stalls everywhere (the dataflow), and the
 real matrix unit at D=8 with ragged shapes and stalls plus the real MiniLM FFN up projection
 (384 x 1536, M = 1), bit-exact against ``tb.mu.model``, and units in the ``exact`` accumulate mode
-with the ``acc = 1`` write-back. The full set adds the FFN at D=16, the other formats and several
-accumulator rows.
+with the ``acc = 1`` write-back; block-scaled units (NVFP4, D=16) on ragged shapes with stalls,
+bit-exact against ``tb.mu.model_block``. The full set adds the FFN at D=16, the other formats,
+several accumulator rows, NVFP4 at D=32 and on the FFN, and MXFP8 and MXFP4 at D=32.
 """
 
 import pytest
@@ -132,6 +133,16 @@ def test_block_nvfp4_minilm():
     cases = [{"minilm": "ffn_up", "layer": 0, "token": 1, "rate": 12.0, "latency": 20, "seed": 22,
               "hbm_pause": "random:0.2", "done_pause": "random:0.5", "read_pause": "random:0.4"}]
     run_cases("slice-mu-u2w16-nvfp4", cases, numerics="mu", units=2, width=16, fmt="nvfp4",
+              feed_bytes=20, spad_bytes=8192)
+
+
+@pytest.mark.full
+def test_block_nvfp4_two_blocks():
+    """NVFP4 at D = 32 (two blocks per k-tile, one unit): a block wholly past K in a k-tile, so the
+    slice must zero its weight-scale row and the activation scale (garbage there, NaN codes
+    included), with stalls, bit-exact."""
+    cases = [{"shapes": RAGGED_BLOCK, "rate": 9.0, "latency": 11, "seed": 25, **STALLS}]
+    run_cases("slice-mu-u1w32-nvfp4", cases, numerics="mu", units=1, width=32, fmt="nvfp4",
               feed_bytes=20, spad_bytes=8192)
 
 
