@@ -9,7 +9,7 @@ Each row gives the measured useful MACs per command cycle, the block feed model
 plain model that ignores the scales (:meth:`perf.contract.Product.macs_per_cycle` at ``b`` bits).
 
 Usage: ``python -m tb.slice.knee_mx [--fmts mxfp8_e4m3 mxfp4_e2m1] [--rates 0.9 1.1]``; writes
-``reports/knee_mx.csv`` (another tool owns ``reports/knee.csv``).
+``reports/knee_mx.csv`` (rows of formats not run are kept; another tool owns ``reports/knee.csv``).
 """
 
 import argparse
@@ -73,7 +73,13 @@ def main(argv=None):
     p.add_argument("--rates", type=float, nargs="+", default=list(RATES),
                    help="feed rates as multiples of the contract's knee")
     args = p.parse_args(argv)
-    rows = [row for f in args.fmts for row in measure(f, args.rates)]
+    rows = []
+    if CSV.exists():   # rows of formats not run now are kept, so formats can run separately
+        with open(CSV) as fh:
+            rows = [{k: (v if k == "fmt" else float(v)) for k, v in r.items()}
+                    for r in csv.DictReader(fh) if r["fmt"] not in args.fmts]
+    rows += [row for f in args.fmts for row in measure(f, args.rates)]
+    rows.sort(key=lambda r: (r["fmt"], r["feed_bytes_per_cycle"]))
     CSV.parent.mkdir(parents=True, exist_ok=True)
     with open(CSV, "w", newline="") as fh:
         wr = csv.DictWriter(fh, fieldnames=COLUMNS)
