@@ -76,7 +76,8 @@ def main(argv=None):
     rows = []
     if CSV.exists():   # rows of formats not run now are kept, so formats can run separately
         with open(CSV) as fh:
-            rows = [{k: (v if k == "fmt" else float(v)) for k, v in r.items()}
+            rows = [{k: (v if k == "fmt" else int(v) if k in ("width", "units") else float(v))
+                     for k, v in r.items()}
                     for r in csv.DictReader(fh) if r["fmt"] not in args.fmts]
     rows += [row for f in args.fmts for row in measure(f, args.rates)]
     rows.sort(key=lambda r: (r["fmt"], r["feed_bytes_per_cycle"]))
