@@ -7,6 +7,12 @@ W[k, group columns], element j of unit u at byte offset ``(u*D + j) * b / 8``), 
 and past K. Groups follow each other without gaps, so one command's weights are one contiguous
 region of ``G * Kp * S`` bytes, read once per pass of ``rows`` activation rows. Both engines step
 their part of the slice's loop nest with :func:`hw.slice.loops.advance`.
+
+Block-scaled formats (:data:`hw.formats.BLOCK_FORMATS`, block B along K) add the weight scales to
+the group: each k-tile of a group is its ``D`` super-rows of ``S`` bytes followed by ``D/B`` *scale
+rows* of ``units * D`` bytes (scale row i holds the codes scaling rows ``kt*D + iB .. + B-1``,
+column ``u*D + j``'s code at byte ``u*D + j``). A group is ``ceil(K/D) * (D*S + (D/B)*units*D)``
+bytes; nothing else changes. The gearbox then gives rows of two sizes, tagged ``scale``.
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal
@@ -103,6 +109,12 @@ class RequestGenerator(wiring.Component):
 class Gearbox(wiring.Component):
     """Cuts HBM beats of B bytes into super-rows of S bytes, dropping each group's tail bytes.
 
+    With ``scale_rows`` (block-scaled formats) each k-tile of ``width`` super-rows is followed by
+    ``scale_rows`` scale rows of ``scale_bytes`` bytes: the output is ``data`` (the longer of the two
+    row sizes) and a ``scale`` flag, the buffer ``max(S, scale_bytes) + B - 1`` bytes, and a scale
+    row whose block starts at ``k >= K`` leaves as zeros (a NaN scale there would poison the block's
+    zero products). Rows of either kind leave one per cycle.
+
     A buffer of ``S + B - 1`` bytes: a beat is accepted when the bytes left after this cycle's row
     pop leave room for it, so with B >= S a row leaves every cycle and with B < S the feed is used
     on every cycle it offers data. Only the first ``min(B, bytes left in the group)`` bytes of a beat
@@ -117,6 +129,10 @@ class Gearbox(wiring.Component):
         S, bytes per super-row.
     len_bits : int
         Width of ``group_bytes``.
+    group_cols : int
+        Weight columns of a super-row (``units * D``).
+    width, scale_rows, scale_bytes, block : int, optional
+        Block-scaled formats only: D (super-rows per k-tile), D/B, ``units * D`` and B.
 
     Members
     -------
@@ -130,21 +146,28 @@ class Gearbox(wiring.Component):
     n : In(16)
         N, for the useful-element count.
     o : Out(stream)
-        One super-row per beat, ``8 * S`` bits.
+        One super-row per beat, ``8 * S`` bits (block-scaled: ``data`` of ``8 * max(S, scale_bytes)``
+        bits, then ``scale``: the row is a scale row, its codes in the low ``8 * scale_bytes`` bits).
     o_useful : Out(16)
         Weight elements of the current row that are inside W (``k < K`` and column ``< N``); the
-        other ``units * D`` minus these are padding.
+        other ``units * D`` minus these are padding. Zero for a scale row.
     busy : Out(1)
         Bytes of the command still to arrive or rows still to leave.
     """
 
-    def __init__(self, *, beat_bytes: int, row_bytes: int, len_bits: int, group_cols: int):
+    def __init__(self, *, beat_bytes: int, row_bytes: int, len_bits: int, group_cols: int,
+                 width: int = 0, scale_rows: int = 0, scale_bytes: int = 0, block: int = 0):
         self._b, self._s, self._lw, self._gc = beat_bytes, row_bytes, len_bits, group_cols
+        self._d, self._nb, self._ss, self._blk = width, scale_rows, scale_bytes, block
+        if scale_rows:
+            o_shape = data.StructLayout({"data": 8 * max(row_bytes, scale_bytes), "scale": 1})
+        else:
+            o_shape = 8 * row_bytes
         super().__init__({
             "start": In(1), "group_bytes": In(len_bits), "n_groups": In(16), "n_passes": In(16),
             "kp": In(16), "k": In(16), "n": In(16),
             "i": In(stream.Signature(8 * beat_bytes)),
-            "o": Out(stream.Signature(8 * row_bytes)),
+            "o": Out(stream.Signature(o_shape)),
             "o_useful": Out(16),
             "busy": Out(1),
         })
@@ -152,7 +175,9 @@ class Gearbox(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         B, S = self._b, self._s
-        cap = S + B - 1
+        D, nb, SS = self._d, self._nb, self._ss
+        smax = max(S, SS)
+        cap = smax + B - 1
         buf = Signal(8 * cap)
         count = Signal(range(cap + 1))
         # input side: bytes left in the current group, group and pass counters
@@ -170,22 +195,48 @@ class Gearbox(wiring.Component):
         pop = Signal()
         push = Signal()
         after_pop = Signal(range(cap + 1))
+        useful = Mux(cols_left >= self._gc, self._gc, cols_left)
+        if nb:
+            # row: position in the k-tile (D element rows, then nb scale rows); k0: the tile's k
+            k0 = Signal(16)
+            is_scale = Signal()
+            live = Signal()   # an element row with k < K, or a scale row whose block starts < K
+            size = Mux(is_scale, SS, S)
+            m.d.comb += [
+                is_scale.eq(row >= D),
+                live.eq(Mux(is_scale, k0 + ((row - D) << (self._blk.bit_length() - 1)), k0 + row)
+                        < self.k),
+            ]
+        else:
+            size = S
         m.d.comb += [
-            self.o.valid.eq(count >= S),
+            self.o.valid.eq(count >= size),
             pop.eq(self.o.valid & self.o.ready),
-            after_pop.eq(Mux(pop, count - S, count)),
-            self.i.ready.eq(in_busy & (after_pop < S)),
+            after_pop.eq(Mux(pop, count - size, count)),
+            self.i.ready.eq(in_busy & (after_pop < smax)),
             push.eq(self.i.valid & self.i.ready),
-            self.o.payload.eq(Mux(row < self.k, buf[:8 * S], 0)),
-            self.o_useful.eq(Mux(row < self.k, Mux(cols_left >= self._gc, self._gc, cols_left), 0)),
-            self.busy.eq(in_busy | out_busy),
         ]
+        if nb:
+            m.d.comb += [
+                self.o.payload.data.eq(Mux(live, buf[:8 * smax], 0)),
+                self.o.payload.scale.eq(is_scale),
+                self.o_useful.eq(Mux(live & ~is_scale, useful, 0)),
+            ]
+        else:
+            m.d.comb += [
+                self.o.payload.eq(Mux(row < self.k, buf[:8 * S], 0)),
+                self.o_useful.eq(Mux(row < self.k, useful, 0)),
+            ]
+        m.d.comb += self.busy.eq(in_busy | out_busy)
         take = Signal(range(B + 1))
         m.d.comb += take.eq(Mux(rem >= B, B, rem))
         keep = Signal(8 * B)
         for j in range(B):
             m.d.comb += keep[8 * j:8 * j + 8].eq(Mux(j < take, self.i.payload[8 * j:8 * j + 8], 0))
-        shifted = Mux(pop, buf >> (8 * S), buf)
+        if nb:
+            shifted = Mux(pop, Mux(is_scale, buf >> (8 * SS), buf >> (8 * S)), buf)
+        else:
+            shifted = Mux(pop, buf >> (8 * S), buf)
         m.d.sync += [
             buf.eq(shifted | Mux(push, keep << (after_pop * 8), 0)),
             count.eq(after_pop + Mux(push, take, 0)),
@@ -194,15 +245,21 @@ class Gearbox(wiring.Component):
         with m.If(self.start):
             m.d.sync += [in_busy.eq(1), out_busy.eq(1), rem.eq(self.group_bytes), ig.eq(0),
                          ip.eq(0), row.eq(0), og.eq(0), op.eq(0), cols_left.eq(self.n)]
+            if nb:
+                m.d.sync += k0.eq(0)
         with m.Else():
             with m.If(push):   # input side: beats of a group, groups, passes
                 advance(m, [
                     Level(rem > B, [rem.eq(rem - B)], [rem.eq(self.group_bytes)]),
                     Level(ig + 1 < self.n_groups, [ig.eq(ig + 1)], [ig.eq(0), ip.eq(ip + 1)]),
                 ], last=ip + 1 >= self.n_passes, done=[in_busy.eq(0)])
-            with m.If(pop):    # output side: super-rows of a group, groups, passes
-                advance(m, [
-                    Level(row + 1 < self.kp, [row.eq(row + 1)], [row.eq(0)]),
+            if nb:   # output side: rows of a k-tile, k-tiles of a group, groups, passes
+                rows_of_group = [Level(row + 1 < D + nb, [row.eq(row + 1)], [row.eq(0)]),
+                                 Level(k0 + D < self.kp, [k0.eq(k0 + D)], [k0.eq(0)])]
+            else:    # output side: super-rows of a group, groups, passes
+                rows_of_group = [Level(row + 1 < self.kp, [row.eq(row + 1)], [row.eq(0)])]
+            with m.If(pop):
+                advance(m, rows_of_group + [
                     Level(og + 1 < self.n_groups, [og.eq(og + 1), cols_left.eq(cols_left - self._gc)],
                           [og.eq(0), op.eq(op + 1), cols_left.eq(self.n)]),
                 ], last=op + 1 >= self.n_passes, done=[out_busy.eq(0)])

@@ -40,7 +40,9 @@ class ActivationIssue(wiring.Component):
     n_groups : In(16)
     x_addr : In(addr_bits)
         Scratchpad word of x[0, 0:D]; x[m, kt*D:] is word ``x_addr + m*ceil(K/D) + kt``, elements in
-        its low ``D*b`` bits.
+        its low ``D*b`` bits; block-scaled formats: the D/B activation scale codes right above them,
+        block i's at ``[D*b + 8*i +: 8]`` (the ``x`` payload's own order). Scales of blocks that
+        start at ``k >= K`` are forced to zero, as the lanes are.
     rd_addr, rd_en : Out
     rd_data : In(32*D)
     x : Out(stream)
@@ -59,6 +61,7 @@ class ActivationIssue(wiring.Component):
         width = unit.width
         self._d, self._b, self._r, self._aw = width, unit.bits, unit.rows, addr_bits
         self._row_bits = unit.row_bits
+        self._nb, self._blk = unit.blocks, unit.block.block if unit.block is not None else 0
         super().__init__({
             "start": In(1), "m": In(16), "k": In(16), "kt": In(16), "n_groups": In(16),
             "x_addr": In(addr_bits),
@@ -101,6 +104,10 @@ class ActivationIssue(wiring.Component):
         for j in range(D):
             lane = self.rd_data[j * b:(j + 1) * b]
             m.d.comb += self.x.payload.data[j * b:(j + 1) * b].eq(Mux(j < b_lanes, lane, 0))
+        for i in range(self._nb):
+            code = self.rd_data[D * b + 8 * i:D * b + 8 * i + 8]
+            m.d.comb += self.x.payload.scales[8 * i:8 * i + 8].eq(
+                Mux(i * self._blk < b_lanes, code, 0))
 
         with m.If(adv):
             m.d.sync += [b_valid.eq(a_valid), b_swap.eq(mi == 0), b_first.eq(kt == 0),

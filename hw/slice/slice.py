@@ -22,7 +22,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import hier
-from ..formats import MATRIX_FORMATS, get_format
+from ..formats import BLOCK_FORMATS, MATRIX_FORMATS, get_block_format, get_format
 from ..mu.interface import MatrixUnitSignature
 from ..stream import Fork
 from .feed import Gearbox, RequestGenerator, request_layout
@@ -30,11 +30,16 @@ from .scratchpad import Scratchpad, ScratchpadParams
 from .sequencer import ActivationIssue, WriteBack
 
 __all__ = ["Slice", "cmd_layout", "spad_write_layout", "unit_counters_layout", "COUNTERS",
-           "UNIT_COUNTERS"]
+           "BLOCK_COUNTERS", "UNIT_COUNTERS", "SLICE_FORMATS"]
 
 #: Slice-wide counters (32-bit output ports, cumulative since reset, wrap around).
 COUNTERS = ("cycles", "hbm_req_bytes", "hbm_rcv_bytes", "w_useful_elems", "w_pad_elems", "x_beats",
             "y_rows")
+#: Counters only a slice of block-scaled units has: ``w_scale_bytes``, the weight-scale bytes
+#: delivered to the units (``units * D`` per scale row; the HBM side is in ``hbm_*_bytes``).
+BLOCK_COUNTERS = ("w_scale_bytes",)
+#: Element formats the slice takes: the plain ones and the block-scaled ones.
+SLICE_FORMATS = MATRIX_FORMATS + tuple(BLOCK_FORMATS)
 #: Per-unit counters (``units`` x 32-bit output ports, element u at bits [u*32 +: 32]).
 UNIT_COUNTERS = ("unit_busy", "unit_starved", "unit_backpressured")
 
@@ -77,13 +82,16 @@ class Slice(wiring.Component):
     width : int
         D, each unit's width (power of two, 8..128).
     fmt : str
-        Element format of x and W (``fp8_e4m3``, ``fp8_e5m2``, ``fp4_e2m1``).
+        Element format of x and W: :data:`SLICE_FORMATS`, the plain ``fp8_e4m3``, ``fp8_e5m2``,
+        ``fp4_e2m1`` or a block-scaled one (:data:`hw.formats.BLOCK_FORMATS`; D a multiple of its
+        block B, ``acc = fp32``): weight scales in HBM beside the weights (:mod:`hw.slice.feed`),
+        activation scales in the scratchpad beside the elements.
     spad_bytes : int
         Scratchpad size; words are ``4*D`` bytes (one FP32 result row), so it holds
         ``spad_bytes // (4*D)`` words.
     feed_bytes : int or None
         B, bytes per HBM read-data beat. Default: what the units consume at full rate,
-        ``units * D * b / 8``.
+        ``units * D * b / 8`` (block-scaled: ``ceil(units * D * (b + 8/B_blk) / 8)``, scales included).
     rows : int
         Accumulator rows per unit: activation rows sharing one pass over the weights.
     stages : int
@@ -137,12 +145,14 @@ class Slice(wiring.Component):
             raise ValueError(f"units must be an integer in [1, 64], not {units!r}")
         if not isinstance(width, int) or width < 8 or width > 128 or width & (width - 1):
             raise ValueError(f"width must be a power of two in [8, 128], not {width!r}")
-        if fmt not in MATRIX_FORMATS:
-            raise ValueError(f"fmt must be one of {', '.join(MATRIX_FORMATS)}, not {fmt!r}")
-        bits = get_format(fmt).bits
+        if fmt not in SLICE_FORMATS:
+            raise ValueError(f"fmt must be one of {', '.join(SLICE_FORMATS)}, not {fmt!r}")
+        blk = get_block_format(fmt) if fmt in BLOCK_FORMATS else None
+        bits = get_format(fmt if blk is None else blk.element).bits
         row_bytes = units * width * bits // 8
         if feed_bytes is None:
-            feed_bytes = row_bytes
+            feed_bytes = row_bytes if blk is None else -(-units * width * (bits * blk.block + 8)
+                                                         // (8 * blk.block))
         if not isinstance(feed_bytes, int) or not 1 <= feed_bytes <= 4096:
             raise ValueError(f"feed_bytes must be an integer in [1, 4096], not {feed_bytes!r}")
         words = spad_bytes // (4 * width) if isinstance(spad_bytes, int) else 0
@@ -160,7 +170,10 @@ class Slice(wiring.Component):
         self.addr_bits = max(1, (words - 1).bit_length())
         self.hbm_addr_bits = hbm_addr_bits
         self._unit = unit
-        self.unit_signature = MatrixUnitSignature(width, fmt, rows, acc)  # checks acc
+        self.unit_signature = MatrixUnitSignature(width, fmt, rows, acc)  # checks acc, D % B
+        #: Block-scaled: scale rows per k-tile (D/B) and bytes per scale row (units * D); else 0.
+        self.scale_rows = self.unit_signature.blocks
+        self.scale_bytes = units * width if blk is not None else 0
         try:   # a probe: checks the factory's units now rather than at elaboration
             self._make_unit()._MustUse__silence = True
         except TypeError:
@@ -179,6 +192,8 @@ class Slice(wiring.Component):
             "row_error": Out(1),
         }
         sig.update({c: Out(32) for c in COUNTERS})
+        if self.scale_rows:
+            sig.update({c: Out(32) for c in BLOCK_COUNTERS})
         sig.update({c: Out(unit_counters_layout(units)) for c in UNIT_COUNTERS})
         super().__init__(sig)
 
@@ -218,16 +233,21 @@ class Slice(wiring.Component):
         D, U, R, b = self.width, self.units, self.rows, self.bits
         aw = self.addr_bits
         S = self.row_bytes
-        len_bits = (65536 * S).bit_length()
+        nb, SS = self.scale_rows, self.scale_bytes
+        # per k-tile: D super-rows, then (block-scaled) nb scale rows of SS bytes
+        tile_bytes = D * S + nb * SS
+        len_bits = (65536 * S).bit_length() if not nb else ((65536 // D + 1) * tile_bytes).bit_length()
 
         m.submodules.reqgen = reqgen = RequestGenerator(
             beat_bytes=self.feed_bytes, burst=self.burst, addr_bits=self.hbm_addr_bits,
             len_bits=len_bits)
+        blk = {} if not nb else {"width": D, "scale_rows": nb, "scale_bytes": SS,
+                                 "block": self.unit_signature.block.block}
         m.submodules.gearbox = gbox = Gearbox(beat_bytes=self.feed_bytes, row_bytes=S,
-                                              len_bits=len_bits, group_cols=U * D)
+                                              len_bits=len_bits, group_cols=U * D, **blk)
         m.submodules.issue = issue = ActivationIssue(unit=self.unit_signature, addr_bits=aw)
         m.submodules.wb = wb = WriteBack(unit=self.unit_signature, units=U, addr_bits=aw)
-        m.submodules.bc_w = bc_w = Fork(U, 8 * S)
+        m.submodules.bc_w = bc_w = Fork(U, 8 * S if not nb else gbox.o.payload.shape())
         m.submodules.bc_x = bc_x = Fork(U, self.unit_signature.x_layout)
         spad = Scratchpad(self.spad_words, 32 * D, macro=self.spad_macro)
         if self.spad_macro:
@@ -253,7 +273,7 @@ class Slice(wiring.Component):
         m.d.comb += [
             kt.eq(_ceil_div_const(c.k, D)),
             nt.eq(_ceil_div_const(c.n, D)),
-            group_bytes.eq((kt * D) * S),
+            group_bytes.eq((kt * D) * S if not nb else kt * tile_bytes),
         ]
         setup_g = Signal(16)
         setup_p = Signal(16)
@@ -310,9 +330,21 @@ class Slice(wiring.Component):
         for u, mu in enumerate(units):
             ow, ox = bc_w.outputs()[u], bc_x.outputs()[u]
             yin = getattr(wb, f"y{u}")
+            if nb:   # weight rows to w, scale rows (unit u's D codes) to ws
+                sc, wd = ow.payload.scale, Value.cast(ow.payload.data)
+                m.d.comb += [
+                    Value.cast(mu.w.payload).eq(wd[u * wslice:(u + 1) * wslice]),
+                    mu.w.valid.eq(ow.valid & ~sc),
+                    Value.cast(mu.ws.payload).eq(wd[u * 8 * D:(u + 1) * 8 * D]),
+                    mu.ws.valid.eq(ow.valid & sc),
+                    ow.ready.eq(Mux(sc, mu.ws.ready, mu.w.ready)),
+                ]
+            else:
+                m.d.comb += [
+                    Value.cast(mu.w.payload).eq(ow.payload[u * wslice:(u + 1) * wslice]),
+                    mu.w.valid.eq(ow.valid), ow.ready.eq(mu.w.ready),
+                ]
             m.d.comb += [
-                Value.cast(mu.w.payload).eq(ow.payload[u * wslice:(u + 1) * wslice]),
-                mu.w.valid.eq(ow.valid), ow.ready.eq(mu.w.ready),
                 mu.x.payload.eq(ox.payload), mu.x.valid.eq(ox.valid), ox.ready.eq(mu.x.ready),
                 yin.payload.eq(mu.y.payload), yin.valid.eq(mu.y.valid), mu.y.ready.eq(yin.ready),
             ]
@@ -352,9 +384,16 @@ class Slice(wiring.Component):
                                               self.feed_bytes)
         with m.If(xfer(self.hbm_rdata)):
             m.d.sync += self.hbm_rcv_bytes.eq(self.hbm_rcv_bytes + self.feed_bytes)
-        with m.If(xfer(gbox.o)):
-            m.d.sync += [self.w_useful_elems.eq(self.w_useful_elems + gbox.o_useful),
-                         self.w_pad_elems.eq(self.w_pad_elems + U * D - gbox.o_useful)]
+        if nb:
+            with m.If(xfer(gbox.o) & ~gbox.o.payload.scale):
+                m.d.sync += [self.w_useful_elems.eq(self.w_useful_elems + gbox.o_useful),
+                             self.w_pad_elems.eq(self.w_pad_elems + U * D - gbox.o_useful)]
+            with m.If(xfer(gbox.o) & gbox.o.payload.scale):
+                m.d.sync += self.w_scale_bytes.eq(self.w_scale_bytes + SS)
+        else:
+            with m.If(xfer(gbox.o)):
+                m.d.sync += [self.w_useful_elems.eq(self.w_useful_elems + gbox.o_useful),
+                             self.w_pad_elems.eq(self.w_pad_elems + U * D - gbox.o_useful)]
         with m.If(xfer(issue.x)):
             m.d.sync += self.x_beats.eq(self.x_beats + 1)
         with m.If(wb.wr_en):

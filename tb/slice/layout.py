@@ -1,14 +1,16 @@
 """What a compiler does for the slice: HBM weight images, scratchpad words, descriptors; and what the
 slice must produce: expected results (via the matrix unit's bit-true model) and expected counters.
 
-The layouts are the ones documented in ``docs/slice.md`` and :mod:`hw.slice.feed`.
+The layouts are the ones documented in ``docs/slice.md`` and :mod:`hw.slice.feed`. Block-scaled
+formats carry scale codes beside the elements: weight scales as scale rows after each k-tile's D
+super-rows in HBM, activation scales above the elements in each scratchpad word.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from hw.formats import get_format
+from hw.formats import BLOCK_FORMATS, get_block_format, get_format
 from hw.payload import pack
 from hw.slice.slice import cmd_layout
 from perf.contract import Product
@@ -35,8 +37,25 @@ class SliceGeometry:
     acc: str = "fp32"
 
     @property
+    def block(self) -> int:
+        """B of a block-scaled format (elements per scale along K), 0 for a plain one."""
+        return get_block_format(self.fmt).block if self.fmt in BLOCK_FORMATS else 0
+
+    @property
+    def scale_rows(self) -> int:
+        """Scale rows per k-tile in HBM (D/B), 0 for a plain format."""
+        return self.width // self.block if self.block else 0
+
+    @property
+    def scale_bytes(self) -> int:
+        """Bytes of one scale row (``units * D`` codes), 0 for a plain format."""
+        return self.units * self.width if self.block else 0
+
+    @property
     def bits(self) -> int:
-        return get_format(self.fmt).bits
+        """Element bits."""
+        fmt = get_block_format(self.fmt).element if self.block else self.fmt
+        return get_format(fmt).bits
 
     @property
     def row_bytes(self) -> int:
@@ -55,6 +74,8 @@ class Matmul:
     w_addr: int
     acc: int = 0
     y_init: np.ndarray | None = None   # FP32 bits [M, ceil(N/D)*D] the host writes before (acc)
+    xs: np.ndarray | None = None       # block-scaled: x scale codes [M, ceil(K/B)]
+    ws: np.ndarray | None = None       # block-scaled: W scale codes [ceil(K/B), N]
 
     @property
     def mkn(self):
@@ -82,8 +103,13 @@ def _tiles(g: SliceGeometry, k: int, n: int):
     return kt, nt, groups
 
 
-def hbm_image(g: SliceGeometry, w: np.ndarray, rng: np.random.Generator | None = None) -> bytes:
-    """The weight region of one command: groups of Kp super-rows; padding random if ``rng``."""
+def hbm_image(g: SliceGeometry, w: np.ndarray, rng: np.random.Generator | None = None,
+              ws: np.ndarray | None = None) -> bytes:
+    """The weight region of one command: groups of Kp super-rows; padding random if ``rng``.
+
+    Block-scaled formats (``ws``: scale codes ``[ceil(K/B), N]``): each k-tile's D super-rows are
+    followed by its D/B scale rows of ``units * D`` bytes (one code per column).
+    """
     k, n = w.shape
     D, U = g.width, g.units
     kt, _, groups = _tiles(g, k, n)
@@ -93,19 +119,36 @@ def hbm_image(g: SliceGeometry, w: np.ndarray, rng: np.random.Generator | None =
     else:
         full = rng.integers(0, 1 << g.bits, size=(kp, cols), dtype=np.uint8)
     full[:k, :n] = w
+    nb = g.scale_rows
+    if nb:
+        if rng is None:
+            fs = np.zeros((kt * nb, cols), dtype=np.uint8)
+        else:
+            fs = rng.integers(0, 256, size=(kt * nb, cols), dtype=np.uint8)
+        fs[:ws.shape[0], :n] = ws
     out = bytearray()
     for grp in range(groups):
-        out += pack_codes(full[:, grp * U * D:(grp + 1) * U * D], g.bits)
+        gcols = slice(grp * U * D, (grp + 1) * U * D)
+        if not nb:
+            out += pack_codes(full[:, gcols], g.bits)
+            continue
+        for t in range(kt):
+            out += pack_codes(full[t * D:(t + 1) * D, gcols], g.bits)
+            out += fs[t * nb:(t + 1) * nb, gcols].tobytes()
     return bytes(out)
 
 
-def x_words(g: SliceGeometry, x: np.ndarray, rng: np.random.Generator | None = None) -> list:
-    """Scratchpad words of x: word ``m*ceil(K/D) + kt`` holds x[m, kt*D:+D] in its low D*b bits.
+def x_words(g: SliceGeometry, x: np.ndarray, rng: np.random.Generator | None = None,
+            xs: np.ndarray | None = None) -> list:
+    """Scratchpad words of x: word ``m*ceil(K/D) + kt`` holds x[m, kt*D:+D] in its low D*b bits;
+    block-scaled formats (``xs``: scale codes ``[M, ceil(K/B)]``): the D/B scale codes of those
+    blocks above them, block i's at bits ``[D*b + 8*i +: 8]``.
 
-    Lanes past K carry random codes if ``rng`` is given (the slice must zero them).
+    Lanes past K (and scales of blocks past K) carry random codes if ``rng`` is given (the slice
+    must zero them).
     """
     mm, k = x.shape
-    D = g.width
+    D, nb = g.width, g.scale_rows
     kt = -(-k // D)
     words = []
     for r in range(mm):
@@ -114,17 +157,30 @@ def x_words(g: SliceGeometry, x: np.ndarray, rng: np.random.Generator | None = N
                 rng.integers(0, 1 << g.bits, size=D, dtype=np.uint8)
             seg = x[r, t * D:(t + 1) * D]
             lanes[:seg.size] = seg
-            words.append(int.from_bytes(pack_codes(lanes, g.bits), "little"))
+            word = int.from_bytes(pack_codes(lanes, g.bits), "little")
+            if nb:
+                sc = np.zeros(nb, dtype=np.uint8) if rng is None else \
+                    rng.integers(0, 256, size=nb, dtype=np.uint8)
+                sseg = xs[r, t * nb:(t + 1) * nb]
+                sc[:sseg.size] = sseg
+                word |= int.from_bytes(sc.tobytes(), "little") << (D * g.bits)
+            words.append(word)
     return words
 
 
-def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str) -> np.ndarray:
+def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str,
+               xs: np.ndarray | None = None, ws: np.ndarray | None = None) -> np.ndarray:
     """FP32 bits y[M x N] the slice must write.
 
     ``numerics="mu"``: the matrix unit's bit-true model (``tb.mu.model``) in the units' accumulate
     mode ``g.acc``, tile by tile in the slice's order (k-tiles in order; one rounding per beat in the
     ``fp32`` mode, one per K-long sum in the ``exact`` mode). ``"stub"``: the stub unit's integers.
+    Block-scaled formats: the block model (:func:`tb.mu.model_block.unit_matmul`, the same k-tile
+    order, one rounding per beat) on x, W and their scale codes (``xs``, ``ws``), padded with zero
+    elements and zero scale codes, as the slice pads them.
     """
+    if g.block:
+        return _expected_y_block(g, x, w, xs, ws)
     mm, k = x.shape
     n = w.shape[1]
     D = g.width
@@ -148,22 +204,43 @@ def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str) ->
     return y[:, :n]
 
 
+def _expected_y_block(g: SliceGeometry, x, w, xs, ws) -> np.ndarray:
+    from tb.mu.model_block import unit_matmul
+    mm, k = x.shape
+    n = w.shape[1]
+    D, nb = g.width, g.scale_rows
+    kt, nt, _ = _tiles(g, k, n)
+    xp = np.zeros((mm, kt * D), dtype=np.uint8)
+    xp[:, :k] = x
+    wp = np.zeros((kt * D, nt * D), dtype=np.uint8)
+    wp[:k, :n] = w
+    xsp = np.zeros((mm, kt * nb), dtype=np.uint8)
+    xsp[:, :xs.shape[1]] = xs
+    wsp = np.zeros((kt * nb, nt * D), dtype=np.uint8)
+    wsp[:ws.shape[0], :n] = ws
+    return unit_matmul(g.fmt, D, xp, xsp, wp, wsp)[:, :n].astype(np.uint32)
+
+
 def expected_counters(g: SliceGeometry, cmds: list) -> dict:
     """Counter values the shapes imply (HBM bytes, useful/padding weights, beats, result rows).
 
     The unit-side numbers are the throughput contract's schedule (:class:`perf.contract.Product`
     on ``units`` units with ``rows`` accumulator rows: ``x_beats`` and ``w_rows`` are one unit's
     ``x`` and weight beats, every unit running in lockstep); the HBM side adds the feed's beats of
-    ``feed_bytes``, each group's Kp super-rows rounded up to whole beats, fetched once per pass.
+    ``feed_bytes``, each group's Kp super-rows (and, block-scaled, its ``ceil(K/D) * D/B`` scale
+    rows: ``w_scale_bytes``) rounded up to whole beats, fetched once per pass.
     """
     D, B = g.width, g.feed_bytes
-    c = dict(hbm_req_bytes=0, w_useful_elems=0, w_pad_elems=0, x_beats=0, y_rows=0, w_rows=0)
+    c = dict(hbm_req_bytes=0, w_useful_elems=0, w_pad_elems=0, x_beats=0, y_rows=0, w_rows=0,
+             w_scale_bytes=0)
     for cmd in cmds:
         mm, k, n = cmd.mkn
         prod = Product(mm, k, n, D, rows=g.rows, units=g.units)
         sched = prod.schedule()
-        beats = -(-prod.k_tiles * D * g.row_bytes // B)     # one group's Kp super-rows
+        scale = prod.k_tiles * g.scale_rows * g.scale_bytes   # one group's scale rows
+        beats = -(-(prod.k_tiles * D * g.row_bytes + scale) // B)     # one group's bytes
         c["hbm_req_bytes"] += prod.passes * prod.groups * beats * B
+        c["w_scale_bytes"] += prod.passes * prod.groups * scale
         c["w_useful_elems"] += prod.weights_useful
         c["w_pad_elems"] += prod.weights_streamed - prod.weights_useful
         c["x_beats"] += sched.x_beats
@@ -219,7 +296,7 @@ def expected_spad(g: SliceGeometry, cmds: list, numerics: str) -> dict:
         if c.y_init is not None:
             for i, wd in enumerate(y_words(g, c.y_init)):
                 mem[c.y_addr + i] = (unpack_fp32(wd, D), D)
-        y = expected_y(g, c.x, c.w, numerics)
+        y = expected_y(g, c.x, c.w, numerics, c.xs, c.ws)
         for r in range(mm):
             for t in range(nt):
                 addr = c.y_addr + r * nt + t

@@ -117,29 +117,49 @@ class HbmModel:
         self.cycle += 1
 
 
+def _minilm(g: SliceGeometry, case: dict) -> tuple:
+    """The case's real MiniLM tile: x (one token) and W codes, plus scale codes if block-scaled."""
+    from tb.tiles import minilm, quant
+    model = minilm.load()
+    caps = []
+    model.forward(model.tokenize(minilm.SENTENCES[0]), 0, caps)
+    cap = next(c for c in caps if c.op == case["minilm"] and c.layer == case.get("layer", 0))
+    row = case.get("token", 1)
+    x = cap.x[row:row + 1]
+    if not g.block:
+        return quant.quantize(x, g.fmt).codes, quant.quantize(cap.w, g.fmt).codes
+    from tb.tiles.quant_block import quantize_block
+    qx, qw = quantize_block(x, g.fmt, axis=1), quantize_block(cap.w, g.fmt, axis=0)
+    k = x.shape[1]
+    return qx.codes[:, :k], qw.codes[:k], qx.scales, qw.scales
+
+
+def _finite_e4m3(a):
+    """Random E4M3 codes kept finite (0x7F/0xFF are NaN): specials are the unit's tests."""
+    return np.where((a & 0x7F) == 0x7F, a ^ 1, a)
+
+
 def _matmuls(g: SliceGeometry, case: dict, rng) -> list:
     if "minilm" in case:
-        from tb.tiles import minilm, quant
-        model = minilm.load()
-        caps = []
-        model.forward(model.tokenize(minilm.SENTENCES[0]), 0, caps)
-        cap = next(c for c in caps if c.op == case["minilm"] and c.layer == case.get("layer", 0))
-        row = case.get("token", 1)
-        shapes = [(quant.quantize(cap.x[row:row + 1], g.fmt).codes,
-                   quant.quantize(cap.w, g.fmt).codes)]
+        shapes = [_minilm(g, case)]
     else:
         shapes = []
         for mm, k, n, *_ in case["shapes"]:
             shapes.append((rng.integers(0, 1 << g.bits, size=(mm, k), dtype=np.uint8),
                            rng.integers(0, 1 << g.bits, size=(k, n), dtype=np.uint8)))
-        if g.fmt == "fp8_e4m3" and case.get("numerics", "mu") == "mu":
-            # keep random E4M3 operands finite (0x7F/0xFF are NaN): specials are the unit's tests
-            shapes = [(np.where((x & 0x7F) == 0x7F, x ^ 1, x), np.where((w & 0x7F) == 0x7F, w ^ 1, w))
+        if g.fmt in ("fp8_e4m3", "mxfp8_e4m3") and case.get("numerics", "mu") == "mu":
+            shapes = [(_finite_e4m3(x), _finite_e4m3(w)) for x, w in shapes]
+        if g.block:   # scale codes: E8M0 within +-10 binades of 1, UE4M3 any non-NaN code
+            from tb.mu.block_stimulus import random_scales
+            B = g.block
+            shapes = [(x, w, random_scales(g.fmt, rng, (x.shape[0], -(-x.shape[1] // B)), spread=10),
+                       random_scales(g.fmt, rng, (-(-w.shape[0] // B), w.shape[1]), spread=10))
                       for x, w in shapes]
     accs = [s[3] if len(s) > 3 else 0 for s in case.get("shapes", [])] or [0]
     D, words = g.width, 1 << g.addr_bits
     cmds, spad, w_addr = [], 0, 64
-    for (x, w), acc in zip(shapes, accs, strict=True):
+    for (x, w, *scales), acc in zip(shapes, accs, strict=True):
+        xs, ws = scales or (None, None)
         (mm, k), n = x.shape, w.shape[1]
         kt, nt = -(-k // D), -(-n // D)
         x_addr = spad
@@ -154,8 +174,10 @@ def _matmuls(g: SliceGeometry, case: dict, rng) -> list:
             if acc == 1:   # accumulate onto old y values the host writes first
                 y_init = random_fp32(rng, (mm, nt * D))
         assert spad <= words, f"scratchpad too small: {spad} words needed, {words} available"
-        cmds.append(Matmul(x, w, x_addr, y_addr, w_addr, acc=int(acc > 0), y_init=y_init))
-        w_addr += len(hbm_image(g, w)) + 3 * g.feed_bytes + 7   # deliberately unaligned
+        cmds.append(Matmul(x, w, x_addr, y_addr, w_addr, acc=int(acc > 0), y_init=y_init,
+                           xs=None if xs is None else np.asarray(xs, dtype=np.uint8),
+                           ws=None if ws is None else np.asarray(ws, dtype=np.uint8)))
+        w_addr += len(hbm_image(g, w, ws=ws)) + 3 * g.feed_bytes + 7   # deliberately unaligned
     return cmds
 
 
@@ -261,7 +283,7 @@ async def run_case(dut, clock: Clocked, g: SliceGeometry, case: dict) -> dict:
     numerics = case.get("numerics", "mu")
     cmds = _matmuls(g, case, rng)
     garbage = case.get("garbage", True)
-    image = {c.w_addr: hbm_image(g, c.w, rng if garbage else None) for c in cmds}
+    image = {c.w_addr: hbm_image(g, c.w, rng if garbage else None, ws=c.ws) for c in cmds}
     seed = case.get("seed", 1)
 
     await clock.reset(3, idle=[getattr(dut, f"{s}__valid") for s in ("cmd", "spad_w", "spad_rreq",
@@ -272,7 +294,7 @@ async def run_case(dut, clock: Clocked, g: SliceGeometry, case: dict) -> dict:
     x_mem = {}
     spad_w = spad_write_layout(g.addr_bits, g.width)
     for c in cmds:
-        for i, wd in enumerate(x_words(g, c.x, rng if garbage else None)):
+        for i, wd in enumerate(x_words(g, c.x, rng if garbage else None, xs=c.xs)):
             loads.append(pack(spad_w, addr=c.x_addr + i, data=wd))
             x_mem[c.x_addr + i] = wd
         if c.y_init is not None:
@@ -323,7 +345,11 @@ async def run_case(dut, clock: Clocked, g: SliceGeometry, case: dict) -> dict:
             "cycles")}
     assert cnt["hbm_req_bytes"] == hbm.requested_bytes == exp["hbm_req_bytes"], (cnt, exp)
     assert cnt["hbm_rcv_bytes"] == hbm.sent_bytes == exp["hbm_rcv_bytes"], (cnt, exp)
-    for key in ("w_useful_elems", "w_pad_elems", "x_beats", "y_rows"):
+    keys = ("w_useful_elems", "w_pad_elems", "x_beats", "y_rows")
+    if g.block:
+        cnt["w_scale_bytes"] = read_int(dut.w_scale_bytes)
+        keys += ("w_scale_bytes",)
+    for key in keys:
         assert cnt[key] == exp[key], f"counter {key} = {cnt[key]}, shapes imply {exp[key]}"
     assert read_int(dut.row_error) == 0, "a unit returned an unexpected accumulator row"
     assert not hbm.queue, f"{len(hbm.queue)} HBM beats were never taken"

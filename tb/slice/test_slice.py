@@ -3,8 +3,9 @@
 Quick set (CI): stub units at D=8 with ragged shapes and stalls everywhere (the dataflow), and the
 real matrix unit at D=8 with ragged shapes and stalls plus the real MiniLM FFN up projection
 (384 x 1536, M = 1), bit-exact against ``tb.mu.model``, and units in the ``exact`` accumulate mode
-with the ``acc = 1`` write-back. The full set adds the FFN at D=16, the other formats and several
-accumulator rows.
+with the ``acc = 1`` write-back; block-scaled units (NVFP4, D=16) on ragged shapes with stalls,
+bit-exact against ``tb.mu.model_block``. The full set adds the FFN at D=16, the other formats,
+several accumulator rows, NVFP4 at D=32 and on the FFN, and MXFP8 and MXFP4 at D=32.
 """
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from hw.formats import MATRIX_FORMATS
 from hw.slice.slice import Slice
 from perf.contract import Product
-from tb.slice import knee
+from tb.slice import knee, knee_mx
 from tb.slice.harness import run_cases
 
 STALLS = {"hbm_pause": "random:0.3", "req_pause": "rbursty:4:6", "done_pause": "random:0.5",
@@ -108,6 +109,57 @@ def test_mu_rows():
               spad_bytes=8192)
 
 
+#: Block-scaled slices: ragged shapes (K not a multiple of B or D, N not a multiple of D), with and
+#: without accumulation onto old y values, at the format's smallest legal D.
+RAGGED_BLOCK = [[1, 40, 37, 0], [2, 17, 20, 1], [2, 50, 20, 2], [1, 1, 1, 0], [3, 33, 16, 1]]
+
+
+@pytest.mark.quick
+def test_block_nvfp4_ragged():
+    """NVFP4 units (D = 16, B = 16, two units): ragged shapes with ``acc = 1`` write-back and
+    garbage in every padding byte (element rows, scale rows, activation lanes and scales past K),
+    stalls on every port, bit-exact against the block model; counters include the scale bytes."""
+    cases = [{"shapes": RAGGED_BLOCK, "rate": 7.0, "latency": 13, "seed": 21, "spy_reads": 300,
+              **STALLS}]
+    run_cases("slice-mu-u2w16-nvfp4", cases, numerics="mu", units=2, width=16, fmt="nvfp4",
+              feed_bytes=20, spad_bytes=8192)
+
+
+@pytest.mark.full
+def test_block_nvfp4_minilm():
+    """NVFP4 (D = 16, two units): the real MiniLM layer-0 FFN up projection (384 x 1536, M = 1,
+    two-level quantized; the per-tensor FP32 scales stay with the host) under feed and host stalls,
+    bit-exact against the block model."""
+    cases = [{"minilm": "ffn_up", "layer": 0, "token": 1, "rate": 12.0, "latency": 20, "seed": 22,
+              "hbm_pause": "random:0.2", "done_pause": "random:0.5", "read_pause": "random:0.4"}]
+    run_cases("slice-mu-u2w16-nvfp4", cases, numerics="mu", units=2, width=16, fmt="nvfp4",
+              feed_bytes=20, spad_bytes=8192)
+
+
+@pytest.mark.full
+def test_block_nvfp4_two_blocks():
+    """NVFP4 at D = 32 (two blocks per k-tile, one unit): a block wholly past K in a k-tile, so the
+    slice must zero its weight-scale row and the activation scale (garbage there, NaN codes
+    included), with stalls, bit-exact."""
+    cases = [{"shapes": RAGGED_BLOCK, "rate": 9.0, "latency": 11, "seed": 25, **STALLS}]
+    run_cases("slice-mu-u1w32-nvfp4", cases, numerics="mu", units=1, width=32, fmt="nvfp4",
+              feed_bytes=20, spad_bytes=8192)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxfp4_e2m1"])
+def test_block_mx(fmt):
+    """MX units at D = 32 (two units): ragged shapes with ``acc = 1`` write-back and padding
+    garbage, and the real MiniLM layer-0 FFN up projection (M = 1), both under feed and host
+    stalls, bit-exact against the block model."""
+    cases = [{"shapes": RAGGED_BLOCK, "rate": 23.0, "latency": 13, "seed": 23, "spy_reads": 300,
+              **STALLS},
+             {"minilm": "ffn_up", "layer": 0, "token": 1, "rate": 40.0, "latency": 20, "seed": 24,
+              "hbm_pause": "random:0.2", "done_pause": "random:0.5", "read_pause": "random:0.4"}]
+    params = knee_mx.mx_slice(fmt)
+    run_cases(f"slice-mu-u2w32-{fmt}", cases, numerics="mu", **params)
+
+
 @pytest.mark.quick
 @pytest.mark.parametrize("width", [8, 16, 32, 64, 128])
 def test_knee_model_is_the_feed_bound_line(width):
@@ -123,6 +175,8 @@ def test_knee_model_is_the_feed_bound_line(width):
     ({"units": 0}, "units"), ({"width": 12}, "width"), ({"width": 256}, "width"),
     ({"fmt": "bf16"}, "fmt"), ({"spad_bytes": 16}, "spad_bytes"), ({"feed_bytes": 0}, "feed_bytes"),
     ({"rows": 0}, "rows"), ({"burst": 0}, "burst"), ({"acc": "fp16"}, "acc"),
+    ({"fmt": "mxfp8_e4m3", "width": 16}, "multiple of 32"),
+    ({"fmt": "nvfp4", "width": 16, "acc": "exact"}, "fp32' only"),
 ])
 def test_bad_parameters(kw, match):
     with pytest.raises(ValueError, match=match):

@@ -1,0 +1,42 @@
+"""The block-scaled feed model (perf.block_feed) against numbers worked out by hand."""
+
+import pytest
+
+from perf.block_feed import (
+    block_macs_per_cycle,
+    knee_feed,
+    slice_knee_feed,
+    slice_load_cycles,
+    tile_bytes,
+)
+from perf.contract import Product
+
+
+def test_tile_bytes_and_knee_by_hand():
+    # MXFP8 at D = 32: 32 rows of 32 bytes + one scale row of 32 codes
+    assert tile_bytes(32, "mxfp8_e4m3") == 32 * 32 + 32
+    assert knee_feed(32, "mxfp8_e4m3") == 33.0          # 32 * (8 + 8/32) / 8
+    assert knee_feed(32, "mxfp4_e2m1") == 17.0          # 32 * (4 + 8/32) / 8
+    assert knee_feed(16, "nvfp4") == 9.0                # 16 * (4 + 8/16) / 8
+    assert knee_feed(64, "mxfp6_e3m2", units=2) == 2 * 64 * 6.25 / 8
+    # the slice's rows go one per cycle: 33 of them per MXFP8 tile at D = 32
+    assert slice_load_cycles(32, "mxfp8_e4m3") == 33
+    assert slice_knee_feed(32, "mxfp8_e4m3") == pytest.approx(1056 / 33)
+    assert slice_load_cycles(32, "mxfp4_e2m1", feed=8.5) == 544 / 8.5   # feed-bound: 64 cycles
+
+
+def test_macs_per_cycle_by_hand():
+    # M = 1, K = N = 64 on one MXFP4 unit of D = 32: 4 tiles, each bound by the feed at 8.5 B/cycle
+    p = Product(1, 64, 64, 32)
+    assert block_macs_per_cycle(p, "mxfp4_e2m1", feed=8.5) == pytest.approx(64 * 64 / (4 * 64))
+    # unlimited feed: 33 cycles per tile
+    assert block_macs_per_cycle(p, "mxfp4_e2m1") == pytest.approx(64 * 64 / (4 * 33))
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="feed"):
+        slice_load_cycles(32, "mxfp8_e4m3", feed=0)
+    with pytest.raises(ValueError, match="16"):
+        knee_feed(16, "mxfp8_e4m3")   # MX needs D a multiple of 32
+    with pytest.raises(ValueError, match="unknown"):
+        tile_bytes(32, "fp8_e4m3")
