@@ -263,6 +263,7 @@ def load_space(design: str, path: str | Path | None = None) -> Space:
                              f"allowed: {', '.join(CONSTRAINTS)}")
         if not isinstance(v, (int, float)) or v <= 0:
             raise SpaceError(f"space file {path}: constraint {k} must be a positive number, not {v!r}")
-    if not dims:
+    space = Space(design, fixed, tuple(dims), cons)
+    if not dims or space.size() == 1:
         raise SpaceError(f"the {design} space has no dimension left to search (all options fixed)")
-    return Space(design, fixed, tuple(dims), cons)
+    return space
