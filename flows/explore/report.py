@@ -7,8 +7,9 @@ metrics, every trial (failed ones with their reason), and the normalized hypervo
 the sampler's studies beside random search's at the same budget and seeds
 (:mod:`flows.explore.front`). Plots: ``<study>-pareto.png`` (area per MAC vs delay, baseline
 marked) and ``<study>-hv.png``. A hand-written ``<study>-notes.md`` beside the report (the status
-of a study, what is pending) is copied in after the provenance. With the ``energy_per_mac`` objective the tables carry the energy
-per MAC and the front is the three-objective one; the hypervolume stays on area per MAC and delay.
+of a study, what is pending) is copied in after the provenance. With the ``energy_per_mac``
+objective the tables carry the energy per MAC and the front is the three-objective one; the
+hypervolume stays on area per MAC and delay.
 """
 
 import datetime
