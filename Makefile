@@ -35,7 +35,7 @@ help:
 	@echo "make prove DESIGN=bf16_mul                   formal equivalence booth4 == behavioral"
 	@echo "make qor / qor-check / qor-update            cross-width report, regression gate, goldens"
 	@echo "make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=all] energy per MAC, gate-level on real tiles (PUBLISH=1 to reports/power/)"
-	@echo "make explore DESIGN=bf16_mul TRIALS=30       verified design-space search (SPACE= SAMPLER= EXECUTOR= STUDY= PUBLISH=1)"
+	@echo "make explore DESIGN=bf16_mul TRIALS=30       verified design-space search (SPACE= SAMPLER= EXECUTOR= STUDY= STORAGE= PUBLISH=1)"
 	@echo "  synth options: LIBERTY=cells.lib CLOCK_PS=period FLOW=auto|flat|hier PUBLISH=1 (to reports/qor/);"
 	@echo "  design options: $$($(PY) -m hw options --make-vars 2>/dev/null || echo 'see python -m hw list')"
 	@echo "  formats (FMT): $$($(PY) -m hw options --choices fmt 2>/dev/null || echo 'see python -m hw list')"
@@ -93,13 +93,14 @@ qor-check: $(STAMP)
 qor-update: $(STAMP)
 	$(PY) -m flows check --update
 
-# Verified design-space search (python -m flows explore): study in build/explore/studies.db,
-# report in build/explore/ (PUBLISH=1: reports/explore/).
+# Verified design-space search (python -m flows explore): study in build/explore/studies.db
+# (STORAGE=sqlite:///reports/explore/<study>.db for a published one), report in build/explore/
+# (PUBLISH=1: reports/explore/).
 TRIALS ?= 30
 explore: $(STAMP)
 	$(PY) -m flows explore --design $(DESIGN) --trials $(TRIALS) $(if $(SPACE),--space $(SPACE)) \
 		$(if $(SAMPLER),--sampler $(SAMPLER)) $(if $(EXECUTOR),--executor $(EXECUTOR)) \
-		$(if $(STUDY),--study $(STUDY)) $(if $(PUBLISH),--publish)
+		$(if $(STUDY),--study $(STUDY)) $(if $(STORAGE),--storage $(STORAGE)) $(if $(PUBLISH),--publish)
 
 clean:
 	rm -rf build sim_build .pytest_cache

@@ -165,6 +165,15 @@ class Design:
         return hier.emit(self.build(params), top or self.top_name)
 
 
+def bf16_cuts(text):
+    """Option parser for the BF16 multiplier's register placement (:func:`hw.fp.bf16_mul.parse_cuts`)."""
+    from .fp.bf16_mul import parse_cuts
+
+    return parse_cuts(text)
+
+
+bf16_cuts.__name__ = "register placement"
+
 _BF16_OPTIONS = (
     Option("arch", "booth4", choices=("behavioral", "booth4"),
            help="significand multiplier architecture", tag=lambda v: v),
@@ -172,6 +181,9 @@ _BF16_OPTIONS = (
            tag=lambda v: f"s{v}"),
     Option("subnormals", True, on_off, help="gradual underflow (on) or flush-to-zero (off)",
            tag=lambda v: "" if v else "ftz"),
+    Option("cuts", "auto", bf16_cuts,
+           help="register positions: auto, or `stages` of in,pp,tree1,tree2,rows,raw,out joined by +",
+           tag=lambda v: "" if v == "auto" else "cut_" + v.replace("+", "_")),
 )
 
 DESIGNS: dict[str, Design] = {

@@ -68,7 +68,7 @@ def _verify_bf16(params: dict, effort: dict, seed: int) -> tuple:
     from tb import sim
     from tb.fp.bf16_simtop import Bf16SimTop
 
-    group = (params["arch"], params["stages"], params["subnormals"])
+    group = (params["arch"], params["stages"], params["subnormals"], params["cuts"])
     lanes = effort["bf16_lanes"]
     top = Bf16SimTop(lanes=lanes, groups=(group,))
     net = hier.emit(top, "bf16_simtop")

@@ -5,6 +5,8 @@ Examples::
     python -m flows explore --design bf16_mul --trials 30 --publish
     python -m flows explore --design mu --objectives area_per_mac,delay --trials 40 \\
         --space space.toml --executor ray --study mu32 --sampler nsga2
+    python -m flows explore --design mu --objectives area_per_mac,delay,energy_per_mac --trials 40 \\
+        --space space.toml --study mu32e --storage sqlite:///reports/explore/mu32e.db
 
 Runs the sampler's study and random search's (same budget, same seeds) unless ``--no-random``, then
 writes the report: ``build/explore/<study>.md`` (``--publish``: the committed
@@ -56,6 +58,13 @@ def _parser():
                    help="verification effort (python -m tb.verify; smoke is for tests)")
     p.add_argument("--verify-module", default=VERIFY_MODULE, help=argparse.SUPPRESS)
     p.add_argument("--liberty", default=os.environ.get("LIBERTY") or None)
+    p.add_argument("--energy-workload", choices=("random", "tiles", "zeros"),
+                   default=obj.ENERGY["workload"], help="energy_per_mac: operands of the energy run "
+                   f"(default {obj.ENERGY['workload']})")
+    p.add_argument("--energy-runs", type=int, default=obj.ENERGY["runs"],
+                   help=f"energy_per_mac: tile runs simulated (default {obj.ENERGY['runs']})")
+    p.add_argument("--energy-sample", type=int, default=obj.ENERGY["sample"],
+                   help=f"energy_per_mac: columns simulated and scaled (default {obj.ENERGY['sample']})")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--publish", action="store_true", help="write the report under reports/explore/")
     where.add_argument("--report-dir", default=None, help="write the report here (default build/explore/)")
@@ -75,7 +84,9 @@ def _check(a) -> list:
         raise StudyError(f"--design {a.design}: the search knows the MAC rate and the verification "
                          f"command of {', '.join(SEARCHABLE)} only (flows/explore/objectives.py, "
                          "tb/verify.py)")
-    return obj.check_objectives(a.objectives.split(","))
+    if min(a.energy_runs, a.energy_sample) < 1:
+        raise StudyError("--energy-runs and --energy-sample must be >= 1")
+    return obj.check_objectives(a.objectives.split(","), a.design)
 
 
 def _ray_session(a):
@@ -93,14 +104,14 @@ def _ray_session(a):
     return ray
 
 
-def _baseline(space, names, run_opts, gate) -> dict:
-    (rec,) = evaluate(space, names, [space.baseline()], run_opts, gate)
+def _baseline(space, names, run_opts, gate, energy) -> dict:
+    (rec,) = evaluate(space, names, [space.baseline()], run_opts, gate, energy)
     if "fail_reason" in rec:
         raise StudyError(f"the baseline {rec['config']} did not pass: {rec['fail_reason']}")
     return rec
 
 
-def _run_all(studies, space, names, a, run_opts, gate, base) -> None:
+def _run_all(studies, space, names, a, run_opts, gate, base, energy) -> None:
     """Advance the studies round-robin, ``jobs`` trials at a time, so that an interrupted search
     leaves them at (nearly) equal budgets."""
     counts = {s.study_name: len(counted_trials(s)) for s in studies}
@@ -110,7 +121,7 @@ def _run_all(studies, space, names, a, run_opts, gate, base) -> None:
         for k in range(a.jobs, a.trials + a.jobs, a.jobs):
             for s in studies:
                 res = run_study(s, space, names, min(k, a.trials), run_opts, gate, a.jobs, base["values"],
-                                bar)
+                                bar, energy)
                 if res["interrupted"]:
                     print(f"python -m flows explore: {s.study_name}: closed {res['interrupted']} trial(s) "
                           "left running by an interrupted run; their configurations are asked again",
@@ -139,10 +150,14 @@ def main(argv=None) -> int:
     run_opts = {"executor": a.executor, "n_jobs": a.jobs, "retries": a.retries, "progress": False,
                 "liberty": a.liberty, **({"sweep_dir": Path(a.sweep_dir)} if a.sweep_dir else {})}
     settings = {"effort": a.effort, "gate_seed": 1, "verify_module": a.verify_module}
+    energy = None
+    if "energy_per_mac" in names:
+        energy = {"workload": a.energy_workload, "runs": a.energy_runs, "sample": a.energy_sample}
+        settings["energy"] = energy
     samplers = [a.sampler] + ([] if a.no_random or a.sampler == "random" else ["random"])
     ray = _ray_session(a)
     try:
-        base = _baseline(space, names, run_opts, gate)
+        base = _baseline(space, names, run_opts, gate, energy)
         print(f"{prog}: baseline {base['config']}: {base['values']}", file=sys.stderr)
         done = {s: [] for s in samplers}
         for seed in range(1, a.seeds + 1):
@@ -150,7 +165,7 @@ def main(argv=None) -> int:
                 done[sampler].append(open_study(f"{prefix}-{sampler}-seed{seed}", a.storage, space, names,
                                                 sampler, seed, settings))
         if not a.report_only:
-            _run_all([s for ss in done.values() for s in ss], space, names, a, run_opts, gate, base)
+            _run_all([s for ss in done.values() for s in ss], space, names, a, run_opts, gate, base, energy)
         out = PUBLISHED if a.publish else Path(a.report_dir) if a.report_dir else BUILD / "explore"
         path = write_report(done[a.sampler], done.get("random", []) if a.sampler != "random" else [],
                             base, out, prefix, command, a.trials)

@@ -9,6 +9,13 @@ seed, and the bytes of ``hw``, ``perf`` and the testbench files the check uses, 
 an unchanged configuration costs nothing the second time.
 
 Synthesis jobs are the sweeps' own (:func:`flows.sweep.synth_jobs.synth_jobs`), sharing their cache.
+
+An energy job (objective ``energy_per_mac``) runs :func:`flows.power.run.run` on one matrix-unit
+configuration: the hierarchical synthesis (cached by the synthesis flow), the stimulus from
+``python -m tb.power_stim`` (a subprocess, as the power flow does), a gate-level simulation of
+sampled columns checked bit for bit against the model, and the energy sum. Its cache key covers the
+configuration, the run's settings and the bytes of ``hw``, ``perf``, the power and synthesis flows
+and the testbench files the stimulus comes from.
 """
 
 import json
@@ -19,13 +26,17 @@ from pathlib import Path
 
 from ..paths import REPO
 from ..sweep.runner import Job
-from ..sweep.synth_jobs import synth_jobs
+from ..sweep.synth_jobs import flow_inputs, synth_jobs
 
-__all__ = ["verify_job", "verify_job_for", "synth_job_for", "VERIFY_FUNC", "VERIFY_MODULE", "GateError",
-           "TB_INPUTS"]
+__all__ = ["verify_job", "verify_job_for", "synth_job_for", "energy_job", "energy_job_for", "VERIFY_FUNC",
+           "VERIFY_MODULE", "ENERGY_FUNC", "GateError", "TB_INPUTS"]
 
 #: Worker function of a verification job.
 VERIFY_FUNC = "flows.explore.jobs:verify_job"
+#: Worker function of an energy job.
+ENERGY_FUNC = "flows.explore.jobs:energy_job"
+#: Files an energy run depends on besides ``hw``, ``perf`` and the synthesis flow.
+ENERGY_INPUTS = ("flows/power", "tb/__init__.py", "tb/power_stim.py", "tb/mu", "tb/tiles", "tb/lib")
 #: The command-line module that verifies one configuration (on the tb side).
 VERIFY_MODULE = "tb.verify"
 #: Testbench files the verdict of each design depends on (relative to the repository).
@@ -103,3 +114,40 @@ def synth_job_for(design: str, params: dict, liberty=None, clock_ps=None) -> Job
     grid = {k: [v] for k, v in params.items() if v is not None}
     (job,) = synth_jobs(design, grid, liberty, clock_ps)
     return job
+
+
+def energy_job(params: dict, workload: str, runs: int, sample: int, liberty=None) -> dict:
+    """Worker side: the energy of one matrix-unit configuration (all options in ``params``).
+
+    Returns
+    -------
+    dict
+        ``pj_per_useful_mac``, ``pj_per_issued_mac``, ``energy_pj`` (total), ``cycles``,
+        ``results_checked``, ``columns_simulated``, ``fmax_mhz``, ``variant`` and the settings.
+
+    Raises
+    ------
+    flows.power.run.PowerError
+        If the gate-level netlist disagrees with the model, or the stimulus fails.
+    """
+    from ..power.run import run
+
+    p = dict(params)
+    width, fmt = int(p.pop("width")), str(p.pop("fmt"))
+    r = run(width, fmt, workload, runs, sample, {k: _text(v) for k, v in p.items() if v is not None},
+            liberty=liberty)
+    e = r.energy
+    return {"pj_per_useful_mac": e.total / r.meta["useful_macs"],
+            "pj_per_issued_mac": e.total / r.meta["issued_macs"], "energy_pj": e.total,
+            "cycles": e.cycles, "results_checked": r.checked_results,
+            "columns_simulated": r.sample or r.columns, "fmax_mhz": r.fmax_mhz, "variant": r.variant,
+            "workload": workload, "runs": runs, "sample": sample}
+
+
+def energy_job_for(params: dict, name: str, settings: dict, liberty=None) -> Job:
+    """The energy :class:`~flows.sweep.runner.Job` of one matrix-unit configuration (``name``: its
+    job name; ``settings``: ``workload``, ``runs``, ``sample``)."""
+    kwargs = {"params": {k: params[k] for k in sorted(params)}, "workload": settings["workload"],
+              "runs": int(settings["runs"]), "sample": int(settings["sample"]), "liberty": liberty}
+    inputs = ("hw", "perf") + ENERGY_INPUTS + tuple(flow_inputs())
+    return Job(f"energy-{name}", ENERGY_FUNC, kwargs, inputs=tuple(dict.fromkeys(inputs)))

@@ -7,8 +7,10 @@
 ``delay``
     Critical-path delay (ps) of the NLDM STA: the clock period the design can run at.
 ``energy_per_mac``
-    Not available: the flow reports no energy or power metric yet (``flows/metric_keys.py``). Asking
-    for it is an error that says so.
+    Energy (pJ) per useful MAC of the matrix unit on a workload, from the gate-level energy flow
+    (:mod:`flows.power`: the hierarchical netlist simulated on the stimulus of ``tb.power_stim``,
+    every result checked against the bit-true model, ``sample`` columns simulated and scaled); see
+    :data:`ENERGY`. The flow drives the matrix unit only.
 
 The figure of merit of the reports is ``area_per_mac * delay`` (area x delay per MAC, um^2 x ns).
 """
@@ -16,18 +18,24 @@ The figure of merit of the reports is ``area_per_mac * delay`` (area x delay per
 from .. import metric_keys as mk
 
 __all__ = ["OBJECTIVES", "ObjectiveError", "check_objectives", "macs_per_cycle", "objective_values",
-           "area_delay"]
+           "area_delay", "ENERGY", "ENERGY_DESIGNS"]
 
 #: Objective name -> unit, all minimized.
 OBJECTIVES = {"area_per_mac": "um^2", "delay": "ps", "energy_per_mac": "pJ"}
+#: Defaults of the energy run behind ``energy_per_mac``: random operands (no tile corpus values
+#: needed; the tile shapes still come from the corpus), two tile runs, two sampled columns.
+ENERGY = {"workload": "random", "runs": 2, "sample": 2}
+#: Designs the energy flow can drive.
+ENERGY_DESIGNS = ("mu",)
 
 
 class ObjectiveError(ValueError):
     """An objective is unknown or cannot be computed; the message names the fix."""
 
 
-def check_objectives(names) -> list:
-    """Validate a list of objective names (two or three, known, computable); return it."""
+def check_objectives(names, design: str = "mu") -> list:
+    """Validate a list of objective names (two or three, known, computable for ``design``);
+    return it."""
     names = list(names)
     for n in names:
         if n not in OBJECTIVES:
@@ -35,9 +43,10 @@ def check_objectives(names) -> list:
     if len(set(names)) != len(names) or len(names) < 2:
         raise ObjectiveError(f"give two or three different objectives, not {','.join(names)} "
                              "(e.g. --objectives area_per_mac,delay)")
-    if "energy_per_mac" in names:
-        raise ObjectiveError("energy_per_mac: the synthesis flow reports no energy or power metric yet "
-                             "(flows/metric_keys.py); search on area_per_mac,delay")
+    if "energy_per_mac" in names and design not in ENERGY_DESIGNS:
+        raise ObjectiveError(f"energy_per_mac: the energy flow (flows/power) drives "
+                             f"{', '.join(ENERGY_DESIGNS)} only, not {design}; search {design} on "
+                             "area_per_mac,delay")
     return names
 
 
@@ -50,9 +59,10 @@ def macs_per_cycle(design: str, params: dict) -> int:
     raise ObjectiveError(f"no MAC rate known for design {design!r} (flows/explore/objectives.py)")
 
 
-def objective_values(names, design: str, params: dict, metrics: dict) -> dict:
-    """``area_um2``, ``area_per_mac`` and ``delay`` from a run's metrics (every objective ``names``
-    asks for is among them).
+def objective_values(names, design: str, params: dict, metrics: dict, energy: dict | None = None) -> dict:
+    """``area_um2``, ``area_per_mac`` and ``delay`` from a run's metrics, and ``energy_per_mac`` from
+    an energy run's record (``pj_per_useful_mac``) when given (every objective ``names`` asks for is
+    among them).
 
     Raises
     ------
@@ -65,6 +75,8 @@ def objective_values(names, design: str, params: dict, metrics: dict) -> dict:
                              "synthesize with a real liberty (apt-get install qflow-tech-osu018)")
     out = {"area_um2": float(area), "area_per_mac": float(area) / macs_per_cycle(design, params),
            "delay": float(delay)}
+    if energy is not None:
+        out["energy_per_mac"] = float(energy["pj_per_useful_mac"])
     missing = [n for n in names if n not in out]
     if missing:
         raise ObjectiveError(f"objectives {missing} are not computed from the metrics")

@@ -6,7 +6,10 @@ front of the verified, feasible trials with each point's configuration, verifica
 metrics, every trial (failed ones with their reason), and the normalized hypervolume over trials of
 the sampler's studies beside random search's at the same budget and seeds
 (:mod:`flows.explore.front`). Plots: ``<study>-pareto.png`` (area per MAC vs delay, baseline
-marked) and ``<study>-hv.png``.
+marked) and ``<study>-hv.png``. A hand-written ``<study>-notes.md`` beside the report (the status
+of a study, what is pending) is copied in after the provenance. With the ``energy_per_mac``
+objective the tables carry the energy per MAC and the front is the three-objective one; the
+hypervolume stays on area per MAC and delay.
 """
 
 import datetime
@@ -157,12 +160,15 @@ def write_report(studies: list, random_studies: list, base: dict, out_dir: Path,
               "candidate is a failed trial and never on the front",
               "- synthesis: `python -m flows synth` (Yosys + ABC, our NLDM STA on the liberty in each "
               "run's metrics). **Yosys-only numbers: no placement, no routing, no wire load.**", "",
+              *_notes(out_dir / f"{name}-notes.md"),
               "## Baseline", "",
               f"The registry's default configuration at the fixed options: "
               f"{_fmt_params(base['params'], base['params'])}; verification "
               f"{_evidence(base['verification'])}; "
               f"area per MAC {bv['area_per_mac']:.1f} um^2, delay {bv['delay']:.0f} ps, "
-              f"area x delay per MAC {base_ad:.4g} um^2 ns.", ""]
+              f"area x delay per MAC {base_ad:.4g} um^2 ns"
+              + (f", energy {bv['energy_per_mac']:.2f} pJ per MAC ({json.dumps(attrs.get('energy'))})"
+                 if "energy_per_mac" in bv else "") + ".", ""]
     lines += _committed(base)
     lines += _verdict(studies, random_studies, bv, base_ad)
     lines += _front_section(main_rows, rnd_rows, varied, base_ad, base)
@@ -184,6 +190,11 @@ def write_report(studies: list, random_studies: list, base: dict, out_dir: Path,
                                           for s in studies + random_studies}}
     (out_dir / f"{name}.json").write_text(json.dumps(dump, indent=1, sort_keys=True, default=str) + "\n")
     return path
+
+
+def _notes(path: Path) -> list:
+    """The hand-written notes beside the report (kept across regenerations), if any."""
+    return [path.read_text().strip(), ""] if path.is_file() else []
 
 
 def _progress_note(studies, budget) -> str:
@@ -250,15 +261,29 @@ def _at(curve, k) -> str:
     return f"{curve[k - 1]:.4f}" if len(curve) >= k else "-"
 
 
+def _energy(v: dict, with_energy: bool) -> str:
+    """The energy cell of a table row (empty when the search has no energy objective)."""
+    if not with_energy:
+        return ""
+    e = (v or {}).get("energy_per_mac")
+    return f" {e:.2f} |" if e is not None else " - |"
+
+
 def _front_section(main_rows, rnd_rows, varied, base_ad, base) -> list:
     base_row = {"config": base["params"], "values": base["values"], "feasible": True,
                 "verification": base["verification"], "metrics": base.get("metrics"), "baseline": True}
     rows = [base_row] + [r for r in main_rows + rnd_rows if _pair(r)]
-    idx = fr.pareto_front([_pair(r) for r in rows])
+    en = "energy_per_mac" in base["values"]
+
+    def point(r):
+        return _pair(r) + ((r["values"]["energy_per_mac"],) if en else ())
+
+    idx = fr.pareto_front([point(r) for r in rows])
     front = sorted((rows[i] for i in idx), key=lambda r: r["values"]["area_per_mac"])
     lines = ["## Pareto front (verified, feasible trials of all studies, and the baseline)", "",
-             "| configuration | area per MAC um^2 | delay ps | area x delay / MAC | vs baseline | "
-             "verification | synthesis report |", "|---|---:|---:|---:|---:|---|---|"]
+             "| configuration | area per MAC um^2 | delay ps |" + (" energy pJ/MAC |" if en else "")
+             + " area x delay / MAC | vs baseline | verification | synthesis report |",
+             "|---|---:|---:|" + ("---:|" if en else "") + "---:|---:|---|---|"]
     seen = set()
     for r in front:
         key = json.dumps(r["config"], sort_keys=True)
@@ -267,7 +292,7 @@ def _front_section(main_rows, rnd_rows, varied, base_ad, base) -> list:
         seen.add(key)
         v, ad = r["values"], obj.area_delay(r["values"])
         label = _fmt_params(r["config"], varied) + (" (baseline)" if r.get("baseline") else "")
-        lines.append(f"| {label} | {v['area_per_mac']:.1f} | {v['delay']:.0f} | "
+        lines.append(f"| {label} | {v['area_per_mac']:.1f} | {v['delay']:.0f} |{_energy(v, en)} "
                      f"{ad:.4g} | {ad / base_ad:.3f} | {_evidence(r['verification'])} | "
                      f"`{(r['metrics'] or {}).get('outdir', '-')}` |")
     return lines + [""]
@@ -275,14 +300,16 @@ def _front_section(main_rows, rnd_rows, varied, base_ad, base) -> list:
 
 def _trials_section(studies, varied, base_ad) -> list:
     lines = ["## Every trial", ""]
+    en = "energy_per_mac" in studies[0].user_attrs.get("objectives", [])
     for s in studies:
         lines += [f"### {s.study_name}", "", "| # | configuration | verification | area per MAC | delay ps | "
-                  "AxD/MAC vs baseline | note |", "|---:|---|---|---:|---:|---:|---|"]
+                  + ("energy pJ/MAC | " if en else "") + "AxD/MAC vs baseline | note |",
+                  "|---:|---|---|---:|---:|" + ("---:|" if en else "") + "---:|---|"]
         for r in trial_rows(s):
             v = r["values"]
             note = r["fail_reason"] or ("" if r["feasible"] else "over budget")
-            cells = (f"{v['area_per_mac']:.1f} | {v['delay']:.0f} | {obj.area_delay(v) / base_ad:.3f}"
-                     if v else "- | - | -")
+            cells = (f"{v['area_per_mac']:.1f} | {v['delay']:.0f} |{_energy(v, en)} "
+                     f"{obj.area_delay(v) / base_ad:.3f}" if v else "- | - |" + (" - |" if en else "") + " -")
             lines.append(f"| {r['number']} | {_fmt_params(r['config'], varied)} | "
                          f"{_evidence(r['verification'])} | {cells} | {note.replace('|', '/')[:160]} |")
         lines.append("")

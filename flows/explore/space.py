@@ -16,6 +16,14 @@ baseline); a small space file narrows or widens it::
     max_delay_ps = 30000
 
 Options named in neither table keep their default space; ``fixed`` wins over ``choices``.
+
+Some options only make sense for some values of others (:data:`CONDITIONAL`): the BF16
+multiplier's register placement ``cuts`` must place exactly ``stages`` registers, and only
+``booth4`` has positions inside the Booth tree. Such an option is suggested after the ones it
+depends on, from the values valid for them (by default all of :func:`hw.fp.bf16_mul.placements`;
+a ``choices`` list is intersected with those, and ``auto`` is kept when nothing else is left), as
+an Optuna parameter named after them (``cuts[arch=booth4,stages=2]``), so each parameter has a
+fixed distribution and TPE models each context on its own.
 """
 
 import json
@@ -42,28 +50,62 @@ INT_SPAN = 4
 CONSTRAINTS = {"max_area_um2": "area_um2", "max_delay_ps": "delay"}
 
 
+def _bf16_placements(arch, stages) -> tuple:
+    from hw.fp.bf16_mul import placements
+
+    return placements(arch, stages)
+
+
+#: design -> option -> (the options it depends on, ``f(*their values) -> valid values``).
+CONDITIONAL = {"bf16_mul": {"cuts": (("arch", "stages"), _bf16_placements)}}
+
+
 class SpaceError(ValueError):
     """A space file or a search request is wrong; the message says what and how to fix it."""
 
 
 @dataclass(frozen=True)
 class Dim:
-    """One searched option: ``values`` (categorical) or the inclusive integer range ``lo..hi``."""
+    """One searched option: ``values`` (categorical) or the inclusive integer range ``lo..hi``.
+
+    A conditional dimension (``parents`` not empty) takes, given its parents' values ``p``, the
+    values ``valid(*p)`` (restricted to ``values`` when those are given).
+    """
 
     name: str
     values: tuple = ()
     lo: int | None = None
     hi: int | None = None
+    parents: tuple = ()
+    valid: object = None
 
-    def suggest(self, trial):
+    def choices(self, chosen: dict) -> tuple:
+        """The values open given the already ``chosen`` options (a conditional dimension's)."""
+        if not self.parents:
+            return self.values
+        ok = self.valid(*(chosen[p] for p in self.parents))
+        vals = tuple(v for v in ok if not self.values or v in self.values)
+        return vals or ("auto",)
+
+    def suggest(self, trial, chosen: dict | None = None):
+        if self.parents:
+            ctx = ",".join(f"{p}={_fmt(chosen[p])}" for p in self.parents)
+            return trial.suggest_categorical(f"{self.name}[{ctx}]", list(self.choices(chosen)))
         if self.values:
             return trial.suggest_categorical(self.name, list(self.values))
         return trial.suggest_int(self.name, self.lo, self.hi)
 
     def describe(self) -> str:
+        if self.parents:
+            given = "{" + ", ".join(map(_fmt, self.values)) + "} " if self.values else ""
+            return f"{given}valid for {', '.join(self.parents)}"
         if self.values:
             return "{" + ", ".join(map(_fmt, self.values)) + "}"
         return f"[{self.lo}, {self.hi}]"
+
+    def span(self) -> tuple:
+        """Every value a plain dimension can take."""
+        return self.values or tuple(range(self.lo, self.hi + 1))
 
 
 def _fmt(v) -> str:
@@ -94,9 +136,9 @@ class Space:
     def suggest(self, trial) -> dict:
         """Ask ``trial`` (an Optuna trial) for a value of every dimension; return the full parsed
         option set (defaults, overlaid by ``fixed``, overlaid by the suggestions)."""
-        given = dict(self.fixed)
-        for d in self.dims:
-            given[d.name] = d.suggest(trial)
+        given = self.baseline()   # the defaults: context of a conditional dimension's parents
+        for d in self.dims:   # conditional dimensions come after their parents
+            given[d.name] = d.suggest(trial, given)
         return self.params(given)
 
     def params(self, given: dict) -> dict:
@@ -109,9 +151,18 @@ class Space:
         return self.params(self.fixed)
 
     def size(self) -> int:
-        n = 1
-        for d in self.dims:
-            n *= len(d.values) if d.values else d.hi - d.lo + 1
+        """Number of distinct configurations."""
+        from itertools import product
+
+        plain = [d for d in self.dims if not d.parents]
+        n = 0
+        for combo in product(*(d.span() for d in plain)):
+            chosen = {**self.baseline(), **{d.name: v for d, v in zip(plain, combo, strict=True)}}
+            k = 1
+            for d in self.dims:
+                if d.parents:
+                    k *= len(d.choices(chosen))
+            n += k
         return n
 
     def describe(self) -> dict:
@@ -181,23 +232,30 @@ def load_space(design: str, path: str | Path | None = None) -> Space:
     for k in list(fixed_given) + list(choices):
         if k not in opts:
             raise SpaceError(f"space file {path}: {design} has no option {k!r}; options: {', '.join(opts)}")
+    cond = CONDITIONAL.get(design, {})
     try:
         fixed = {k: d.params({k: _to_text(v)})[k] for k, v in fixed_given.items()}
         dims = []
         for name, opt in opts.items():
             if name in fixed:
                 continue
+            vals = ()
             if name in choices:
                 vals = choices[name]
                 if not isinstance(vals, list) or not vals:
                     raise SpaceError(f"space file {path}: choices.{name} must be a non-empty list")
-                dims.append(Dim(name, tuple(d.params({name: _to_text(v)})[name] for v in vals)))
-                continue
-            dim = _default_dim(opt)
-            if dim is not None:
-                dims.append(dim)
+                vals = tuple(d.params({name: _to_text(v)})[name] for v in vals)
+            if name in cond:
+                dims.append(Dim(name, vals, parents=cond[name][0], valid=cond[name][1]))
+            elif vals:
+                dims.append(Dim(name, vals))
+            else:
+                dim = _default_dim(opt)
+                if dim is not None:
+                    dims.append(dim)
     except OptionError as e:
         raise SpaceError(f"space file {path}: {e}") from None
+    dims = [x for x in dims if not x.parents] + [x for x in dims if x.parents]
     cons = dict(spec.get("constraints", {}))
     for k, v in cons.items():
         if k not in CONSTRAINTS:
@@ -205,6 +263,7 @@ def load_space(design: str, path: str | Path | None = None) -> Space:
                              f"allowed: {', '.join(CONSTRAINTS)}")
         if not isinstance(v, (int, float)) or v <= 0:
             raise SpaceError(f"space file {path}: constraint {k} must be a positive number, not {v!r}")
-    if not dims:
+    space = Space(design, fixed, tuple(dims), cons)
+    if not dims or space.size() == 1:
         raise SpaceError(f"the {design} space has no dimension left to search (all options fixed)")
-    return Space(design, fixed, tuple(dims), cons)
+    return space

@@ -20,7 +20,7 @@ import optuna
 from ..paths import BUILD
 from ..sweep.runner import run as run_jobs
 from . import objectives as obj
-from .jobs import synth_job_for, verify_job_for
+from .jobs import energy_job_for, synth_job_for, verify_job_for
 from .space import CONSTRAINTS
 
 __all__ = ["DEFAULT_STORAGE", "SAMPLERS", "open_study", "run_study", "evaluate", "counted_trials",
@@ -103,11 +103,14 @@ def _config_name(space, params: dict) -> str:
     return f"{get_design(space.design).variant(params)}-{h}"
 
 
-def evaluate(space, names, configs: list, run_opts: dict, gate: dict) -> list:
-    """Verify, then synthesize, each configuration; return one record per configuration.
+def evaluate(space, names, configs: list, run_opts: dict, gate: dict, energy: dict | None = None) -> list:
+    """Verify, then synthesize (and with ``energy_per_mac`` among ``names``, run the energy flow on)
+    each configuration; return one record per configuration.
 
     A record has ``params``, ``verification`` (the gate's record, or None if the gate did not run),
-    and either ``values`` (objectives and ``area_um2``) and ``metrics``, or ``fail_reason``.
+    and either ``values`` (objectives and ``area_um2``) and ``metrics`` (and ``energy``, the energy
+    run's record), or ``fail_reason``. ``energy``: the energy run's settings (default
+    :data:`flows.explore.objectives.ENERGY`).
     """
     run_opts = dict(run_opts)
     liberty = run_opts.pop("liberty", None)
@@ -135,7 +138,8 @@ def evaluate(space, names, configs: list, run_opts: dict, gate: dict) -> list:
             rec["fail_reason"] = f"synthesis failed: {o.error}"
             continue
         m = o.result["metrics"]
-        rec["values"] = obj.objective_values(names, space.design, rec["params"], m)
+        rec["values"] = obj.objective_values([n for n in names if n != "energy_per_mac"], space.design,
+                                             rec["params"], m)
         rec["metrics"] = {"variant": o.result["variant"], "outdir": o.result["outdir"],
                           **{k: m.get(k) for k in ("synth__design__instance__area__stdcell",
                                                    "synth__timing__critical_path__delay_ps",
@@ -143,7 +147,29 @@ def evaluate(space, names, configs: list, run_opts: dict, gate: dict) -> list:
                                                    "synth__design__instance__count__stdcell",
                                                    "synth__design__instance__area__sequential",
                                                    "flow__git_revision")}}
+    if "energy_per_mac" in names:
+        _add_energy(recs, dict(energy or obj.ENERGY), run_opts, liberty)
     return recs
+
+
+def _add_energy(recs: list, settings: dict, run_opts: dict, liberty) -> None:
+    """Run the energy jobs of the records that passed so far; add ``values["energy_per_mac"]`` and
+    ``energy``, or a ``fail_reason``."""
+    ejobs = {}
+    for rec in recs:
+        if "fail_reason" not in rec:
+            ejobs.setdefault(rec["config"], energy_job_for(rec["params"], rec["config"], settings, liberty))
+    eout = {o.job.name: o for o in run_jobs(list(ejobs.values()), **run_opts)} if ejobs else {}
+    for rec in recs:
+        if "fail_reason" in rec:
+            continue
+        o = eout[ejobs[rec["config"]].name]
+        if not o.ok:
+            rec["fail_reason"] = f"energy run failed: {o.error}"
+            rec.pop("values", None)
+            continue
+        rec["energy"] = o.result
+        rec["values"]["energy_per_mac"] = o.result["pj_per_useful_mac"]
 
 
 def _tell(study, trial, rec, names, space) -> None:
@@ -165,6 +191,8 @@ def _tell(study, trial, rec, names, space) -> None:
     trial.set_user_attr("constraint", cons or [0.0])
     trial.set_user_attr("values", vals)
     trial.set_user_attr("metrics", rec["metrics"])
+    if "energy" in rec:
+        trial.set_user_attr("energy", rec["energy"])
     study.tell(trial, [vals[n] for n in names])
 
 
@@ -185,7 +213,7 @@ def progress_bar(total: int, done: int, enabled: bool = True):
 
 
 def run_study(study, space, names, trials: int, run_opts: dict, gate: dict, jobs: int = 1,
-              baseline: dict | None = None, bar=None) -> dict:
+              baseline: dict | None = None, bar=None, energy: dict | None = None) -> dict:
     """Run the study until ``trials`` trials count (see :func:`counted_trials`).
 
     Parameters
@@ -201,6 +229,8 @@ def run_study(study, space, names, trials: int, run_opts: dict, gate: dict, jobs
         The baseline's objective values, to show the best ratio of area x delay per MAC so far.
     bar : tqdm, optional
         Progress bar to advance per trial (its postfix shows this study's best so far).
+    energy : dict, optional
+        Settings of the energy runs (see :func:`evaluate`).
 
     Returns
     -------
@@ -213,7 +243,7 @@ def run_study(study, space, names, trials: int, run_opts: dict, gate: dict, jobs
     while done < trials:
         batch = [study.ask() for _ in range(min(jobs, trials - done))]
         configs = [space.suggest(t) for t in batch]
-        for t, rec in zip(batch, evaluate(space, names, configs, run_opts, gate), strict=True):
+        for t, rec in zip(batch, evaluate(space, names, configs, run_opts, gate, energy), strict=True):
             _tell(study, t, rec, names, space)
             ran += 1
             done += 1

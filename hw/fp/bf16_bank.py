@@ -24,7 +24,7 @@ class Bf16Bank(wiring.Component):
     ----------
     lanes : int
         Number of multipliers (>= 1).
-    arch, stages, subnormals
+    arch, stages, subnormals, cuts
         Passed to every :class:`~hw.fp.bf16_mul.Bf16Multiplier`; pipelined lanes run with
         ``i.valid`` and ``o.ready`` tied high.
 
@@ -36,14 +36,15 @@ class Bf16Bank(wiring.Component):
         XOR of all lanes' products, :attr:`latency` cycles after ``a``/``b``.
     """
 
-    def __init__(self, lanes: int = 8, arch: str = "booth4", stages: int = 0, subnormals: bool = True):
+    def __init__(self, lanes: int = 8, arch: str = "booth4", stages: int = 0, subnormals: bool = True,
+                 cuts: str = "auto"):
         if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
             raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
         self._lanes = lanes
-        proto = Bf16Multiplier(arch=arch, stages=stages, subnormals=subnormals)  # checks them
+        proto = Bf16Multiplier(arch=arch, stages=stages, subnormals=subnormals, cuts=cuts)  # checks them
         proto._MustUse__silence = True  # only used for its checks and properties
         self._latency = proto.latency
-        self._params = dict(arch=arch, stages=stages, subnormals=subnormals)
+        self._params = dict(arch=arch, stages=stages, subnormals=subnormals, cuts=cuts)
         super().__init__({"a": In(16 * lanes), "b": In(16 * lanes), "y": Out(16)})
 
     @property

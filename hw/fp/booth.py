@@ -17,13 +17,18 @@ Everything is written out bit by bit, so synthesis sees the architecture rather 
 
 All sums are modulo ``2**(n_a + n_b)``, which holds the exact product. Every adder output is its own
 named ``Signal``, so the generated expressions stay shallow however wide the operands are.
+
+Pipeline registers may sit at *tree levels* inside the multiplier (:class:`Booth4Multiplier`'s
+``cuts``): level 0 holds the partial-product columns (after the Booth recoding), level ``i`` the
+columns after Dadda stage ``i``, and the last level (:func:`tree_levels`) the two rows before the
+final adder. Each register loads when its bit of the ``en`` port is set.
 """
 
 from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Booth4Multiplier", "booth4_columns", "dadda_reduce", "prefix_add", "dadda_heights"]
+__all__ = ["Booth4Multiplier", "booth4_columns", "dadda_reduce", "prefix_add", "dadda_heights", "tree_levels"]
 
 
 def booth4_columns(m: Module, a, b, width: int) -> list:
@@ -80,7 +85,7 @@ def dadda_heights(max_height: int) -> list:
     return list(reversed(hs))
 
 
-def dadda_reduce(m: Module, cols: list, *, name: str = "dd") -> tuple:
+def dadda_reduce(m: Module, cols: list, *, name: str = "dd", after_stage=None) -> tuple:
     """Reduce bit columns to two rows with a Dadda tree of full and half adders.
 
     Parameters
@@ -88,6 +93,10 @@ def dadda_reduce(m: Module, cols: list, *, name: str = "dd") -> tuple:
     cols : list of list of Value
         Column ``k`` holds bits of weight ``2**k``; carries out of the last column are dropped
         (the sum is modulo ``2**len(cols)``).
+    after_stage : callable, optional
+        ``after_stage(stage, cols) -> cols``, called with the columns after each Dadda stage
+        (``stage`` counted from 1); the columns it returns (e.g. registered copies) feed the next
+        stage.
 
     Returns
     -------
@@ -120,6 +129,8 @@ def dadda_reduce(m: Module, cols: list, *, name: str = "dd") -> tuple:
                     new_cols[k + 1].append(c)
             new_cols[k] = pending + sums + new_cols[k]
         cols = new_cols
+        if after_stage is not None:
+            cols = after_stage(stage + 1, cols)
     rows = [[], []]
     for k in range(width):
         assert len(cols[k]) <= 2, "Dadda reduction left a column above height 2"
@@ -158,6 +169,28 @@ def prefix_add(m: Module, x, y, *, name: str = "pa") -> Signal:
     return s
 
 
+def tree_levels(a_width: int, b_width: int) -> int:
+    """The last tree level of an ``a_width x b_width`` :class:`Booth4Multiplier`: the number of
+    Dadda stages (level 0: the partial products; this level: the two rows before the final adder)."""
+    m = Module()
+    m._MustUse__silence = True  # only counts the columns' bits
+    cols = booth4_columns(m, Signal(a_width), Signal(b_width), a_width + b_width)
+    return len(dadda_heights(max(len(c) for c in cols)))
+
+
+def _register_columns(m: Module, cols: list, en, name: str) -> list:
+    """A register holding every bit of ``cols`` (loaded when ``en``); the registered columns."""
+    flat = [bit for c in cols for bit in c]
+    reg = Signal(len(flat), name=name, reset_less=True)
+    with m.If(en):
+        m.d.sync += reg.eq(Cat(*flat))
+    out, i = [], 0
+    for c in cols:
+        out.append([reg[i + j] for j in range(len(c))])
+        i += len(c)
+    return out
+
+
 class Booth4Multiplier(wiring.Component):
     """Unsigned ``a_width x b_width`` multiplier: radix-4 Booth, Dadda tree, prefix adder.
 
@@ -165,25 +198,58 @@ class Booth4Multiplier(wiring.Component):
     ----------
     a_width, b_width : int
         Operand widths (>= 1).
+    cuts : tuple of int
+        Tree levels (see the module docstring; 0 .. :func:`tree_levels`) that hold a pipeline
+        register, distinct, in increasing order. Empty (the default): combinational.
 
     Members
     -------
     a : In(a_width)
     b : In(b_width)
     p : Out(a_width + b_width)
-        The exact product.
+        The exact product, ``len(cuts)`` register loads after its operands.
+    en : In(len(cuts))
+        Load enable of each register (only when ``cuts`` is not empty).
+
+    Raises
+    ------
+    ValueError
+        For cuts outside the tree's levels, repeated or out of order.
     """
 
-    def __init__(self, a_width: int, b_width: int):
+    def __init__(self, a_width: int, b_width: int, cuts: tuple = ()):
         for nm, v in (("a_width", a_width), ("b_width", b_width)):
             if not isinstance(v, int) or v < 1:
                 raise TypeError(f"{nm} must be a positive integer, not {v!r}")
-        super().__init__({"a": In(a_width), "b": In(b_width), "p": Out(a_width + b_width)})
+        cuts = tuple(cuts)
+        last = tree_levels(a_width, b_width) if cuts else 0
+        if list(cuts) != sorted(set(cuts)) or any(not 0 <= c <= last for c in cuts):
+            raise ValueError(f"cuts must be distinct tree levels in 0..{last}, in increasing order, "
+                             f"not {cuts!r}")
+        self._cuts = cuts
+        sig = {"a": In(a_width), "b": In(b_width), "p": Out(a_width + b_width)}
+        if cuts:
+            sig["en"] = In(len(cuts))
+        super().__init__(sig)
+
+    @property
+    def cuts(self) -> tuple:
+        return self._cuts
 
     def elaborate(self, platform):
         m = Module()
         width = len(self.p)
         cols = booth4_columns(m, self.a, self.b, width)
-        x, y = dadda_reduce(m, cols)
+        if not self._cuts:
+            x, y = dadda_reduce(m, cols)
+            m.d.comb += self.p.eq(prefix_add(m, x, y))
+            return m
+
+        def cut(level, cols):
+            if level not in self._cuts:
+                return cols
+            return _register_columns(m, cols, self.en[self._cuts.index(level)], f"tree{level}_q")
+
+        x, y = dadda_reduce(m, cut(0, cols), after_stage=cut)
         m.d.comb += self.p.eq(prefix_add(m, x, y))
         return m

@@ -41,7 +41,34 @@ def test_default_space_reads_the_registry():
     assert mu.baseline() == {"width": 32, "fmt": "fp8_e4m3", "rows": 1, "stages": 2, "tree": "dadda",
                              "acc": "fp32", "guard_bits": 16}
     bf = load_space("bf16_mul")
-    assert [d.name for d in bf.dims] == ["arch", "stages"] and bf.size() == 2 * 5
+    assert [d.name for d in bf.dims] == ["arch", "stages", "cuts"]
+    assert bf.dims[2].parents == ("arch", "stages")
+    # placements of s registers: a set of distinct positions (6 for booth4 besides out, 2 for
+    # behavioral: in, raw) with out for the rest, plus "auto"; s = 0: "auto" only
+    def n(pos, s):
+        return 1 + sum(math.comb(pos, k) for k in range(s + 1)) if s else 1
+    assert bf.size() == sum(n(6, s) + n(2, s) for s in range(5)) == 153
+
+
+@quick
+def test_conditional_placement_is_valid_for_the_chosen_stages():
+    from hw.fp.bf16_mul import Bf16Multiplier, placements
+
+    space = load_space("bf16_mul")
+    st = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3), directions=["minimize"] * 2)
+    seen = set()
+    for _ in range(40):
+        t = st.ask()
+        cfg = space.suggest(t)
+        assert cfg["cuts"] in placements(cfg["arch"], cfg["stages"])
+        key = f"cuts[arch={cfg['arch']},stages={cfg['stages']}]"
+        assert t.params[key] == cfg["cuts"]
+        Bf16Multiplier(**cfg)._MustUse__silence = True   # builds: the placement fits the stages
+        seen.add(cfg["cuts"] != "auto")
+        st.tell(t, [1.0, 1.0])
+    assert seen == {True, False}
+    f_only = load_space("bf16_mul", None)
+    assert f_only.dims[2].choices({"arch": "behavioral", "stages": 1}) == ("auto", "out", "in", "raw")
 
 
 @quick
@@ -52,12 +79,13 @@ def test_space_file_narrows_and_rejects_mistakes(tmp_path):
     s = load_space("bf16_mul", f)
     assert s.fixed == {"stages": 2}
     assert {d.name: d.values for d in s.dims} == {"arch": ("behavioral", "booth4"),
-                                                  "subnormals": (True, False)}
+                                                  "subnormals": (True, False), "cuts": ()}
     assert s.constraints == {"max_area_um2": 30000}
     for text, match in [('[choices]\nwidth = [8]\n', "no option 'width'"),
                         ('[choices]\nstages = ["x"]\n', "stages"),
                         ('[constraints]\nmax_power = 3\n', "unknown constraint"),
                         ('fixed = {arch = "booth4", stages = 0}\n', "no dimension left"),
+                        ('[choices]\ncuts = ["pp+"]\n', "unknown position"),
                         ('bogus = 1\n', "unknown keys")]:
         f.write_text(text)
         with pytest.raises(SpaceError, match=match):
@@ -71,8 +99,11 @@ def test_objectives_from_metrics_by_hand():
     v = obj.objective_values(["area_per_mac", "delay"], "mu", {"width": 32}, m)
     assert v == {"area_um2": 2048000.0, "area_per_mac": 2000.0, "delay": 5000.0}  # 2048000 / 32^2
     assert obj.area_delay(v) == 2000.0 * 5.0
-    with pytest.raises(obj.ObjectiveError, match="no energy or power metric"):
-        obj.check_objectives(["area_per_mac", "delay", "energy_per_mac"])
+    with pytest.raises(obj.ObjectiveError, match="drives mu only, not bf16_mul"):
+        obj.check_objectives(["area_per_mac", "delay", "energy_per_mac"], "bf16_mul")
+    names = obj.check_objectives(["area_per_mac", "delay", "energy_per_mac"], "mu")
+    v = obj.objective_values(names, "mu", {"width": 32}, m, {"pj_per_useful_mac": 1.5})
+    assert v["energy_per_mac"] == 1.5
     with pytest.raises(obj.ObjectiveError, match="unknown objective"):
         obj.check_objectives(["area", "delay"])
 
@@ -97,8 +128,8 @@ BROKEN = "tb.flows.explore_verify broken"
 
 
 def _space_file(tmp_path, stages=(0, 1, 2)):
-    f = tmp_path / "space.json"
-    f.write_text(json.dumps({"choices": {"stages": list(stages)}}))
+    f = tmp_path / "space.json"   # the default placement only: the loop tests' space stays small
+    f.write_text(json.dumps({"fixed": {"cuts": "auto"}, "choices": {"stages": list(stages)}}))
     return str(f)
 
 
@@ -204,3 +235,28 @@ def test_broken_candidate_never_reaches_the_front(tmp_path):
             assert t.state == S.COMPLETE
     front = (tmp_path / "rep" / "t.md").read_text().split("## Pareto front")[1].split("##")[0]
     assert "booth4" in front and "behavioral" not in front
+
+
+# ---------------------------------------------------------------- energy per MAC (the power flow)
+
+@pytest.mark.full
+@needs_osu
+def test_energy_objective_on_a_d8_unit(tmp_path):
+    """energy_per_mac on D = 8 units: each verified trial carries the energy run's record, whose
+    pJ per MAC is its total energy over the useful MACs of the workload, and the report shows it."""
+    f = tmp_path / "space.toml"
+    f.write_text('fixed = {width = 8}\n[choices]\nstages = [2, 3]\nrows = [1]\ntree = ["dadda"]\n'
+                 'acc = ["fp32"]\n')
+    args = ["--design", "mu", "--objectives", "area_per_mac,delay,energy_per_mac", "--trials", "1",
+            "--space", str(f), "--storage", f"sqlite:///{tmp_path / 'db.sqlite'}",
+            "--sweep-dir", str(tmp_path / "sweep"), "--report-dir", str(tmp_path / "rep"),
+            "--verify-module", FAKE, "--no-progress", "--study", "e", "--no-random"]
+    assert explore(args) == 0
+    (t,) = counted_trials(_load(tmp_path, "e-tpe-seed1"))
+    assert t.state == S.COMPLETE
+    e = t.user_attrs["energy"]
+    assert e["columns_simulated"] == 2 and e["workload"] == "random" and e["results_checked"] > 0
+    # the objective is the energy over the useful MACs (at most the issued ones)
+    assert t.values[2] == e["pj_per_useful_mac"] >= e["pj_per_issued_mac"] > 0
+    text = (tmp_path / "rep" / "e.md").read_text()
+    assert "energy pJ/MAC" in text and f"{t.values[2]:.2f}" in text

@@ -23,7 +23,7 @@ depends less on other jobs sharing the machine); neither is asserted.
 
 Knobs (environment, set by ``test_bf16_mul.py``):
 
-``BF16_GROUPS``  JSON list of ``[arch, stages, subnormals]`` (the sim top's groups, in order)
+``BF16_GROUPS``  JSON list of ``[arch, stages, subnormals(, cuts)]`` (the sim top's groups, in order)
 ``BF16_LANES``   multipliers per group
 ``BF16_BOUNDARY`` 1: the boundary sweep (every mantissa pair x boundary exponent pairs)
 ``BF16_RANDOM``  number of random pairs
@@ -63,8 +63,9 @@ _GATHER = np.uint64(0x8040201008040201)
 
 
 def _name(g) -> str:
-    arch, stages, sub = g
-    return f"{arch}-s{stages}" + ("" if sub else "-ftz")
+    arch, stages, sub = g[:3]
+    cuts = g[3] if len(g) > 3 else "auto"
+    return f"{arch}-s{stages}" + ("" if sub else "-ftz") + ("" if cuts == "auto" else f"-{cuts}")
 
 
 def binstr_to_bytes(strs, nbits: int) -> np.ndarray:
@@ -187,7 +188,7 @@ class Checker:
     Parameters
     ----------
     lanes : int
-    groups : sequence of (arch, stages, subnormals)
+    groups : sequence of (arch, stages, subnormals[, cuts])
     latencies : sequence of int, optional
         Each group's ``Bf16Multiplier.latency`` (from the sim top); when given, a pipelined group
         must deliver each product exactly that many cycles after accepting it whenever the output
@@ -198,7 +199,7 @@ class Checker:
         self.lanes, self.groups = lanes, groups
         self.latencies = latencies
         self.log = logging.getLogger("bf16.checker")
-        self.piped = [g for g, (_, s, _) in enumerate(groups) if s > 0]
+        self.piped = [g for g, grp in enumerate(groups) if grp[1] > 0]
 
     @property
     def mon_bits(self) -> int:
@@ -231,7 +232,7 @@ class Checker:
         # a pipelined group's expected stream is its rows picked by in_fire
         refs = {sub: bf16_mul_ref(a, b, sub) for sub in {g[2] for g in self.groups}}
         counts = {}
-        for g, (_arch, stages, sub) in enumerate(self.groups):
+        for g, (_arch, stages, sub, *_cuts) in enumerate(self.groups):
             name = _name(self.groups[g])
             if stages == 0:
                 got, want, sent = prods[:, g, :], refs[sub], slice(None)

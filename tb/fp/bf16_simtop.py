@@ -1,6 +1,6 @@
 """Simulation-only top: banks of every BF16 multiplier variant on one wide bus (one Verilator build).
 
-Each *group* is one variant ``(arch, stages, subnormals)`` replicated over ``lanes`` multipliers
+Each *group* is one variant ``(arch, stages, subnormals[, cuts])`` replicated over ``lanes`` multipliers
 placed with :func:`hw.hier.place`, so the Verilog holds each variant's module once and Verilator
 compiles it once. Every group sees the same operands: lane ``k`` reads ``ab[32k+31:32k]`` as an
 :data:`OPERANDS` payload (the multiplier's stream payload: ``a`` then ``b``, least significant
@@ -48,8 +48,9 @@ class Bf16SimTop(wiring.Component):
     ----------
     lanes : int
         Multipliers per group (products per group per cycle).
-    groups : tuple of (str, int, bool)
-        ``(arch, stages, subnormals)`` per group.
+    groups : tuple of (str, int, bool) or (str, int, bool, str)
+        ``(arch, stages, subnormals)`` per group, optionally with the register placement ``cuts``
+        (default ``"auto"``); :attr:`groups` holds all four.
 
     Members
     -------
@@ -62,8 +63,9 @@ class Bf16SimTop(wiring.Component):
         if not isinstance(lanes, int) or lanes < 1:
             raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
         self._lanes = lanes
-        self._groups = tuple((str(a), int(s), bool(n)) for a, s, n in groups)
-        npiped = sum(1 for _, s, _ in self._groups if s > 0)
+        self._groups = tuple((str(g[0]), int(g[1]), bool(g[2]), str(g[3]) if len(g) > 3 else "auto")
+                             for g in groups)
+        npiped = sum(1 for g in self._groups if g[1] > 0)
         super().__init__({
             "ab": In(32 * lanes),
             "in_valid": In(1),
@@ -81,18 +83,18 @@ class Bf16SimTop(wiring.Component):
 
     def latency(self, group: int) -> int:
         """Pipeline latency of a group's multiplier (read from the multiplier itself)."""
-        arch, stages, sub = self._groups[group]
-        mul = Bf16Multiplier(arch=arch, stages=stages, subnormals=sub)
+        arch, stages, sub, cuts = self._groups[group]
+        mul = Bf16Multiplier(arch=arch, stages=stages, subnormals=sub, cuts=cuts)
         mul._MustUse__silence = True
         return mul.latency
 
     def elaborate(self, platform):
         m = Module()
         products, flags = [], []
-        for g, (arch, stages, sub) in enumerate(self._groups):
+        for g, (arch, stages, sub, cuts) in enumerate(self._groups):
             readies, valids, outs = [], [], []
             for k in range(self._lanes):
-                mul = Bf16Multiplier(arch=arch, stages=stages, subnormals=sub)
+                mul = Bf16Multiplier(arch=arch, stages=stages, subnormals=sub, cuts=cuts)
                 hier.place(m, f"g{g}_lane{k}", mul)
                 ab = data.View(OPERANDS, self.ab[32 * k:32 * k + 32])
                 if stages == 0:

@@ -1,0 +1,65 @@
+"""Synthesis-only map of every configuration of the published BF16 search space (NOT verified).
+
+Writes ``reports/explore/bf16_mul-synthmap.md``: area per MAC, delay and area x delay per MAC of
+all 75 configurations of ``bf16_mul-space.toml`` (booth4, subnormals on, stages 0..3, every valid
+register placement), synthesized by the same cached jobs as the search's trials. It tells how far
+the search's verified front is from the best point of the space; it is context, not a result: no
+configuration here counts unless the search verified it.
+
+Run from the repository root: ``PYTHONPATH=. python reports/explore/bf16_mul_synthmap.py``.
+"""
+
+import datetime
+from pathlib import Path
+
+from flows.explore import objectives as obj
+from flows.explore.front import pareto_front
+from flows.explore.jobs import synth_job_for
+from flows.explore.space import load_space
+from flows.sweep.runner import run
+from flows.synth.metrics import git_revision, tool_versions
+from hw.fp.bf16_mul import placements
+
+OUT = Path(__file__).with_name("bf16_mul-synthmap.md")
+
+
+def main():
+    space = load_space("bf16_mul", Path(__file__).with_name("bf16_mul-space.toml"))
+    cfgs = [space.params({"arch": "booth4", "subnormals": True, "stages": s, "cuts": c})
+            for s in (0, 1, 2, 3) for c in placements("booth4", s)]
+    jobs = [synth_job_for("bf16_mul", p) for p in cfgs]
+    outs = {o.job.name: o for o in run(jobs, executor="local", n_jobs=1, retries=1, progress=False)}
+    rows = []
+    for p, j in zip(cfgs, jobs, strict=True):
+        o = outs[j.name]
+        m = o.result["metrics"] if o.ok else None
+        v = obj.objective_values(["area_per_mac", "delay"], "bf16_mul", p, m) if m else None
+        rows.append((p, v))
+    base = obj.area_delay(rows[0][1])   # stages 0, auto: the registry default
+    ok = [(p, v) for p, v in rows if v]
+    front = {i for i in pareto_front([(v["area_per_mac"], v["delay"]) for _, v in ok])}
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = ["# BF16 multiplier: synthesis-only map of the search space (not verified)", "",
+             f"- git revision `{git_revision()}`; date {now}; tools "
+             + ", ".join(f"{k} {v}" for k, v in sorted(tool_versions().items())),
+             "- command: `PYTHONPATH=. python reports/explore/bf16_mul_synthmap.py` (the search's own "
+             "cached synthesis jobs, Yosys + ABC + our NLDM STA with repair on OSU 0.18 um; no "
+             "placement, routing or wire load)",
+             f"- {len(ok)} of {len(rows)} configurations synthesized; baseline stages=0 (booth4, "
+             f"auto): {rows[0][1]['area_per_mac']:.0f} um^2, {rows[0][1]['delay']:.1f} ps", "",
+             "Context only: a configuration counts when the search has verified it (see "
+             "`bf16_mul.md`). Sorted by area x delay per MAC; `front` marks the area/delay Pareto "
+             "front of the whole space.", "",
+             "| stages | cuts | area per MAC um^2 | delay ps | AxD/MAC vs baseline | front |",
+             "|---:|---|---:|---:|---:|---|"]
+    order = sorted(range(len(ok)), key=lambda i: obj.area_delay(ok[i][1]))
+    for i in order:
+        p, v = ok[i]
+        lines.append(f"| {p['stages']} | {p['cuts']} | {v['area_per_mac']:.0f} | {v['delay']:.1f} | "
+                     f"{obj.area_delay(v) / base:.3f} | {'front' if i in front else ''} |")
+    OUT.write_text("\n".join(lines) + "\n")
+    print(OUT)
+
+
+if __name__ == "__main__":
+    main()
