@@ -15,14 +15,19 @@ from .block_tiles import BlockTile, beats_block
 
 __all__ = ["BLOCK_UNITS", "block_program", "run_block_rtl"]
 
-#: (width, fmt) -> (accumulator rows R, build-folder suffix): "" shares the build of
-#: tb/mu/test_matrix_unit.py BLOCK_BUILDS with the same parameters.
+#: (width, fmt) -> (accumulator rows R, build-folder suffix, column tree). Suffix "" with the default
+#: (Dadda) tree shares the build of tb/mu/test_matrix_unit.py BLOCK_BUILDS with the same parameters;
+#: D = 64 and 128 use the word-level tree (the same function, proved equal; much faster to build and
+#: simulate), whose variant names its own build folder.
 BLOCK_UNITS = {
-    (32, "mxfp8_e4m3"): (4, ""),
-    (32, "mxfp4_e2m1"): (2, ""),
-    (16, "nvfp4"): (2, ""),
-    (32, "nvfp4"): (3, ""),
-    (64, "mxfp4_e2m1"): (2, ""),
+    (16, "nvfp4"): (2, "", None),
+    (32, "mxfp8_e4m3"): (4, "", None),
+    (32, "mxfp4_e2m1"): (2, "", None),
+    (32, "nvfp4"): (3, "", None),
+    (32, "mxfp8_e5m2"): (2, "", None),
+    (32, "mxfp6_e3m2"): (2, "", None),
+    (32, "mxfp6_e2m3"): (2, "", None),
+    **{(d, f): (4, "", "words") for d in (64, 128) for f in ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")},
 }
 
 
@@ -56,9 +61,9 @@ def run_block_rtl(tile: BlockTile, model_bits: np.ndarray, pauses: dict | None =
     from tb.mu.replay import run_tiles
 
     d, m = tile.width, tile.x.shape[0]
-    rows, suffix = BLOCK_UNITS.get((d, tile.fmt), (4, "-tiles"))
+    rows, suffix, tree = BLOCK_UNITS.get((d, tile.fmt), (4, "-tiles", None))
     prog = block_program(tile, rows)
-    rr = run_tiles(d, tile.fmt, prog, rows=rows, pauses=pauses, check=False, name_suffix=suffix)
+    rr = run_tiles(d, tile.fmt, prog, rows=rows, pauses=pauses, check=False, name_suffix=suffix, tree=tree)
     assert not rr.mismatches, f"{tile.id}: RTL vs model: {rr.mismatches[:3]}"
     assert rr.y_bits.shape == (m, d), f"{tile.id}: {rr.y_bits.shape[0]} result rows, expected {m}"
     assert np.array_equal(rr.y_bits, model_bits), f"{tile.id}: RTL differs from replay_block"
