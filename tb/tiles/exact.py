@@ -72,7 +72,7 @@ def _beats(x: np.ndarray, w: np.ndarray, fmt: str, width: int) -> tuple:
 
 def _ulp_units(a: np.float32) -> int:
     """ulp of the finite float32 ``a`` in units of 2**-149 (1 for zero and the subnormals)."""
-    return 1 << max(math.frexp(float(a))[1] + 125, 0)
+    return 1 << max(math.frexp(float(a))[1] + 125, 0) if a else 1
 
 
 def _fp32_path(sums: list, e: int) -> tuple:
