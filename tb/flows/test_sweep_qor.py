@@ -18,8 +18,9 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     names = [j.name for j in jobs]
     assert names[:3] == ["bf16_mul-behavioral-s0", "bf16_mul-booth4-s0", "bf16_mul-behavioral-s0-ysbooth"]
     mu = names[3:]
+    block = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")   # block-scaled formats: fp32 accumulation only
     assert mu == [f"mu-w{d}-{f}{tag}" for d in STUDY_WIDTHS for tag in ("", "-xacc")
-                  for f in MATRIX_FORMATS]  # stages from flows.qor_plan: 2 everywhere today
+                  for f in MATRIX_FORMATS + (block if not tag else ())]  # stages: 2 everywhere today
     j = jobs[3]
     assert j.func == "flows.sweep.synth_jobs:synth_job"
     assert j.inputs[0] == "hw/mu" and "hw/hier.py" in j.inputs and "flows/synth" in j.inputs
@@ -31,6 +32,8 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
                                                                                "mu-w64-fp4_e2m1-xacc"]
     assert qor.qor_jobs((64,), ("fp4_e2m1",), bf16=False, modes=("exact",))[0].kwargs["params"] == {
         "width": 64, "fmt": "fp4_e2m1", "acc": "exact"}
+    assert [j.kwargs["params"] for j in qor.qor_jobs((64,), ("nvfp4",), bf16=False)] == [
+        {"width": 64, "fmt": "nvfp4"}]
     with pytest.raises(ValueError, match="power of two"):
         qor.qor_jobs((48,), ("fp8_e4m3",), bf16=False)
     with pytest.raises(ValueError, match="invalid value 'fp6'"):
