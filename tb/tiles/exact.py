@@ -112,10 +112,10 @@ def ulp_errors(x: np.ndarray, w: np.ndarray, fmt: str, width: int, bits: np.ndar
     """Errors of the FP32 results ``bits`` ((M, D) uint32, ``acc`` mode) in ulps of each result.
 
     Returns ``{"max_ulps", "bound_ulps", "bound_used", "within_half", "n"}``: the largest error of a
-    result against the exact K-long dot product of the codes, in ulps of that result; the largest
-    bound of the mode in the same unit (0.5 for ``exact``; for ``fp32`` ``sum_t ulp(acc_t) / (2
-    ulp(y))``, see the module docstring); the largest share of its bound a result's error takes; how
-    many of the ``n`` results are within half an ulp of the exact value.
+    result against the exact K-long dot product of the codes, in ulps of that result; that result's
+    bound in the same unit (0.5 for ``exact``; for ``fp32`` ``sum_t ulp(acc_t) / (2 ulp(y))``, see
+    the module docstring); the largest share of its bound a result's error takes; how many of the
+    ``n`` results are within half an ulp of the exact value.
 
     Raises
     ------
@@ -130,7 +130,7 @@ def ulp_errors(x: np.ndarray, w: np.ndarray, fmt: str, width: int, bits: np.ndar
     total = sum(sums[1:], sums[0])
     bound2 = _fp32_path(sums, e)[1] if acc == "fp32" else None   # twice the bound, units of 2**-149
     ys = np.asarray(bits, dtype=np.uint32).view(np.float32)
-    worst = worst_bound = used = 0.0
+    worst = at_worst = used = 0.0
     half = 0
     for (r, j), y in np.ndenumerate(ys):
         assert np.isfinite(y), f"result ({r}, {j}) is {y}; real tiles stay finite"
@@ -139,10 +139,11 @@ def ulp_errors(x: np.ndarray, w: np.ndarray, fmt: str, width: int, bits: np.ndar
         b2 = u if bound2 is None else bound2[r, j]
         assert 2 * err <= b2, (f"result ({r}, {j}): error {err / u:.3f} ulp exceeds the {acc} bound "
                                f"{b2 / (2 * u):.3f} ulp")
-        worst, worst_bound = max(worst, err / u), max(worst_bound, b2 / (2 * u))
+        if err / u > worst or not worst:
+            worst, at_worst = err / u, b2 / (2 * u)
         used = max(used, 2 * err / b2)
         half += 2 * err <= u
-    return {"max_ulps": worst, "bound_ulps": worst_bound, "bound_used": used, "within_half": half,
+    return {"max_ulps": worst, "bound_ulps": at_worst, "bound_used": used, "within_half": half,
             "n": int(ys.size)}
 
 
