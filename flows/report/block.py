@@ -18,6 +18,7 @@ from .common import fmt_value as fv
 
 __all__ = ["block_section", "bits_per_element", "OVERHEAD_GOAL"]
 
+REV = "flow__git_revision"
 #: Goal for the area of MXFP8 E4M3 over plain E4M3 at D = 64.
 OVERHEAD_GOAL = 0.10
 
@@ -49,6 +50,12 @@ def _table(grid) -> list:
             L.append(f"| {d} | {fmt} | {fv(a)} | {fv(a / (d * d) if a else None, 1)} | "
                      f"{_pct(a, ba)} ({get_block_format(fmt).element}) | {fv(t)} | {_pct(t, bt)} | "
                      f"{fv(p.get(CP_LV) if p else None)} | {sig(p.get(FMAX) if p else None)} |")
+    mixed = [f"D = {d} {f}" for d in WIDTHS for f in QOR_BLOCK_FORMATS
+             if (p := grid.get((d, f))) and (b := grid.get((d, get_block_format(f).element)))
+             and p.metrics.get(REV) != b.metrics.get(REV)]
+    if mixed:
+        L += ["", "Measured at a different revision from their element format's point (the ratios mix "
+              "generator versions until `make qor` reruns both): " + ", ".join(mixed) + "."]
     return L + [""]
 
 
