@@ -142,7 +142,8 @@ def section_md(recs: dict, planned: int) -> str:
     for (d, fmt), rs in sorted(groups.items()):
         avg = sum(r["mean_rel"] for r in rs) / len(rs)
         bavg = sum(r["base"]["mean_rel"] for r in rs) / len(rs)
-        out.append(f"| {fmt} vs {rs[0]['base']['fmt']} | {d} | {rs[0]['unit_rows']}, {rs[0]['tree']} | "
+        unit = f"{rs[0]['unit_rows']}, {rs[0]['tree'] or 'dadda'}"
+        out.append(f"| {fmt} vs {rs[0]['base']['fmt']} | {d} | {unit} | "
                    f"{len(rs)} | {sum(bool(r['rtl_match']) for r in rs)} | "
                    f"{sum(r['sim_s'] for r in rs):.0f} | {_e(avg)} | {_e(bavg)} | "
                    f"{_e(max(r['max_rel'] for r in rs))} | {_e(max(r['base']['max_rel'] for r in rs))} |")
