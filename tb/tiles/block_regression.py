@@ -164,11 +164,24 @@ def section_md(recs: dict, planned: int) -> str:
             wins = all(r["mean_rel"] < r["base"]["mean_rel"] for r in rs)
             cells.append(f"{_e(a)} / {_e(b)}{' wins' if wins else ''}")
         out.append(f"| {op} | " + " | ".join(cells) + " |")
+    better = []
+    for f in fmts:
+        ops = [op for op in minilm.OPS if any(r["op"] == op and r["fmt"] == f for r in runs)]
+        below = [op for op in ops if _avg(runs, f, op, "mean_rel") < _avg(runs, f, op, "base")]
+        worse = [o for o in ops if o not in below]
+        better.append(f"{f} {len(below)} of {len(ops)}" + (f" (not: {', '.join(worse)})" if worse else ""))
+    out += ["", "Op classes where the block-scaled format's mean error is below the per-tensor one: "
+            + "; ".join(better) + "."]
     missing = sorted({(f, d) for f, d in POINTS} - {(r["fmt"], r["width"]) for r in runs})
     if missing:
         out += ["", "Not run yet: " + ", ".join(f"{f} D = {d}" for f, d in missing) + "."]
     out.append(END)
     return "\n".join(out) + "\n"
+
+
+def _avg(runs: list, fmt: str, op: str, key: str) -> float:
+    rs = [r for r in runs if r["fmt"] == fmt and r["op"] == op]
+    return sum(r["base"]["mean_rel"] if key == "base" else r[key] for r in rs) / len(rs)
 
 
 def write_section(text: str, path: Path = REPORT) -> None:

@@ -49,6 +49,7 @@ def test_section_counts_averages_and_per_op_verdict(tmp_path):
     assert "0.300 / 0.400 |" in q and "wins" not in q          # D = 64 loses: no verdict
     k = next(ln for ln in md.splitlines() if ln.startswith("| k |"))
     assert "0.200 / 0.300 wins" in k
+    assert "per-tensor one: mxfp4_e2m1 2 of 2." in md       # class means: q 0.30 < 0.40, k 0.20 < 0.30
     assert "Not run yet:" in md and "nvfp4 D = 128" in md
     # the section replaces itself in a report, leaving the hand-written text around it
     path = tmp_path / "r.md"
