@@ -11,13 +11,19 @@ whatever the stages.
 """
 
 from hw.designs import ACC_MODES, STUDY_WIDTHS
-from hw.formats import MATRIX_FORMATS
+from hw.formats import BLOCK_FORMATS, MATRIX_FORMATS
 
 __all__ = ["QOR_ACC_MODES", "DEFAULT_STAGES", "EXACT_STAGES", "EXACT_GOAL_PS", "EXACT_AREA_GOAL",
            "qor_stages", "qor_points"]
+__all__ += ["QOR_BLOCK_FORMATS", "QOR_FORMATS"]
 
 #: Accumulate modes in the study, the contract's default first.
 QOR_ACC_MODES = ACC_MODES
+#: Block-scaled formats in the study, measured with ``fp32`` accumulation only (the unit takes them
+#: in that mode only).
+QOR_BLOCK_FORMATS = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")
+#: Every format of the study: the element formats, then the block-scaled ones.
+QOR_FORMATS = MATRIX_FORMATS + QOR_BLOCK_FORMATS
 #: The generator's default column stages (the ``fp32`` points use it).
 DEFAULT_STAGES = 2
 #: ``exact`` mode: column stages per (format, width) where they differ from :data:`DEFAULT_STAGES`.
@@ -45,7 +51,8 @@ def qor_stages(acc: str, fmt: str, width: int) -> int:
     return DEFAULT_STAGES
 
 
-def qor_points(widths=STUDY_WIDTHS, formats=MATRIX_FORMATS, modes=QOR_ACC_MODES) -> list:
-    """The study's matrix-unit points as ``(acc, width, fmt, stages)``, smallest width first."""
+def qor_points(widths=STUDY_WIDTHS, formats=QOR_FORMATS, modes=QOR_ACC_MODES) -> list:
+    """The study's matrix-unit points as ``(acc, width, fmt, stages)``, smallest width first (block
+    formats in the ``fp32`` mode only)."""
     return [(acc, d, f, qor_stages(acc, f, d)) for d in sorted(widths) for acc in modes
-            for f in formats]
+            for f in formats if acc == QOR_ACC_MODES[0] or f not in BLOCK_FORMATS]

@@ -25,6 +25,7 @@ from ..paths import PUBLISHED_QOR, REPO
 from ..qor_plan import QOR_ACC_MODES
 from . import plots as rp
 from . import verdict as rv
+from .block import block_section
 from .common import (
     CATEGORIES,
     CONTROL,
@@ -285,7 +286,9 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
     ``knee_file``: the slice's feed sweep (default ``reports/knee.csv`` next to ``qor_dir``).
     """
     points = load_points(qor_dir)
-    grids = {acc: mu_grid(points, acc) for acc in QOR_ACC_MODES}
+    full = {acc: mu_grid(points, acc) for acc in QOR_ACC_MODES}
+    # the element formats' points; the block-scaled ones have their own section
+    grids = {acc: {k: p for k, p in g.items() if k[1] in FORMATS} for acc, g in full.items()}
     grid = grids[QOR_ACC_MODES[0]]  # the default mode's points drive the verdicts and plots
 
     def rel(f):
@@ -311,6 +314,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
         L += _mu_table(grids[acc], acc)[0] + _depth_section(grids[acc], acc)[0]
         L += _breakdown_section(grids[acc], acc)[0]
     L += modes_section(grids)
+    L += block_section(full[QOR_ACC_MODES[0]])
     L += rv.perf_section(grid) + _bf16_section(points, qor_dir)
     L += energy_section(Path(qor_dir).parent / "power", rel)
     L += _plots_section(made, plots_dir, rel)

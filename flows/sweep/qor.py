@@ -1,7 +1,9 @@
 """``python -m flows qor`` (``make qor``): synthesize every width and format, then write the report.
 
 The sweep is every accumulate mode x study width (``hw.designs.STUDY_WIDTHS``) x matrix format
-(``hw.formats.MATRIX_FORMATS``), each at the pipeline stages :mod:`flows.qor_plan` gives it, plus
+(``hw.formats.MATRIX_FORMATS``), plus the block-scaled formats of
+:data:`flows.qor_plan.QOR_BLOCK_FORMATS` in the ``fp32`` mode, each at the pipeline stages
+:mod:`flows.qor_plan` gives it, plus
 the BF16 multiplier architectures, run by
 :mod:`flows.sweep.runner` (local pool or Ray, cached by content hash so a rerun only synthesizes
 what changed) into the committed ``reports/qor/<variant>/``, followed by :mod:`flows.report.qor`,
@@ -20,9 +22,8 @@ import argparse
 import sys
 
 from hw.designs import STUDY_WIDTHS
-from hw.formats import MATRIX_FORMATS
 
-from ..qor_plan import DEFAULT_STAGES, QOR_ACC_MODES, qor_points
+from ..qor_plan import DEFAULT_STAGES, QOR_ACC_MODES, QOR_FORMATS, qor_points
 from ..report import qor as report_qor
 from .cli import add_run_args, clock_from_env, run_from_cli
 from .runner import Job
@@ -38,7 +39,7 @@ def _csv(text, conv=str):
     return tuple(conv(t) for t in text.split(",") if t.strip()) if text else ()
 
 
-def qor_jobs(widths=STUDY_WIDTHS, formats=MATRIX_FORMATS, bf16=True, liberty=None,
+def qor_jobs(widths=STUDY_WIDTHS, formats=QOR_FORMATS, bf16=True, liberty=None,
              clock_ps=None, modes=QOR_ACC_MODES) -> list:
     """The sweep's jobs, cheapest first (small widths, then larger; BF16 multipliers first).
 
@@ -68,8 +69,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m flows qor", description=__doc__.split("\n\n")[0])
     p.add_argument("--widths", default=",".join(map(str, STUDY_WIDTHS)),
                    help="matrix-unit widths, comma separated (default: %(default)s)")
-    p.add_argument("--formats", default=",".join(MATRIX_FORMATS),
-                   help="element formats, comma separated (default: %(default)s)")
+    p.add_argument("--formats", default=",".join(QOR_FORMATS),
+                   help="element and block-scaled formats, comma separated (default: %(default)s)")
     p.add_argument("--acc", default=",".join(QOR_ACC_MODES),
                    help="accumulate modes, comma separated (default: %(default)s)")
     p.add_argument("--no-bf16", action="store_true", help="leave out the BF16 multiplier points")

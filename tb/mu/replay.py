@@ -132,7 +132,7 @@ def save_result(path, res, expected, errs) -> None:
 
 def run_tiles(width: int, fmt: str, tiles, *, rows: int = 1, stages: int | None = None,
               acc: str = "fp32", pauses: dict | None = None, check: bool = True,
-              name_suffix: str = "-replay") -> ReplayResult:
+              name_suffix: str = "-replay", tree: str | None = None) -> ReplayResult:
     """Run tiles through the RTL matrix unit and compare with the model.
 
     Parameters
@@ -148,6 +148,9 @@ def run_tiles(width: int, fmt: str, tiles, *, rows: int = 1, stages: int | None 
         Raise ``AssertionError`` if the unit's rows differ from the model's.
     name_suffix : str
         Build folder suffix (one folder per concurrent user).
+    tree : str or None
+        Column tree architecture (None: the design's default Dadda tree; ``words``: the word-level
+        tree, same function, faster to build and simulate at large D).
 
     Returns
     -------
@@ -163,7 +166,7 @@ def run_tiles(width: int, fmt: str, tiles, *, rows: int = 1, stages: int | None 
         save_program(src, prog, dict(pauses or {}))
         err = None
         try:
-            run_unit(width, fmt, rows, "replay", stages=stages, acc=acc, suffix=name_suffix,
+            run_unit(width, fmt, rows, "replay", stages=stages, acc=acc, suffix=name_suffix, tree=tree,
                      env={"MU_REPLAY_IN": src, "MU_REPLAY_OUT": dst})
         except AssertionError as e:      # the cocotb test failed; results are still written
             err = e

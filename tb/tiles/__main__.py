@@ -2,7 +2,8 @@
 
 * ``build [--quick]``: cut the tile corpus into the cache (``build/tiles/`` or ``$TILES_CACHE``).
 * ``report [--quick] [--rtl]``: replay every planned run through the numerics model (and, with
-  ``--rtl``, through the RTL for runs without a recorded RTL result), then write
+  ``--rtl``, through the RTL for runs without a recorded RTL result), measure every run's errors in
+  FP32 ulps in both accumulate modes (kept in the run's record), then write
   ``reports/regression.md``.
 * ``block [--json FILE]``: measure the block-scaled formats through ``tb/mu/model_block.py`` and
   write ``reports/block_scaled.md`` (``--json``: keep the measurements there, part by part, and
@@ -48,16 +49,18 @@ def main(argv=None) -> int:
         return 0
     recs = report.load_all()
     for _spec, tile in corpus.load_runs(_runs(args)):
-        old = recs.get(tile.id)
-        if old is not None and old.get("rtl_match") is not None:
-            continue  # an RTL result is recorded: keep it
-        res = replay.replay_model(tile)
-        if args.rtl:
-            from .rtl import run_rtl
+        rec = recs.get(tile.id)
+        if rec is None or rec.get("rtl_match") is None:  # an RTL result is recorded: keep it
+            res = replay.replay_model(tile)
+            if args.rtl:
+                from .rtl import run_rtl
 
-            res = run_rtl(tile, res)
-        report.save(res)
-        recs[tile.id] = report.record(res)
+                res = run_rtl(tile, res)
+            rec = report.record(res)
+        if "ulps" not in rec:
+            rec["ulps"] = report.ulps(tile)
+        report.save_record(rec)
+        recs[tile.id] = rec
     wanted = {corpus._run_id(s) for s in _runs(args)}
     recs = {k: v for k, v in recs.items() if k in wanted}
     n_rtl = sum(r["rtl_match"] is not None for r in recs.values())

@@ -26,9 +26,15 @@ from tb.mu.model_block import BlockMatrixUnitModel, unit_matmul
 
 from . import minilm
 from .corpus import MODES, RunSpec, _run_id, _source
+from .quant import quantize
 from .quant_block import quantize_block
 
-__all__ = ["BlockTile", "plan_block", "cut_block", "tiles", "beats_block", "replay_block"]
+__all__ = ["BASELINE", "BlockTile", "plan_block", "cut_block", "tiles", "beats_block", "replay_block"]
+
+
+#: The per-tensor format each block format is compared with: its element format.
+BASELINE = {"mxfp8_e4m3": "fp8_e4m3", "mxfp8_e5m2": "fp8_e5m2", "mxfp6_e3m2": "fp6_e3m2",
+            "mxfp6_e2m3": "fp6_e2m3", "mxfp4_e2m1": "fp4_e2m1", "nvfp4": "fp4_e2m1"}
 
 
 @dataclass
@@ -37,7 +43,9 @@ class BlockTile:
 
     ``x`` (M, Kp), ``xs`` (M, Kp/B), ``w`` (Kp, D), ``ws`` (Kp/B, D) codes (zero-padded);
     ``x_f32`` (M, K) and ``w_f32`` (K, n) the unquantized operands; ``tensor_scale`` the product of
-    the two per-tensor scales (NVFP4; 1 for MX), applied outside the unit.
+    the two per-tensor scales (NVFP4; 1 for MX), applied outside the unit. ``base`` holds the same
+    run quantized per tensor (amax over the whole operand, as the plain corpus does) in the block
+    format's element format (:data:`BASELINE`): ``{"fmt", "x", "w", "scale"}``, for comparison.
     """
 
     id: str
@@ -50,6 +58,7 @@ class BlockTile:
     w_f32: np.ndarray
     tensor_scale: float
     width: int
+    base: dict | None = None
 
     @property
     def fmt(self) -> str:
@@ -100,8 +109,11 @@ def cut_block(spec: RunSpec, caps: dict) -> BlockTile:
     ws = _pad(qw.scales[:, n0:n1], (kp // b, d))
     meta = {"op": spec.op, "mode": spec.mode, "fmt": spec.fmt, "width": d, "layer": cap.layer,
             "sentence": cap.sentence, "head": cap.head, "rows": [row0, row0 + m], "k": k, "cols": [n0, n1]}
+    bx, bw = quantize(cap.x, BASELINE[spec.fmt]), quantize(cap.w, BASELINE[spec.fmt])
+    base = {"fmt": BASELINE[spec.fmt], "x": _pad(bx.codes[row0:row0 + m], (m, kp)),
+            "w": _pad(bw.codes[:, n0:n1], (kp, d)), "scale": float(bx.scale) * float(bw.scale)}
     return BlockTile(rid, meta, x, xs, w, ws, cap.x[row0:row0 + m].copy(), cap.w[:, n0:n1].copy(),
-                     qx.tensor_scale * qw.tensor_scale, d)
+                     qx.tensor_scale * qw.tensor_scale, d, base)
 
 
 def tiles(runs):

@@ -8,6 +8,14 @@ subnormals kept, overflow to +-Inf, an exact zero gives +0.
 
 Real tiles quantized with amax scaling never hold NaN or Inf codes, so this model refuses them
 (:class:`ValueError`); the special-value semantics are the numerics model's business.
+
+:func:`ulp_errors` measures given FP32 results in ulps against the exact rational dot product of
+the codes (integer arithmetic, so the measurement does not depend on either model) and checks
+them against the bound of their accumulate mode: ``exact`` rounds the K-long sum once, so each
+result is within half an ulp of it; ``fp32`` rounds once per beat, and the rounding at beat ``t``
+moves the running value by at most half an ulp of the rounded value ``acc_t`` (RNE of a value in
+``[2^e, 2^(e+1))`` lands in ``[2^e, 2^(e+1)]``, whose ulp is at least that of ``2^e``), so
+``|y - exact| <= sum_t ulp(acc_t) / 2`` over the beats of the accumulation.
 """
 
 import math
@@ -16,7 +24,7 @@ import numpy as np
 
 from hw.formats import get_format
 
-__all__ = ["rne_fp32", "matmul_tiles"]
+__all__ = ["rne_fp32", "matmul_tiles", "ulp_errors"]
 
 _FP32_LSB = -149  # exponent of the smallest FP32 subnormal
 
@@ -53,31 +61,90 @@ def _as_ints(codes: np.ndarray, fmt: str) -> tuple:
     return ints.astype(object), lsb
 
 
+def _beats(x: np.ndarray, w: np.ndarray, fmt: str, width: int) -> tuple:
+    """Exact partial sums per K tile (object arrays (M, D) of Python ints) and their exponent."""
+    xi, lx = _as_ints(x, fmt)
+    wi, lw = _as_ints(w, fmt)
+    sums = [xi[:, t * width:(t + 1) * width].dot(wi[t * width:(t + 1) * width, :])
+            for t in range(x.shape[1] // width)]
+    return sums, lx + lw
+
+
+def _ulp_units(a: np.float32) -> int:
+    """ulp of the finite float32 ``a`` in units of 2**-149 (1 for zero and the subnormals)."""
+    return 1 << max(math.frexp(float(a))[1] + 125, 0) if a else 1
+
+
+def _fp32_path(sums: list, e: int) -> tuple:
+    """The per-beat FP32 accumulation of ``sums``: results (object array of float32) and, per result,
+    the sum of the ulps (units of 2**-149) of every rounded running value."""
+    m, width = sums[0].shape
+    acc = np.empty((m, width), dtype=object)
+    ulps = np.zeros((m, width), dtype=object)
+    for t, s in enumerate(sums):
+        for r in range(m):
+            for j in range(width):
+                if t == 0:
+                    a = rne_fp32(int(s[r, j]), e)
+                else:
+                    a = acc[r, j]
+                    if not np.isfinite(a):
+                        continue  # +-Inf + finite stays Inf
+                    an, ae = _fp32_exact(a)
+                    lo = min(ae, e)
+                    a = rne_fp32((an << (ae - lo)) + (int(s[r, j]) << (e - lo)), lo)
+                acc[r, j] = a
+                if np.isfinite(a):
+                    ulps[r, j] += _ulp_units(a)
+    return acc, ulps
+
+
 def matmul_tiles(x: np.ndarray, w: np.ndarray, fmt: str, width: int) -> np.ndarray:
     """FP32 results of feeding ``x`` (M, Kp) against ``w`` (Kp, width) one D x D tile at a time.
 
     The first K tile starts the accumulation (``first``), the last one emits the row (``last``).
     """
-    xi, lx = _as_ints(x, fmt)
-    wi, lw = _as_ints(w, fmt)
-    m, kp = x.shape
-    acc = [[None] * width for _ in range(m)]
-    for t in range(kp // width):
-        ks = slice(t * width, (t + 1) * width)
-        s = xi[:, ks].dot(wi[ks, :])  # exact partial sums, Python ints, scale 2**(lx + lw)
-        for r in range(m):
-            for j in range(width):
-                if t == 0:
-                    acc[r][j] = rne_fp32(int(s[r, j]), lx + lw)
-                else:
-                    a = acc[r][j]
-                    if not np.isfinite(a):
-                        continue  # +-Inf + finite stays Inf
-                    an, ae = _fp32_exact(a)
-                    e = min(ae, lx + lw)
-                    total = (an << (ae - e)) + (int(s[r, j]) << (lx + lw - e))
-                    acc[r][j] = rne_fp32(total, e)
-    return np.array(acc, dtype=np.float32)
+    sums, e = _beats(x, w, fmt, width)
+    return _fp32_path(sums, e)[0].astype(np.float32)
+
+
+def ulp_errors(x: np.ndarray, w: np.ndarray, fmt: str, width: int, bits: np.ndarray, acc: str) -> dict:
+    """Errors of the FP32 results ``bits`` ((M, D) uint32, ``acc`` mode) in ulps of each result.
+
+    Returns ``{"max_ulps", "bound_ulps", "bound_used", "within_half", "n"}``: the largest error of a
+    result against the exact K-long dot product of the codes, in ulps of that result; that result's
+    bound in the same unit (0.5 for ``exact``; for ``fp32`` ``sum_t ulp(acc_t) / (2 ulp(y))``, see
+    the module docstring); the largest share of its bound a result's error takes; how many of the
+    ``n`` results are within half an ulp of the exact value.
+
+    Raises
+    ------
+    AssertionError
+        A result outside its mode's bound, or not finite (real tiles do not overflow).
+    ValueError
+        An unknown mode.
+    """
+    if acc not in ("fp32", "exact"):
+        raise ValueError(f"acc must be 'fp32' or 'exact', not {acc!r}")
+    sums, e = _beats(x, w, fmt, width)
+    total = sum(sums[1:], sums[0])
+    bound2 = _fp32_path(sums, e)[1] if acc == "fp32" else None   # twice the bound, units of 2**-149
+    ys = np.asarray(bits, dtype=np.uint32).view(np.float32)
+    worst = at_worst = used = 0.0
+    half = 0
+    for (r, j), y in np.ndenumerate(ys):
+        assert np.isfinite(y), f"result ({r}, {j}) is {y}; real tiles stay finite"
+        err = abs(_fp32_exact(y)[0] - (int(total[r, j]) << (e - _FP32_LSB)))
+        u = _ulp_units(y)
+        b2 = u if bound2 is None else bound2[r, j]
+        assert 2 * err <= b2, (f"result ({r}, {j}): error {err / u:.3f} ulp exceeds the {acc} bound "
+                               f"{b2 / (2 * u):.3f} ulp")
+        if err / u > worst or not worst:
+            worst, at_worst = err / u, b2 / (2 * u)
+        used = max(used, 2 * err / b2)
+        half += 2 * err <= u
+    return {"max_ulps": worst, "bound_ulps": at_worst, "bound_used": used, "within_half": half,
+            "n": int(ys.size)}
 
 
 def _fp32_exact(a: np.float32) -> tuple:

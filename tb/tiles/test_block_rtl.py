@@ -1,8 +1,10 @@
 """Real MiniLM block-scaled tiles through the block-scaled unit's RTL, bit-exact against the model.
 
-The runs share the builds of tb/mu/test_matrix_unit.py's ``BLOCK_BUILDS``: the quick set sends two
-NVFP4 runs through the D = 16 build (stalls on every stream in the first); ``full`` sends MXFP8 E4M3
-and MXFP4 at D = 32, NVFP4 at D = 32 and MXFP4 at D = 64 (two blocks per beat: the window).
+The D = 16 and 32 runs share the builds of tb/mu/test_matrix_unit.py's ``BLOCK_BUILDS``: the quick
+set sends two NVFP4 runs through the D = 16 build (stalls on every stream in the first); ``full``
+sends MXFP8 E4M3 and MXFP4 at D = 32, NVFP4 at D = 32 and MXFP4 at D = 64 (two blocks per beat: the
+window; the word-level tree build of :data:`tb.tiles.block_rtl.BLOCK_UNITS`), with stalls. The
+block-scaled regression (96 runs, no stalls) is ``test_block_regression.py``.
 """
 
 import pytest
