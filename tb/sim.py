@@ -12,6 +12,8 @@ column's module in ``hier_blocks`` makes it a Verilator hierarchical block (``--
 is Verilated and compiled once, as a library every instance calls (D=16: 31 s). The design is the
 same Verilog; only the build changes.
 
+Every build appends its seconds to ``build/sim/build_times.jsonl`` (:data:`BUILD_LOG`).
+
 Environment knobs: ``WAVES=1`` (always trace), ``HW_BUILD_LOCK=/path`` (serialize builds across
 processes with an exclusive file lock; useful on a shared 2-core machine), ``HW_SIM_FLAT=1`` (ignore
 ``hier_blocks``: one flat Verilator model, for comparison or debugging).
@@ -19,6 +21,7 @@ processes with an exclusive file lock; useful on a shared 2-core machine), ``HW_
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -28,8 +31,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build" / "sim"
+#: One JSON line per Verilator build (build folder, ``cold`` = nothing built there before, seconds
+#: after the ``HW_BUILD_LOCK`` lock is held): the cold build time of every configuration a test run
+#: built, for the CI budget (``docs/verification.md``).
+BUILD_LOG = BUILD / "build_times.jsonl"
 
-__all__ = ["run", "build", "verilator_env", "BUILD", "REPO", "FAST_BUILD_ARGS"]
+__all__ = ["run", "build", "verilator_env", "BUILD", "BUILD_LOG", "REPO", "FAST_BUILD_ARGS"]
 
 #: Verilator options for testbenches that touch only the top's ports, with hierarchical blocks:
 #:
@@ -138,7 +145,18 @@ def _hier_config(bdir: Path, patterns) -> Path:
     return path
 
 
+def _log_build(sub: Path, seconds: float, cold: bool) -> None:
+    """Append one build's time to :data:`BUILD_LOG` (``cold``: the folder had no build before)."""
+    entry = {"name": sub.parent.name, "folder": sub.name, "cold": cold, "seconds": round(seconds, 1),
+             "flat": os.environ.get("HW_SIM_FLAT", "0") not in ("", "0"),
+             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    BUILD.mkdir(parents=True, exist_ok=True)
+    with open(BUILD_LOG, "a") as fh:
+        fh.write(json.dumps(entry) + "\n")
+
+
 def _build(sources, toplevel, sub, trace, build_args, timescale, hierarchical, lock=True):
+    """Build with cocotb's Verilator runner; log the seconds after the lock (:func:`_log_build`)."""
     from cocotb_tools.runner import get_runner
     # cocotb runs make on Verilator's makefile itself, so -MAKEFLAGS above does not reach it;
     # a variable assignment in the MAKEFLAGS environment variable does.
@@ -146,9 +164,12 @@ def _build(sources, toplevel, sub, trace, build_args, timescale, hierarchical, l
     if "CFG_CXXFLAGS_PCH_I" not in flags:
         os.environ["MAKEFLAGS"] = f"{flags} CFG_CXXFLAGS_PCH_I=-include".strip()
     runner = get_runner("verilator")
+    cold = not (sub / "Vtop.mk").exists()     # cocotb's runner names the model Vtop
     with _build_lock() if lock else contextlib.nullcontext():
+        t0 = time.perf_counter()
         runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=sub, waves=trace,
                      timescale=timescale, build_args=_build_args(trace, build_args, hierarchical))
+        _log_build(sub, time.perf_counter() - t0, cold)
     return runner
 
 
