@@ -19,8 +19,9 @@ the model leaves out.
 
 Usage: ``python -m tb.slice.knee [--widths 32 64 128] [--rates 0.25 0.5 ...] [--tree dadda]``
 (``--widths 8 --rates 0.5 1`` is the smallest run); writes
-``reports/knee.csv`` and ``reports/plots/knee.png`` (rows of widths not run are kept from the
-existing CSV, so widths can be run separately).
+``reports/knee.csv`` (each row with the revision and date of its run) and
+``reports/plots/knee.png`` (rows of widths not run are kept from the existing CSV, so widths can be
+run separately; ``--replot`` only redraws the plot).
 """
 
 import argparse
@@ -30,6 +31,7 @@ import math
 import time
 from pathlib import Path
 
+from flows.synth.metrics import git_revision
 from hw.mu.tree import TREE_ARCHS
 from perf.contract import Product
 from tb import sim
@@ -39,7 +41,8 @@ REPO = Path(__file__).resolve().parents[2]
 CSV = REPO / "reports" / "knee.csv"
 PLOT = REPO / "reports" / "plots" / "knee.png"
 RATES = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)
-COLUMNS = ("width", "feed_bytes_per_cycle", "measured_macs_per_cycle", "model_macs_per_cycle", "unit")
+COLUMNS = ("width", "feed_bytes_per_cycle", "measured_macs_per_cycle", "model_macs_per_cycle", "unit",
+           "revision", "date")
 #: The swept product: MiniLM layer-0 FFN up projection, one token (M x K x N).
 SHAPE = (1, 384, 1536)
 
@@ -76,7 +79,8 @@ def measure(width: int, rates, latency: int = 20, tree: str = "words", reuse: bo
         rows.append({"width": width, "feed_bytes_per_cycle": case["rate"],
                      "measured_macs_per_cycle": round(measured, 4),
                      "model_macs_per_cycle": round(model_macs(case["rate"], width), 4),
-                     "unit": f"matrix_unit({tree})"})
+                     "unit": f"matrix_unit({tree})", "revision": git_revision(),
+                     "date": time.strftime("%Y-%m-%d", time.gmtime())})
     return rows
 
 
@@ -86,18 +90,21 @@ def plot(rows, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for w in sorted({int(r["width"]) for r in rows}):
+    for w, marker in zip(sorted({int(r["width"]) for r in rows}), "os^vD<>" * 4, strict=False):
         pts = sorted((float(r["feed_bytes_per_cycle"]), float(r["measured_macs_per_cycle"]),
                       float(r["model_macs_per_cycle"])) for r in rows if int(r["width"]) == w)
         x = [p[0] / w for p in pts]
         kind = {r["unit"] for r in rows if int(r["width"]) == w}
-        line, = ax.plot(x, [p[1] / w for p in pts], "o",
+        line, = ax.plot(x, [p[1] / w for p in pts], marker, ls="none", mfc="none", ms=7,
                         label=f"D={w} measured (RTL, {'/'.join(sorted(kind))})")
         ax.plot(x, [p[2] / w for p in pts], "-", color=line.get_color(), alpha=0.5,
                 label=f"D={w} feed-bound model")
     ax.set_xlabel("feed rate / unit consumption (bytes per cycle / D)")
     ax.set_ylabel("MACs per cycle / D (fraction of peak)")
     ax.set_title("Slice starvation knee: MiniLM FFN up 384x1536, M=1, fp8_e4m3, 1 unit", fontsize=10)
+    runs = sorted({(r.get("revision") or "?", r.get("date") or "?") for r in rows})
+    fig.text(0.01, 0.01, "python -m tb.slice.knee; runs at " + ", ".join(f"{v} ({d})" for v, d in runs),
+             fontsize=6, color="0.4")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +121,13 @@ def main(argv=None):
                    help="the unit's column tree: words (fast build, same function) or dadda")
     p.add_argument("--reuse", action="store_true",
                    help="take the measurements of earlier runs from build/sim instead of simulating")
+    p.add_argument("--replot", action="store_true", help="only redraw the plot from the CSV")
     args = p.parse_args(argv)
+    if args.replot:
+        with open(CSV) as fh:
+            plot(list(csv.DictReader(fh)), PLOT)
+        print(f"wrote {PLOT}")
+        return 0
     old = []
     if CSV.exists():
         with open(CSV) as fh:
