@@ -29,6 +29,7 @@ __all__ = ["UNITS", "unit_for", "run_rtl"]
 UNITS = {
     (8, "fp8_e4m3"): (1, "", None),          # tb/mu quick w8-e4m3 (the smoke runs)
     (8, "fp8_e5m2"): (3, "", None),          # tb/mu quick w8-e5m2-r3
+    (8, "fp4_e2m1"): (2, "", None),          # tb/mu quick w8-e2m1-r2 (the E2M1 smoke runs)
     (16, "fp4_e2m1"): (2, "", None),         # tb/mu quick w16-e2m1-r2
     (32, "fp8_e5m2"): (16, "", None),        # tb/mu quick w32-e5m2-r16
     (64, "fp4_e2m1"): (16, "", None),        # tb/mu quick w64-e2m1-r16
