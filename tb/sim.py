@@ -177,7 +177,8 @@ def build(name: str, verilog: str, toplevel: str, *, hier_blocks=(), build_args=
           fresh: bool = False) -> float:
     """Build (not run) ``verilog`` in ``build/sim/<name>/sim``; return the build seconds.
 
-    The time is taken after the ``HW_BUILD_LOCK`` lock (if any) is held; benchmarks use it.
+    The time is taken after the ``HW_BUILD_LOCK`` lock (if any) is held; benchmarks use it. Without
+    ``fresh``, a folder that already holds this build is rebuilt as a test run would (warm).
     """
     verilator_env()
     bdir = BUILD / name
@@ -186,7 +187,8 @@ def build(name: str, verilog: str, toplevel: str, *, hier_blocks=(), build_args=
     bdir.mkdir(parents=True, exist_ok=True)
     with _folder_lock(bdir):
         src = bdir / f"{toplevel}.v"
-        src.write_text(verilog)
+        if not src.exists() or src.read_text() != verilog:   # as run(): an unchanged source keeps
+            src.write_text(verilog)                           # its time stamp, so a rebuild is warm
         hierarchical = bool(hier_blocks) and os.environ.get("HW_SIM_FLAT", "0") in ("", "0")
         sources = ([_hier_config(bdir, hier_blocks)] if hierarchical else []) + [src]  # top last
         with _build_lock():
