@@ -14,6 +14,9 @@ same Verilog; only the build changes.
 
 Every build appends its seconds to ``build/sim/build_times.jsonl`` (:data:`BUILD_LOG`).
 
+Verilator's run-time library objects are compiled once per set of compiler flags and reused by later
+builds (``tb/objcache.py``, cache in ``build/sim/_objcache``; ``HW_OBJCACHE=0`` turns it off).
+
 Environment knobs: ``WAVES=1`` (always trace), ``HW_BUILD_LOCK=/path`` (serialize builds across
 processes with an exclusive file lock; useful on a shared 2-core machine), ``HW_SIM_FLAT=1`` (ignore
 ``hier_blocks``: one flat Verilator model, for comparison or debugging).
@@ -162,7 +165,11 @@ def _build(sources, toplevel, sub, trace, build_args, timescale, hierarchical, l
     # a variable assignment in the MAKEFLAGS environment variable does.
     flags = os.environ.get("MAKEFLAGS", "")
     if "CFG_CXXFLAGS_PCH_I" not in flags:
-        os.environ["MAKEFLAGS"] = f"{flags} CFG_CXXFLAGS_PCH_I=-include".strip()
+        flags = os.environ["MAKEFLAGS"] = f"{flags} CFG_CXXFLAGS_PCH_I=-include".strip()
+    if os.environ.get("HW_OBJCACHE", "1") not in ("", "0") and "OBJCACHE=" not in flags:
+        # Verilator's run-time objects, compiled once and reused by every build (tb/objcache.py)
+        os.environ.setdefault("HW_OBJCACHE_DIR", str(BUILD / "_objcache"))
+        os.environ["MAKEFLAGS"] = f"{flags} OBJCACHE={Path(__file__).with_name('objcache.py')}"
     runner = get_runner("verilator")
     cold = not (sub / "Vtop.mk").exists()     # cocotb's runner names the model Vtop
     with _build_lock() if lock else contextlib.nullcontext():
