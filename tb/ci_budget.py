@@ -32,7 +32,8 @@ __all__ = ["quick_units", "measure", "estimate"]
 
 
 def quick_units(include_full: bool = False) -> list:
-    """``(name, params)`` of every matrix-unit build the quick set makes (test ids as names);
+    """``(name, params)`` of every matrix-unit build the quick set makes (test ids as names; the
+    real-tile runs' own builds as ``tiles-...``);
     ``include_full`` adds the ``full`` builds of ``tb/mu/test_matrix_unit.py``."""
     from tb.mu import test_matrix_unit as tmu
     from tb.tiles import corpus, rtl
@@ -44,6 +45,15 @@ def quick_units(include_full: bool = False) -> list:
         width, fmt, rows, _, acc, guard_bits, tree = p.values
         units.append((p.id, {"width": width, "fmt": fmt, "rows": rows, "acc": acc,
                              "guard_bits": guard_bits, "tree": tree}))
+    from tb.tiles import test_regression as treg
+
+    names = {tuple(sorted(u.items())) for _, u in units}
+    for p in treg.EXACT_UNITS:          # the exact-mode real tiles: E4M3, R = 16
+        width, tree = p.values
+        u = {"width": width, "fmt": "fp8_e4m3", "rows": 16, "acc": "exact", "guard_bits": None,
+             "tree": tree}
+        if tuple(sorted(u.items())) not in names:
+            units.append((f"tiles-exact-{p.id}", u))
     own = {(s.width, s.fmt) for s in corpus.rtl_quick() + corpus.smoke()
            if rtl.unit_for(s.width, s.fmt)[1] == "-tiles"}
     for width, fmt in sorted(own):

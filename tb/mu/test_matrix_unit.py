@@ -6,8 +6,9 @@ mode runs the same tests (every product at D = 8; dot products with stalls at D 
 format and at D = 32, 64 and 128), long cancelling accumulations, and the overflow limit on a unit
 with 4 guard bits; the quick set keeps one build per kind of check (every product and a long
 cancelling accumulation at D = 8 E4M3, dot products with stalls at D = 32 E4M3, the overflow unit)
-and ``full`` runs the rest. D = 128 (both modes) and D = 64 in the exact mode run in the quick set
-on the word-level tree build (``WORDS_BUILDS``); the Dadda builds at D = 128 are ``full``.
+and ``full`` runs the rest. D = 128 (both modes) runs in the quick set on the word-level tree build
+(``WORDS_BUILDS``; the exact mode's real tiles at D = 64 use its D = 64 build); the Dadda builds at
+D = 128 are ``full``.
 Bad-parameter and lint checks need no simulation.
 """
 
@@ -93,11 +94,12 @@ BLOCK_BUILDS = [
 ]
 # The word-level column tree (``tree=words``: computes the Dadda tree's function, proved in
 # docs/verification.md; same latency and stream timing; builds and simulates far faster) carries
-# D = 128 in the quick set in both accumulate modes, and D = 64 in the exact mode. The real-tile
-# runs at those points share these builds (tb/tiles/rtl.py, tb/tiles/test_regression.py).
+# D = 128 in the quick set in both accumulate modes, and the exact mode's real tiles at D = 64.
+# The real-tile runs at those points share these builds (tb/tiles/rtl.py, test_regression.py).
 WORDS_BUILDS = [
     pytest.param(128, "fp8_e4m3", 16, CORE, "fp32", None, marks=quick, id="w128-e4m3-r16-twords"),
-    pytest.param(64, "fp8_e4m3", 16, CORE, "exact", None, marks=quick,
+    # full: the quick set's real-tile runs in the exact mode use this build (test_regression.py)
+    pytest.param(64, "fp8_e4m3", 16, CORE, "exact", None, marks=full,
                  id="w64-e4m3-r16-twords-xacc"),
     pytest.param(128, "fp8_e4m3", 16, CORE, "exact", None, marks=quick,
                  id="w128-e4m3-r16-twords-xacc"),
