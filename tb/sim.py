@@ -12,6 +12,11 @@ column's module in ``hier_blocks`` makes it a Verilator hierarchical block (``--
 is Verilated and compiled once, as a library every instance calls (D=16: 31 s). The design is the
 same Verilog; only the build changes.
 
+Every build appends its seconds to ``build/sim/build_times.jsonl`` (:data:`BUILD_LOG`).
+
+Verilator's run-time library objects are compiled once per set of compiler flags and reused by later
+builds (``tb/objcache.py``, cache in ``build/sim/_objcache``; ``HW_OBJCACHE=0`` turns it off).
+
 Environment knobs: ``WAVES=1`` (always trace), ``HW_BUILD_LOCK=/path`` (serialize builds across
 processes with an exclusive file lock; useful on a shared 2-core machine), ``HW_SIM_FLAT=1`` (ignore
 ``hier_blocks``: one flat Verilator model, for comparison or debugging).
@@ -19,6 +24,7 @@ processes with an exclusive file lock; useful on a shared 2-core machine), ``HW_
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -28,8 +34,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build" / "sim"
+#: One JSON line per Verilator build (build folder, ``cold`` = nothing built there before, seconds
+#: after the ``HW_BUILD_LOCK`` lock is held): the cold build time of every configuration a test run
+#: built, for the CI budget (``docs/verification.md``).
+BUILD_LOG = BUILD / "build_times.jsonl"
 
-__all__ = ["run", "build", "verilator_env", "BUILD", "REPO", "FAST_BUILD_ARGS"]
+__all__ = ["run", "build", "verilator_env", "BUILD", "BUILD_LOG", "REPO", "FAST_BUILD_ARGS"]
 
 #: Verilator options for testbenches that touch only the top's ports, with hierarchical blocks:
 #:
@@ -138,17 +148,35 @@ def _hier_config(bdir: Path, patterns) -> Path:
     return path
 
 
+def _log_build(sub: Path, seconds: float, cold: bool) -> None:
+    """Append one build's time to :data:`BUILD_LOG` (``cold``: the folder had no build before)."""
+    entry = {"name": sub.parent.name, "folder": sub.name, "cold": cold, "seconds": round(seconds, 1),
+             "flat": os.environ.get("HW_SIM_FLAT", "0") not in ("", "0"),
+             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    BUILD.mkdir(parents=True, exist_ok=True)
+    with open(BUILD_LOG, "a") as fh:
+        fh.write(json.dumps(entry) + "\n")
+
+
 def _build(sources, toplevel, sub, trace, build_args, timescale, hierarchical, lock=True):
+    """Build with cocotb's Verilator runner; log the seconds after the lock (:func:`_log_build`)."""
     from cocotb_tools.runner import get_runner
     # cocotb runs make on Verilator's makefile itself, so -MAKEFLAGS above does not reach it;
     # a variable assignment in the MAKEFLAGS environment variable does.
     flags = os.environ.get("MAKEFLAGS", "")
     if "CFG_CXXFLAGS_PCH_I" not in flags:
-        os.environ["MAKEFLAGS"] = f"{flags} CFG_CXXFLAGS_PCH_I=-include".strip()
+        flags = os.environ["MAKEFLAGS"] = f"{flags} CFG_CXXFLAGS_PCH_I=-include".strip()
+    if os.environ.get("HW_OBJCACHE", "1") not in ("", "0") and "OBJCACHE=" not in flags:
+        # Verilator's run-time objects, compiled once and reused by every build (tb/objcache.py)
+        os.environ.setdefault("HW_OBJCACHE_DIR", str(BUILD / "_objcache"))
+        os.environ["MAKEFLAGS"] = f"{flags} OBJCACHE={Path(__file__).with_name('objcache.py')}"
     runner = get_runner("verilator")
+    cold = not (sub / "Vtop.mk").exists()     # cocotb's runner names the model Vtop
     with _build_lock() if lock else contextlib.nullcontext():
+        t0 = time.perf_counter()
         runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=sub, waves=trace,
                      timescale=timescale, build_args=_build_args(trace, build_args, hierarchical))
+        _log_build(sub, time.perf_counter() - t0, cold)
     return runner
 
 
@@ -156,7 +184,8 @@ def build(name: str, verilog: str, toplevel: str, *, hier_blocks=(), build_args=
           fresh: bool = False) -> float:
     """Build (not run) ``verilog`` in ``build/sim/<name>/sim``; return the build seconds.
 
-    The time is taken after the ``HW_BUILD_LOCK`` lock (if any) is held; benchmarks use it.
+    The time is taken after the ``HW_BUILD_LOCK`` lock (if any) is held; benchmarks use it. Without
+    ``fresh``, a folder that already holds this build is rebuilt as a test run would (warm).
     """
     verilator_env()
     bdir = BUILD / name
@@ -165,7 +194,8 @@ def build(name: str, verilog: str, toplevel: str, *, hier_blocks=(), build_args=
     bdir.mkdir(parents=True, exist_ok=True)
     with _folder_lock(bdir):
         src = bdir / f"{toplevel}.v"
-        src.write_text(verilog)
+        if not src.exists() or src.read_text() != verilog:   # as run(): an unchanged source keeps
+            src.write_text(verilog)                           # its time stamp, so a rebuild is warm
         hierarchical = bool(hier_blocks) and os.environ.get("HW_SIM_FLAT", "0") in ("", "0")
         sources = ([_hier_config(bdir, hier_blocks)] if hierarchical else []) + [src]  # top last
         with _build_lock():

@@ -149,8 +149,8 @@ def run_tiles(width: int, fmt: str, tiles, *, rows: int = 1, stages: int | None 
     name_suffix : str
         Build folder suffix (one folder per concurrent user).
     tree : str or None
-        Column tree architecture (None: the design's default Dadda tree; ``words``: the word-level
-        tree, same function, faster to build and simulate at large D).
+        The unit's column tree (None: the design's default, Dadda; ``words``: the fast build that
+        computes the same function, :func:`tb.mu.harness.run_unit`).
 
     Returns
     -------
@@ -166,8 +166,8 @@ def run_tiles(width: int, fmt: str, tiles, *, rows: int = 1, stages: int | None 
         save_program(src, prog, dict(pauses or {}))
         err = None
         try:
-            run_unit(width, fmt, rows, "replay", stages=stages, acc=acc, suffix=name_suffix, tree=tree,
-                     env={"MU_REPLAY_IN": src, "MU_REPLAY_OUT": dst})
+            run_unit(width, fmt, rows, "replay", stages=stages, acc=acc, suffix=name_suffix,
+                     tree=tree, env={"MU_REPLAY_IN": src, "MU_REPLAY_OUT": dst})
         except AssertionError as e:      # the cocotb test failed; results are still written
             err = e
         if not os.path.exists(dst):

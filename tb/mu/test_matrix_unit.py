@@ -6,7 +6,10 @@ mode runs the same tests (every product at D = 8; dot products with stalls at D 
 format and at D = 32, 64 and 128), long cancelling accumulations, and the overflow limit on a unit
 with 4 guard bits; the quick set keeps one build per kind of check (every product and a long
 cancelling accumulation at D = 8 E4M3, dot products with stalls at D = 32 E4M3, the overflow unit)
-and ``full`` runs the rest. Bad-parameter and lint checks need no simulation.
+and ``full`` runs the rest. D = 128 (both modes) runs in the quick set on the word-level tree build
+(``WORDS_BUILDS``; the exact mode's real tiles at D = 64 use its D = 64 build); the Dadda builds at
+D = 128 are ``full``.
+Bad-parameter and lint checks need no simulation.
 """
 
 import pytest
@@ -28,7 +31,9 @@ BUILDS = [
     # which the real-tile runs (tb/tiles/rtl.py) share.
     pytest.param(32, "fp8_e5m2", 16, CORE, marks=quick, id="w32-e5m2-r16"),
     pytest.param(64, "fp4_e2m1", 16, CORE, marks=quick, id="w64-e2m1-r16"),
-    pytest.param(128, "fp8_e4m3", 16, ["random_dots", "throughput"], marks=quick,
+    # the Dadda build at D = 128 is full (about 7 minutes to build cold on the CI machine); the
+    # quick set runs D = 128 on the word-level tree (WORDS_BUILDS)
+    pytest.param(128, "fp8_e4m3", 16, ["random_dots", "throughput"], marks=full,
                  id="w128-e4m3-r16"),
     # FP6 (OCP MX E3M2, E2M3): every product at D = 8, dot products with stalls at D = 8 and 32 in
     # the quick set (the D = 32 builds also serve the FP6 real-tile runs), 16, 64 and 128 in full.
@@ -87,13 +92,27 @@ BLOCK_BUILDS = [
     pytest.param(32, "mxfp6_e3m2", 2, BLOCK, marks=full, id="w32-mxfp6_e3m2-r2"),
     pytest.param(32, "mxfp6_e2m3", 2, BLOCK, marks=full, id="w32-mxfp6_e2m3-r2"),
 ]
-ALL_BUILDS = [pytest.param(*p.values, "fp32", None, marks=p.marks, id=p.id)
-              for p in BUILDS + BLOCK_BUILDS] + EXACT_BUILDS
+# The word-level column tree (``tree=words``: computes the Dadda tree's function, proved in
+# docs/verification.md; same latency and stream timing; builds and simulates far faster) carries
+# D = 128 in the quick set in both accumulate modes, and the exact mode's real tiles at D = 64.
+# The real-tile runs at those points share these builds (tb/tiles/rtl.py, test_regression.py).
+WORDS_BUILDS = [
+    pytest.param(128, "fp8_e4m3", 16, CORE, "fp32", None, marks=quick, id="w128-e4m3-r16-twords"),
+    # full: the quick set's real-tile runs in the exact mode use this build (test_regression.py)
+    pytest.param(64, "fp8_e4m3", 16, CORE, "exact", None, marks=full,
+                 id="w64-e4m3-r16-twords-xacc"),
+    pytest.param(128, "fp8_e4m3", 16, CORE, "exact", None, marks=quick,
+                 id="w128-e4m3-r16-twords-xacc"),
+]
+ALL_BUILDS = ([pytest.param(*p.values, "fp32", None, None, marks=p.marks, id=p.id)
+               for p in BUILDS + BLOCK_BUILDS]
+              + [pytest.param(*p.values, None, marks=p.marks, id=p.id) for p in EXACT_BUILDS]
+              + [pytest.param(*p.values, "words", marks=p.marks, id=p.id) for p in WORDS_BUILDS])
 
 
-@pytest.mark.parametrize("width,fmt,rows,tests,acc,guard_bits", ALL_BUILDS)
-def test_matrix_unit(width, fmt, rows, tests, acc, guard_bits):
-    run_unit(width, fmt, rows, tests, acc=acc, guard_bits=guard_bits)
+@pytest.mark.parametrize("width,fmt,rows,tests,acc,guard_bits,tree", ALL_BUILDS)
+def test_matrix_unit(width, fmt, rows, tests, acc, guard_bits, tree):
+    run_unit(width, fmt, rows, tests, acc=acc, guard_bits=guard_bits, tree=tree)
 
 
 # The fp32 accumulate loop over two cycles (loop = 2): the same bit-exact tests plus the interlock's

@@ -1,5 +1,6 @@
 """Build a slice for simulation and run cases on it (shared by the tests and the knee sweep)."""
 
+import functools
 import json
 import os
 from dataclasses import asdict
@@ -13,16 +14,32 @@ from tb.slice.layout import SliceGeometry
 __all__ = ["make_slice", "run_cases"]
 
 
-def make_slice(numerics: str = "mu", **params):
-    """A :class:`Slice` with real (``mu``), stub (``stub``: integer numerics) or timing-only
-    (``timing``: no arithmetic, results not checked) units, and the tb geometry."""
+def make_slice(numerics: str = "mu", tree: str | None = None, **params):
+    """A :class:`Slice` with real (``mu``) or stub (``stub``: integer numerics) units, and the tb
+    geometry.
+
+    ``tree`` picks the real units' column tree (:data:`hw.mu.tree.TREE_ARCHS`; None: the unit's
+    default, the Dadda tree synthesis maps). ``words`` computes the same function
+    (``docs/verification.md``) and builds and simulates far faster at large D.
+
+    Raises
+    ------
+    ValueError
+        If ``numerics`` is neither, or ``tree`` is given with stub units.
+    """
+    if numerics not in ("mu", "stub"):
+        raise ValueError(f"numerics must be 'mu' (matrix units) or 'stub' (integer stub units), "
+                         f"not {numerics!r}")
     unit = None
     if numerics == "stub":
+        if tree is not None:
+            raise ValueError(f"tree={tree!r} applies to the matrix unit; the stub unit has no tree "
+                             "(use numerics='mu')")
         from tb.slice.stub_unit import StubUnit
         unit = StubUnit
-    elif numerics == "timing":
-        from tb.slice.stub_unit import TimingStubUnit
-        unit = TimingStubUnit
+    elif tree is not None:
+        from hw.mu.matrix_unit import MatrixUnit
+        unit = functools.partial(MatrixUnit, tree=tree)
     dut = Slice(unit=unit, **params)
     geom = SliceGeometry(units=dut.units, width=dut.width, fmt=dut.fmt, feed_bytes=dut.feed_bytes,
                          rows=dut.rows, addr_bits=dut.addr_bits, hbm_addr_bits=dut.hbm_addr_bits,
@@ -30,9 +47,11 @@ def make_slice(numerics: str = "mu", **params):
     return dut, geom
 
 
-def run_cases(name: str, cases: list, numerics: str = "mu", out: str | None = None, **params):
-    """Generate, build (cached under build/sim/<name>) and run ``cases``; return the measurements."""
-    dut, geom = make_slice(numerics, **params)
+def run_cases(name: str, cases: list, numerics: str = "mu", out: str | None = None,
+              tree: str | None = None, **params):
+    """Generate, build (cached under build/sim/<name>) and run ``cases``; return the measurements
+    and the slice (``tree``: as :func:`make_slice`)."""
+    dut, geom = make_slice(numerics, tree, **params)
     verilog = hier.emit(dut, "slice").verilog
     cases = [dict(c, numerics=numerics) for c in cases]
     out = out or str(sim.BUILD / name / "results.json")

@@ -19,7 +19,7 @@ from amaranth.lib import wiring
 from hw.hier import BlockParams
 from hw.mu.interface import MatrixUnitSignature
 
-__all__ = ["StubUnit", "TimingStubUnit", "stub_reference"]
+__all__ = ["StubUnit", "stub_reference"]
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,6 @@ class StubUnit(wiring.Component):
         As the matrix unit; ``rows`` must be 1, ``stages`` is ignored (latency 1) and ``acc`` only
         sets the ports (the numerics stay integer).
     """
-
-    compute = True
 
     def __init__(self, *, width: int, fmt: str, rows: int = 1, stages: int = 0, acc: str = "fp32"):
         if rows != 1:
@@ -79,7 +77,7 @@ class StubUnit(wiring.Component):
         with m.If(self.y.ready):
             m.d.sync += self.y.valid.eq(0)
         with m.If(self.w.valid & self.w.ready):
-            for k in range(D if self.compute else 0):
+            for k in range(D):
                 with m.If(lc == k):
                     m.d.sync += load[k].eq(self.w.payload)
             with m.If(lc == D - 1):
@@ -87,14 +85,9 @@ class StubUnit(wiring.Component):
             with m.Else():
                 m.d.sync += lc.eq(lc + 1)
         with m.If(swap_fire):
-            if self.compute:
-                m.d.sync += [a.eq(ld) for a, ld in zip(act, load, strict=True)]
+            m.d.sync += [a.eq(ld) for a, ld in zip(act, load, strict=True)]
             with m.If(~(self.w.valid & self.w.ready & (lc == D - 1))):
                 m.d.sync += pending.eq(0)
-        if not self.compute:
-            with m.If(self.x.valid & self.x.ready & self.x.payload.last):
-                m.d.sync += [self.y.valid.eq(1), self.y.payload.data.eq(0)]
-            return m
         with m.If(self.x.valid & self.x.ready):
             new = []
             for j in range(D):
@@ -107,13 +100,6 @@ class StubUnit(wiring.Component):
             with m.If(self.x.payload.last):
                 m.d.sync += [self.y.valid.eq(1), self.y.payload.data.eq(Cat(*new))]
         return m
-
-
-class TimingStubUnit(StubUnit):
-    """The stub's tile and stream timing without storage or arithmetic (results are 0): for
-    throughput measurements at widths whose real unit is too slow to build on the machine at hand."""
-
-    compute = False
 
 
 def stub_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:

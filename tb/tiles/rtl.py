@@ -3,7 +3,9 @@
 Verilator builds are the expensive part of the regression (minutes each on the CI machine), so a run
 uses the build the matrix-unit tests already make for its (width, format) where there is one
 (:data:`UNITS`: same parameters, same folder ``build/sim/<variant>``; ``tb/sim.py`` locks a folder
-per user) and its own ``<variant>-tiles`` build otherwise, with 16 accumulator rows.
+per user) and its own ``<variant>-tiles`` build otherwise, with 16 accumulator rows. A unit is the
+Dadda build synthesis maps, or the word-level tree (``words``: proved to compute the same function,
+``docs/verification.md``) where the Dadda build is too slow for CI (D = 128).
 
 A unit with ``R`` accumulator rows serves the ``M`` rows of a run in ``ceil(M / R)`` groups; each
 group is a full pass over the ``k_tiles`` weight tiles (the weights are fed again), exactly as a
@@ -21,27 +23,29 @@ from .replay import RunResult, beats, finish
 
 __all__ = ["UNITS", "unit_for", "run_rtl"]
 
-#: (width, fmt) -> (accumulator rows R, build-folder suffix). Suffix "" shares the matrix-unit
-#: tests' build of the same parameters (tb/mu/test_matrix_unit.py BUILDS); "-tiles" is our own.
+#: (width, fmt) -> (accumulator rows R, build-folder suffix, column tree). Suffix "" shares the
+#: matrix-unit tests' build of the same parameters (tb/mu/test_matrix_unit.py BUILDS); "-tiles" is
+#: our own. Tree None is the design's default (Dadda).
 UNITS = {
-    (8, "fp8_e4m3"): (1, ""),         # tb/mu quick w8-e4m3 (the smoke runs)
-    (8, "fp8_e5m2"): (3, ""),         # tb/mu quick w8-e5m2-r3
-    (16, "fp4_e2m1"): (2, ""),        # tb/mu quick w16-e2m1-r2
-    (32, "fp8_e5m2"): (16, ""),       # tb/mu quick w32-e5m2-r16
-    (64, "fp4_e2m1"): (16, ""),       # tb/mu quick w64-e2m1-r16
-    (128, "fp8_e4m3"): (16, ""),      # tb/mu quick w128-e4m3-r16
-    (8, "fp6_e3m2"): (1, ""),         # tb/mu quick w8-e3m2
-    (8, "fp6_e2m3"): (3, ""),         # tb/mu quick w8-e2m3-r3
-    (32, "fp6_e3m2"): (16, ""),       # tb/mu quick w32-e3m2-r16
-    (32, "fp6_e2m3"): (16, ""),       # tb/mu quick w32-e2m3-r16
-    (64, "fp6_e3m2"): (16, ""),       # tb/mu full w64-e3m2-r16
-    (128, "fp6_e2m3"): (16, ""),      # tb/mu full w128-e2m3-r16
+    (8, "fp8_e4m3"): (1, "", None),          # tb/mu quick w8-e4m3 (the smoke runs)
+    (8, "fp8_e5m2"): (3, "", None),          # tb/mu quick w8-e5m2-r3
+    (8, "fp4_e2m1"): (2, "", None),          # tb/mu quick w8-e2m1-r2 (the E2M1 smoke runs)
+    (16, "fp4_e2m1"): (2, "", None),         # tb/mu quick w16-e2m1-r2
+    (32, "fp8_e5m2"): (16, "", None),        # tb/mu quick w32-e5m2-r16
+    (64, "fp4_e2m1"): (16, "", None),        # tb/mu quick w64-e2m1-r16
+    (128, "fp8_e4m3"): (16, "", "words"),    # tb/mu quick w128-e4m3-r16-twords
+    (8, "fp6_e3m2"): (1, "", None),          # tb/mu quick w8-e3m2
+    (8, "fp6_e2m3"): (3, "", None),          # tb/mu quick w8-e2m3-r3
+    (32, "fp6_e3m2"): (16, "", None),        # tb/mu quick w32-e3m2-r16
+    (32, "fp6_e2m3"): (16, "", None),        # tb/mu quick w32-e2m3-r16
+    (64, "fp6_e3m2"): (16, "", None),        # tb/mu full w64-e3m2-r16
+    (128, "fp6_e2m3"): (16, "", None),       # tb/mu full w128-e2m3-r16 (Dadda at D = 128)
 }
 
 
 def unit_for(width: int, fmt: str) -> tuple:
-    """(rows, suffix) of the unit a run of this width and format uses."""
-    return UNITS.get((width, fmt), (16, "-tiles"))   # the other widths/formats: own build, R = 16
+    """(rows, suffix, tree) of the unit a run of this width and format uses."""
+    return UNITS.get((width, fmt), (16, "-tiles", None))   # the others: own Dadda build, R = 16
 
 
 def run_rtl(tile: Tile, res: RunResult, pauses: dict | None = None) -> RunResult:
@@ -57,7 +61,7 @@ def run_rtl(tile: Tile, res: RunResult, pauses: dict | None = None) -> RunResult
     from tb.mu.replay import run_tiles
 
     d, m, fmt = tile.width, tile.x.shape[0], tile.fmt
-    r_unit, suffix = unit_for(d, fmt)
+    r_unit, suffix, tree = unit_for(d, fmt)
     unit_tiles = []
     for g0 in range(0, m, r_unit):
         rows = np.arange(g0, min(m, g0 + r_unit))
@@ -66,12 +70,13 @@ def run_rtl(tile: Tile, res: RunResult, pauses: dict | None = None) -> RunResult
     prod = Product(m, tile.x.shape[1], d, d, rows=r_unit)   # row groups of R, one column tile
     sched = prod.schedule()
     assert sched.tile_beats == tuple(len(t.x) for t in unit_tiles), "the run is the contract's schedule"
-    rr = run_tiles(d, fmt, unit_tiles, rows=r_unit, pauses=pauses, check=False, name_suffix=suffix)
+    rr = run_tiles(d, fmt, unit_tiles, rows=r_unit, pauses=pauses, check=False, name_suffix=suffix,
+                   tree=tree)
     assert not rr.mismatches, f"{tile.id}: RTL vs model: {rr.mismatches[:3]}"
     groups = prod.passes
     assert rr.y_bits.shape == (m, d), f"{tile.id}: {rr.y_bits.shape[0]} result rows, expected {m}"
     assert np.array_equal(rr.expected, res.bits), f"{tile.id}: replay's model differs from tb/tiles'"
-    latency = emit_unit(d, fmt, r_unit)[1]
+    latency = emit_unit(d, fmt, r_unit, tree=tree)[1]
     c = dict(rr.counters)
     c.update(latency=latency, unit_rows=r_unit, row_groups=groups, last_y_cycle=int(rr.y_cycles[-1]),
              wall_s=rr.wall_s, sim_s=rr.sim_s)

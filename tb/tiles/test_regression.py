@@ -5,18 +5,20 @@ One test per planned run (:func:`tb.tiles.corpus.plan`): every study width
 classes x decode (M = 1) and prefill (M = 16), K accumulated over every tile of the real reduction.
 The quick subset (``-m quick``, what ``make test`` runs) checks the model side of every op at D = 32
 (E5M2) and D = 64 (E2M1, E4M3), one D = 128 run and one D = 32 run of each other format (E3M2, E2M3),
-and sends the runs on the units CI builds (D = 32 E5M2, E3M2, E2M3, D = 64 E2M1, D = 128 E4M3) and
-the D = 8 smoke runs (every format) through the RTL; the other RTL runs are ``full``.
+and sends the runs on the units CI builds (the Dadda tree at D = 32 E5M2, E3M2, E2M3 and D = 64
+E2M1; the word-level tree at D = 128 E4M3) and the D = 8 smoke runs (every format) through the
+RTL; the other RTL runs are ``full``.
 
 Each run asserts: ``tb/mu/model.py`` and the independent ``tb/tiles/exact.py`` agree bit for bit,
 the result is within the contract's rounding bound of float64, and (when the RTL harness
 ``tb.mu.replay`` exists) the RTL equals the model bit for bit with counters matching the contract.
 Results are recorded for ``python -m tb.tiles report`` (reports/regression.md).
 
-One quick run also goes through a D = 32 unit in the ``exact`` accumulate mode (the build the
-matrix-unit tests make for ``w32-e4m3-r16-xacc``): bit-exact against the model in that mode, and
-every result within half an FP32 ulp of the exact rational dot product (computed here with Python
-integers, independently of the model).
+Real E4M3 tiles also go through units in the ``exact`` accumulate mode at D = 32, 64 and 128 in the
+quick set (:data:`EXACT_UNITS`, the builds the matrix-unit tests make: Dadda at D = 32, the
+word-level tree at 64 and 128): bit-exact against the model in that mode, and every result within
+half an FP32 ulp of the exact rational dot product (computed here with Python integers,
+independently of the model).
 """
 
 from fractions import Fraction
@@ -68,26 +70,40 @@ def test_rtl_replay(spec):
     report.save(res)
 
 
+#: Units of the exact-mode real-tile runs: (width, column tree), E4M3, R = 16. Each shares the
+#: matrix-unit tests' build of the same parameters (tb/mu/test_matrix_unit.py): the Dadda tree at
+#: D = 32, the word-level tree (the same function, docs/verification.md) at D = 64 and 128.
+EXACT_UNITS = [pytest.param(32, None, id="d32"), pytest.param(64, "words", id="d64-twords"),
+               pytest.param(128, "words", id="d128-twords")]
+#: The real runs each exact-mode unit replays: a prefill tile (M = 16, K = 384) and a decode tile
+#: with the longest reduction (M = 1, K = 1536: 48 beats per accumulation at D = 32, 12 at D = 128).
+EXACT_RUNS = (("ffn_up", "prefill"), ("ffn_down", "decode"))
+
+
 @pytest.mark.quick
-def test_rtl_exact_mode():
-    """A real prefill tile (MiniLM FFN up, M = 16, K = 384: 12 beats per accumulation) through the
-    D = 32 E4M3 unit with ``acc = exact``: RTL == model bit for bit, and the error against the exact
-    K-long dot product is at most 0.5 ulp (the ``fp32`` mode's error on the same tile is logged)."""
+@pytest.mark.parametrize("width,tree", EXACT_UNITS)
+def test_rtl_exact_mode(width, tree):
+    """Real tiles through the E4M3 unit with ``acc = exact``: RTL == model (in that mode) bit for
+    bit, and every result within 0.5 ulp of the exact K-long dot product, computed here with Python
+    integers independently of the model (the ``fp32`` mode's error on the same tiles is logged)."""
     from hw.mu.numerics import dot_widths
     from tb.mu.model import ElementCodec, half_ulp_fp32
     from tb.mu.program import Tile as UnitTile
     from tb.mu.replay import model_tiles, run_tiles
 
-    (_, tile), = corpus.load_runs([RunSpec("ffn_up", "prefill", "fp8_e4m3", 32, 9000)])
-    m, d = tile.x.shape[0], tile.width
-    assert m <= 16
-    tiles = [UnitTile(w, x, first=first, last=last, row=np.arange(m))
-             for w, x, first, last in replay.beats(tile)]
-    rr = run_tiles(d, tile.fmt, tiles, rows=16, acc="exact", name_suffix="")
-    codec = ElementCodec(tile.fmt)
-    assert not (codec.is_nan[tile.x].any() or codec.is_nan[tile.w].any())
-    exact = codec.ints[tile.x].astype(object) @ codec.ints[tile.w].astype(object)   # (M, D) ints
-    lsb = Fraction(2) ** dot_widths(tile.fmt, d).lsb_exp
+    specs = [RunSpec(op, mode, "fp8_e4m3", width, 9000 + i) for i, (op, mode) in enumerate(EXACT_RUNS)]
+    codec = ElementCodec("fp8_e4m3")
+    tiles, exact = [], []
+    for _, tile in corpus.load_runs(specs):
+        m = tile.x.shape[0]
+        assert m <= 16 and tile.width == width
+        assert not (codec.is_nan[tile.x].any() or codec.is_nan[tile.w].any())
+        tiles += [UnitTile(w, x, first=first, last=last, row=np.arange(m))
+                  for w, x, first, last in replay.beats(tile)]
+        exact.append(codec.ints[tile.x].astype(object) @ codec.ints[tile.w].astype(object))
+    exact = np.concatenate(exact)                        # (rows of every run, D) Python ints
+    rr = run_tiles(width, "fp8_e4m3", tiles, rows=16, acc="exact", name_suffix="", tree=tree)
+    lsb = Fraction(2) ** dot_widths("fp8_e4m3", width).lsb_exp
 
     def max_ulps(bits):
         vals = bits.astype(np.uint32).view(np.float32)
@@ -95,7 +111,9 @@ def test_rtl_exact_mode():
         return max(abs(Fraction(float(v)) - t * lsb) / Fraction(float(u))
                    for v, t, u in zip(vals.ravel(), exact.ravel(), ulp.ravel(), strict=True))
 
+    assert rr.y_bits.shape == exact.shape, (rr.y_bits.shape, exact.shape)
     err = max_ulps(rr.y_bits)
-    fp32 = np.array([r.bits for r in model_tiles(d, tile.fmt, tiles, rows=16)])
-    print(f"{tile.id}: max error exact mode {float(err):.3f} ulp, fp32 mode {float(max_ulps(fp32)):.3f}")
+    fp32 = np.array([r.bits for r in model_tiles(width, "fp8_e4m3", tiles, rows=16)])
+    print(f"D={width} E4M3 {', '.join(f'{op}-{mode}' for op, mode in EXACT_RUNS)}: max error exact "
+          f"mode {float(err):.3f} ulp, fp32 mode {float(max_ulps(fp32)):.3f} ulp")
     assert err <= Fraction(1, 2), float(err)

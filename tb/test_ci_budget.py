@@ -1,0 +1,37 @@
+"""The CI-budget tool (``tb/ci_budget.py``): which builds it counts, and its estimate's arithmetic."""
+
+import pytest
+
+from hw.designs import get_design
+from tb import ci_budget
+from tb.mu.harness import unit_params
+
+
+def _variant(u):
+    return get_design("mu").variant(unit_params(u["width"], u["fmt"], u["rows"], None, u["tree"],
+                                                u["acc"], u["guard_bits"]))
+
+
+@pytest.mark.quick
+def test_quick_units_are_distinct_and_carry_d128_on_the_word_tree():
+    """Each quick-set unit configuration is built once; D = 128 runs only on the word-level tree in
+    the quick set, and the full set's Dadda D = 128 builds are offered with ``include_full``."""
+    quick = [_variant(u) for _, u in ci_budget.quick_units()]
+    assert len(quick) == len(set(quick)), sorted(quick)
+    wide = [v for v in quick if v.startswith("mu-w128-")]
+    assert wide and all("-twords" in v for v in wide), wide
+    full = {_variant(u) for _, u in ci_budget.quick_units(include_full=True)}
+    assert "mu-w128-fp8_e4m3-r16" in full and "mu-w128-fp8_e4m3-r16" not in quick
+
+
+@pytest.mark.quick
+def test_estimate_adds_the_cold_extra_per_worker(tmp_path):
+    """600 s warm wall + (100 - 10 + 50 - 5) s of extra build time over 2 workers = 667.5 s."""
+    junit = tmp_path / "junit.xml"
+    junit.write_text('<testsuites><testsuite name="pytest" time="600.0" tests="2">'
+                     '<testcase classname="a" name="b" time="1.0"/></testsuite></testsuites>')
+    builds = [{"name": "a", "cold_s": 100.0, "warm_s": 10.0},
+              {"name": "b", "cold_s": 50.0, "warm_s": 5.0}]
+    est = ci_budget.estimate(junit, builds, workers=2)
+    assert est["warm_wall_s"] == 600.0 and est["build_extra_s"] == 135.0
+    assert est["cold_wall_s"] == pytest.approx(667.5)
