@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from .contract import Product
 
-__all__ = ["Matmul", "MODELS", "catalog", "cost", "slice80"]
+__all__ = ["Matmul", "MODELS", "catalog", "prefill_catalog", "cost", "slice80"]
 
 #: Context length assumed for the attention products of the LLMs (MiniLM: its 256-token maximum).
 CONTEXT = 4096
@@ -120,6 +120,75 @@ def catalog(batch: int) -> list:
             Matmul("DeepSeek-R1", "lm head", b, 7168, 129280, 1)]
     return out
 
+
+
+def _per_expert(tokens: int, experts: int, top_k: int) -> int:
+    """Rows each expert serves in a prefill of ``tokens`` tokens routed top-k uniformly (rounded up)."""
+    return -(-tokens * top_k // experts)
+
+
+def prefill_catalog(tokens: int) -> list:
+    """Every product of the prefill of ``tokens`` tokens, for each model of :data:`MODELS`.
+
+    The weight products serve all ``tokens`` rows (``M = tokens``: a tile is reused by every row);
+    attention runs over the whole prompt as context (MiniLM: sequences of its 256-token maximum), the
+    causal mask's skipped half not subtracted; GQA query heads sharing a KV head are rows of one
+    product; every MoE expert is hit and serves ``tokens * top_k / experts`` rows (uniform routing);
+    DeepSeek's MLA runs un-absorbed (K/V up-projections of the latent, per-head attention of width
+    192 / 128); the LM head runs on the last token only.
+    """
+    t = tokens
+    out = []
+    L, seq = 6, min(t, 256)
+    out += [Matmul("MiniLM-L6", "q/k/v proj", t, 384, 384, 3 * L),
+            Matmul("MiniLM-L6", "out proj", t, 384, 384, L),
+            Matmul("MiniLM-L6", "ffn up", t, 384, 1536, L),
+            Matmul("MiniLM-L6", "ffn down", t, 1536, 384, L)]
+    out += _attention("MiniLM-L6", L, 12, 12, 32, -(-t // seq), seq)
+    out[-2:] = [Matmul(m.model, m.name, seq * m.m, m.k, m.n, m.count) for m in out[-2:]]
+    L = 32
+    out += [Matmul("Llama-3.1-8B", "q proj", t, 4096, 4096, L),
+            Matmul("Llama-3.1-8B", "k/v proj", t, 4096, 1024, 2 * L),
+            Matmul("Llama-3.1-8B", "out proj", t, 4096, 4096, L),
+            Matmul("Llama-3.1-8B", "ffn gate/up", t, 4096, 14336, 2 * L),
+            Matmul("Llama-3.1-8B", "ffn down", t, 14336, 4096, L),
+            Matmul("Llama-3.1-8B", "lm head", 1, 4096, 128256, 1)]
+    out += [Matmul(m.model, m.name, t * m.m, m.k, m.n, m.count)
+            for m in _attention("Llama-3.1-8B", L, 32, 8, 128, 1, t)]
+    L = 32
+    out += [Matmul("Phi-2", "q/k/v proj", t, 2560, 2560, 3 * L),
+            Matmul("Phi-2", "out proj", t, 2560, 2560, L),
+            Matmul("Phi-2", "ffn up", t, 2560, 10240, L),
+            Matmul("Phi-2", "ffn down", t, 10240, 2560, L),
+            Matmul("Phi-2", "lm head", 1, 2560, 51200, 1)]
+    out += [Matmul(m.model, m.name, t * m.m, m.k, m.n, m.count)
+            for m in _attention("Phi-2", L, 32, 32, 80, 1, t)]
+    L, r = 36, _per_expert(t, 128, 4)
+    out += [Matmul("gpt-oss-120b", "q proj", t, 2880, 4096, L),
+            Matmul("gpt-oss-120b", "k/v proj", t, 2880, 512, 2 * L),
+            Matmul("gpt-oss-120b", "out proj", t, 4096, 2880, L),
+            Matmul("gpt-oss-120b", "router", t, 2880, 128, L),
+            Matmul("gpt-oss-120b", "expert gate+up", r, 2880, 5760, L * 128, f"{r} tokens per expert"),
+            Matmul("gpt-oss-120b", "expert down", r, 2880, 2880, L * 128),
+            Matmul("gpt-oss-120b", "lm head", 1, 2880, 201088, 1)]
+    out += [Matmul(m.model, m.name, t * m.m, m.k, m.n, m.count)
+            for m in _attention("gpt-oss-120b", L, 64, 8, 64, 1, t)]
+    L, dense, moe, r = 61, 3, 58, _per_expert(t, 256, 8)
+    out += [Matmul("DeepSeek-R1", "q down (q_a)", t, 7168, 1536, L),
+            Matmul("DeepSeek-R1", "q up (q_b)", t, 1536, 128 * 192, L),
+            Matmul("DeepSeek-R1", "kv down (kv_a)", t, 7168, 576, L),
+            Matmul("DeepSeek-R1", "kv up (kv_b)", t, 512, 128 * 256, L),
+            Matmul("DeepSeek-R1", "attn scores", t, 192, t, L * 128, "per head"),
+            Matmul("DeepSeek-R1", "attn P.V", t, t, 128, L * 128, "per head"),
+            Matmul("DeepSeek-R1", "out proj", t, 16384, 7168, L),
+            Matmul("DeepSeek-R1", "dense ffn gate/up", t, 7168, 18432, 2 * dense),
+            Matmul("DeepSeek-R1", "dense ffn down", t, 18432, 7168, dense),
+            Matmul("DeepSeek-R1", "shared expert gate/up", t, 7168, 2048, 2 * moe),
+            Matmul("DeepSeek-R1", "shared expert down", t, 2048, 7168, moe),
+            Matmul("DeepSeek-R1", "expert gate/up", r, 7168, 2048, 2 * moe * 256, f"{r} tokens per expert"),
+            Matmul("DeepSeek-R1", "expert down", r, 2048, 7168, moe * 256),
+            Matmul("DeepSeek-R1", "lm head", 1, 7168, 129280, 1)]
+    return out
 
 MODELS = ("MiniLM-L6", "Llama-3.1-8B", "Phi-2", "gpt-oss-120b", "DeepSeek-R1")
 

@@ -43,6 +43,7 @@ from .common import (
 from .common import fmt_value as fv
 from .energy import energy_section
 from .modes import modes_section
+from .silicon import regimes_section
 
 __all__ = ["generate", "block_paths", "timing_suspects", "provenance", "main"]
 
@@ -315,11 +316,11 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
         L += _breakdown_section(grids[acc], acc)[0]
     L += modes_section(grids)
     L += block_section(full[QOR_ACC_MODES[0]])
-    L += rv.perf_section(grid) + _bf16_section(points, qor_dir)
+    L += rv.perf_section(grid) + regimes_section(grids) + _bf16_section(points, qor_dir)
     L += energy_section(Path(qor_dir).parent / "power", rel)
     L += _plots_section(made, plots_dir, rel)
     L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.csv", sus,
-                            col_slopes, tree_slopes)
+                            col_slopes, tree_slopes, grids)
     text = "\n".join(L) + "\n"
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text(text)

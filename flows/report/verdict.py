@@ -1,7 +1,6 @@
 """Equal-silicon performance and the verdict on each claim of the seed study (for :mod:`flows.report.qor`)."""
 
 import csv
-import math
 from pathlib import Path
 
 from perf import shapes
@@ -9,6 +8,7 @@ from perf import shapes
 from ..metric_keys import AREA, CP_LV, DEPTH, FMAX
 from .common import BATCHES, FORMATS, NOT_MEASURED, WIDTHS, measured_formats, sig
 from .common import fmt_value as fv
+from .silicon import equal_silicon_rows
 
 __all__ = ["model_costs", "model_perf", "perf_table", "perf_section", "verdict_section", "knee_from_csv"]
 
@@ -71,18 +71,6 @@ def perf_section(grid) -> list[str]:
     if not any(any(v is not None for v in r.values()) for r in table.values()):
         L.append(f"{NOT_MEASURED}: no matrix unit has both area and fmax measured.")
     return L + [""]
-
-
-def _compare(table, a, b):
-    """(n rows where D=a beats D=b, n rows compared, geometric mean of a/b)."""
-    if not table:
-        return 0, 0, None
-    ratios = [_ratio(r[a], r[b]) for r in table.values()]
-    ratios = [x for x in ratios if x is not None]
-    if not ratios:
-        return 0, 0, None
-    gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-    return sum(x > 1 for x in ratios), len(ratios), gm
 
 
 def knee_from_csv(f):
@@ -207,41 +195,6 @@ def _padding_rows() -> list:
     return rows
 
 
-def _equal_silicon_rows(grid, suspects) -> list:
-    """The two equal-silicon claims."""
-    rows = []
-    table = perf_table(grid)
-    claims = ((64, 128, "At equal silicon 64 beat 128 on everything, at every feed rate.", "all"),
-              (32, 64, "At equal silicon 32 edged out 64.", "edge"))
-    for a, b, claim, want in claims:
-        won, n, gm = _compare(table, a, b)
-        bad = sorted(f"D={d} {f}" for (d, f) in suspects if d in (a, b))
-        if bad:
-            both = any((a, f) in grid and (b, f) in grid for f in FORMATS)
-            if n:
-                meas = f"D={a} ahead in {won} of {n} cases, geometric mean {a}/{b} = {gm:.3g}"
-            else:
-                meas = "no comparable pair (an fmax rounds to 0 MHz)" if both else \
-                    f"{NOT_MEASURED} (no format has both D={a} and D={b})"
-            rows.append((claim, meas, "can't tell", f"fmax of {', '.join(bad)} comes from a flagged "
-                         "critical path (see the timing note), so MACs/s/mm^2 is not trustworthy yet"))
-            continue
-        if n == 0:
-            rows.append((claim, NOT_MEASURED, "can't tell",
-                         f"needs area and fmax at D={a} and D={b} and the shape catalog"))
-            continue
-        txt = f"D={a} ahead in {won} of {n} model x batch x format cases; geometric mean {a}/{b} = {gm:.2f}"
-        if want == "all":
-            v = "agree" if won == n else "disagree"
-            why = ("every measured case favours 64" if won == n else "some cases favour 128") + \
-                  " (full feed; the feed-rate dimension needs the slice's knee curves)"
-        else:
-            v = "agree" if gm > 1 else "disagree"
-            why = f"geometric mean ratio {'above' if gm > 1 else 'at or below'} 1 at full feed"
-        rows.append((claim, txt, v, why))
-    return rows
-
-
 def _control_rows(shares) -> list:
     """The control-cost claim."""
     rows = []
@@ -284,12 +237,14 @@ def _clock_rows(grid, suspects) -> list:
 
 
 def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slopes=None,
-                    tree_slopes=None) -> list[str]:
+                    tree_slopes=None, grids=None) -> list[str]:
     """The verdict table; ``suspects``: (D, fmt) points whose timing is flagged (their fmax and levels
-    are not used for a verdict)."""
+    are not used for a verdict); ``grids``: ``{acc mode: grid}`` for the equal-silicon claims (default:
+    ``grid`` alone, as ``fp32``)."""
     suspects = set(suspects)
     rows = (_knee_rows(knee_file) + _levels_rows(slopes, suspects, col_slopes, tree_slopes)
-            + _padding_rows() + _equal_silicon_rows(grid, suspects) + _control_rows(shares)
+            + _padding_rows() + equal_silicon_rows(grids or {"fp32": grid}, suspects)
+            + _control_rows(shares)
             + _clock_rows(grid, suspects))
     L = ["## Verdict on the study's claims", "",
          "Claims from the seed study (shared context 002); measurements from this report only.", "",

@@ -60,3 +60,25 @@ def test_gqa_rows_and_80_wide_heads():
     assert cat[("Phi-2", "attn scores Q.K^T")].k == 80
     assert cat[("Phi-2", "attn P.V")].n == 80
     assert shapes.cost(cat[("Phi-2", "attn P.V")], 32)["waste"] == pytest.approx(1 / 6)
+
+
+def test_prefill_catalog_minilm_macs_by_hand():
+    """MiniLM prefill of 512 tokens: projections and FFN on every token, attention per 256-token
+    sequence (two of them), counted from the model's published sizes."""
+    t, L, h, hd, seq = 512, 6, 12, 32, 256
+    want = (t * 384 * 384 * 4 * L + t * 384 * 1536 * 2 * L
+            + 2 * (t // seq) * L * h * seq * hd * seq)
+    got = sum(m.m * m.k * m.n * m.count for m in shapes.prefill_catalog(t) if m.model == "MiniLM-L6")
+    assert got == want
+
+
+def test_prefill_reuses_tiles_and_spreads_experts():
+    cat = {(m.model, m.name): m for m in shapes.prefill_catalog(4096)}
+    up = cat[("Llama-3.1-8B", "ffn gate/up")]
+    c = shapes.cost(up, 64)
+    assert c["utilization"] == 1.0                     # K, N multiples of D and M >= D: no idle cycle
+    assert c["cycles"] == 4096 * (4096 // 64) * (14336 // 64) * up.count
+    assert cat[("gpt-oss-120b", "expert down")].m == 4096 * 4 // 128       # top-4 of 128 experts
+    assert cat[("DeepSeek-R1", "expert down")].m == 4096 * 8 // 256        # top-8 of 256
+    assert cat[("Llama-3.1-8B", "lm head")].m == 1                          # last token only
+    assert cat[("Llama-3.1-8B", "attn scores Q.K^T")].m == 4096 * 4         # 4 query heads per KV head
