@@ -124,7 +124,8 @@ def test_equal_silicon_from_contract_cycles(tmp_path, qor, monkeypatch):
             [expect[d] / 1e9 for d in (32, 64, 128)], abs=0.06)
         assert float(c[6]) == pytest.approx(expect[32] / expect[64], abs=0.006)
         assert float(c[7]) == pytest.approx(expect[64] / expect[128], abs=0.006)
-    v = row(text, "| At equal silicon 64 beat 128 on everything, at every feed rate. (decode 1/8, acc = fp32)")
+    v = row(text, "| At equal silicon 64 beat 128 on everything, at every feed rate. "
+                  "(decode 1/8, acc = fp32)")
     assert v[2] == ("agree" if expect[64] > expect[128] else "disagree") and "ahead in 2 of 2" in v[1]
     v = row(text, "| At equal silicon 32 edged out 64. (decode 1/8, acc = fp32)")
     assert v[2] == ("agree" if expect[32] > expect[64] else "disagree")
