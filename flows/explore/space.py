@@ -57,7 +57,12 @@ def _bf16_placements(arch, stages) -> tuple:
 
 
 #: design -> option -> (the options it depends on, ``f(*their values) -> valid values``).
-CONDITIONAL = {"bf16_mul": {"cuts": (("arch", "stages"), _bf16_placements)}}
+def _mu_loops(acc) -> tuple:
+    return (1, 2) if acc == "fp32" else (1,)   # the two-cycle loop is an fp32-mode option
+
+
+CONDITIONAL = {"bf16_mul": {"cuts": (("arch", "stages"), _bf16_placements)},
+               "mu": {"loop": (("acc",), _mu_loops)}}
 
 
 class SpaceError(ValueError):
