@@ -67,7 +67,10 @@ def _points() -> dict:
                                        None)
         p[f"block.{fmt}.scale_spread"] = (
             "block scales", f"the scale exponents of one beat and column span more than "
-                            f"{WINDOW_FRAC_BITS} binades (blocks can fall below the window)", None)
+                            f"{WINDOW_FRAC_BITS} binades (blocks can fall below the window)",
+            None if fmt != "nvfp4" else
+            f"UE4M3 scale exponents lie in -9 .. 5, so a block's x + w exponent spans at most 28 < "
+            f"{WINDOW_FRAC_BITS} binades (docs/numerics.md section 7)")
     for acc in ("fp32", "exact"):
         p[f"round.{acc}.inexact"] = ("rounding", "the FP32 rounding discards nonzero bits", None)
         p[f"round.{acc}.tie_even"] = ("rounding", "an exact tie at the FP32 rounding point, kept even",

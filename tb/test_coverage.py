@@ -41,3 +41,18 @@ def test_undeclared_point():
 def test_round_events(n, e, want):
     """Against hand computation: 24 significant bits, ties to even."""
     assert _round_events(n, e) == want
+
+
+def test_nvfp4_scale_spread_is_declared_unreachable_from_the_scale_range():
+    """The reason given for NVFP4's spread point holds: the UE4M3 scale exponents (from the format's
+    own decode of all 256 codes) cannot put two blocks of a beat more than the window apart."""
+    import numpy as np
+
+    from hw.formats import get_block_format
+    from tb.coverage import POINTS, WINDOW_FRAC_BITS
+
+    m, e, nan = get_block_format("nvfp4").scale_split(np.arange(256))
+    span = 2 * (int(e[~nan].max()) - int(e[~nan].min()))      # x + w exponents, extremes to extremes
+    assert span <= WINDOW_FRAC_BITS
+    assert POINTS["block.nvfp4.scale_spread"][2] is not None
+    assert POINTS["block.mxfp8_e4m3.scale_spread"][2] is None    # E8M0 spans 254 binades
