@@ -2,14 +2,14 @@
 """Compiler wrapper that reuses Verilator's run-time objects across simulator builds.
 
 Every Verilator build compiles the same run-time library sources (``verilated.cpp``,
-``verilated_vpi.cpp``, ``verilated_threads.cpp``, ``verilated_dpi.cpp``; about 20-30 CPU seconds)
-into its own folder. ``tb/sim.py`` sets Verilator's ``OBJCACHE`` make variable to this script, so
-make runs ``objcache.py c++ <flags> -c -o X.o <source>`` for every object. For a source under the
-Verilator installation's ``include`` folder it keys the object on the whole command line, the
-source's bytes and ``verilated_config.h`` (the Verilator version), and copies the object and its
-dependency file from ``$HW_OBJCACHE_DIR`` when an earlier build compiled the same thing; anything
-else (the design's own files) is compiled as given. Stdlib only; concurrent builds are safe (the
-cache is written by atomic renames).
+``verilated_vpi.cpp``, ``verilated_threads.cpp``, ``verilated_dpi.cpp``; the measured cost per build
+is in ``reports/ci_budget.md``) into its own folder. ``tb/sim.py`` sets Verilator's ``OBJCACHE``
+make variable to this script, so make runs ``objcache.py c++ <flags> -c -o X.o <source>`` for every
+object. For a source under the Verilator installation's ``include`` folder it keys the object on the
+whole command line, the source's bytes and ``verilated_config.h`` (the Verilator version), and
+copies the object and its dependency file from ``$HW_OBJCACHE_DIR`` when an earlier build compiled
+the same thing; anything else (the design's own files) is compiled as given. Stdlib only; concurrent
+builds are safe (the cache is written by atomic renames).
 """
 
 import hashlib

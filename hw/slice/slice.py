@@ -247,7 +247,7 @@ class Slice(wiring.Component):
                                               len_bits=len_bits, group_cols=U * D, **blk)
         m.submodules.issue = issue = ActivationIssue(unit=self.unit_signature, addr_bits=aw)
         m.submodules.wb = wb = WriteBack(unit=self.unit_signature, units=U, addr_bits=aw)
-        m.submodules.bc_w = bc_w = Fork(U, 8 * S if not nb else gbox.o.payload.shape())
+        m.submodules.bc_w = bc_w = Fork(U, gbox.o.payload.shape())
         m.submodules.bc_x = bc_x = Fork(U, self.unit_signature.x_layout)
         spad = Scratchpad(self.spad_words, 32 * D, macro=self.spad_macro)
         if self.spad_macro:
@@ -384,16 +384,12 @@ class Slice(wiring.Component):
                                               self.feed_bytes)
         with m.If(xfer(self.hbm_rdata)):
             m.d.sync += self.hbm_rcv_bytes.eq(self.hbm_rcv_bytes + self.feed_bytes)
+        with m.If(xfer(gbox.o) & ~gbox.o.payload.scale if nb else xfer(gbox.o)):   # element rows
+            m.d.sync += [self.w_useful_elems.eq(self.w_useful_elems + gbox.o_useful),
+                         self.w_pad_elems.eq(self.w_pad_elems + U * D - gbox.o_useful)]
         if nb:
-            with m.If(xfer(gbox.o) & ~gbox.o.payload.scale):
-                m.d.sync += [self.w_useful_elems.eq(self.w_useful_elems + gbox.o_useful),
-                             self.w_pad_elems.eq(self.w_pad_elems + U * D - gbox.o_useful)]
             with m.If(xfer(gbox.o) & gbox.o.payload.scale):
                 m.d.sync += self.w_scale_bytes.eq(self.w_scale_bytes + SS)
-        else:
-            with m.If(xfer(gbox.o)):
-                m.d.sync += [self.w_useful_elems.eq(self.w_useful_elems + gbox.o_useful),
-                             self.w_pad_elems.eq(self.w_pad_elems + U * D - gbox.o_useful)]
         with m.If(xfer(issue.x)):
             m.d.sync += self.x_beats.eq(self.x_beats + 1)
         with m.If(wb.wr_en):

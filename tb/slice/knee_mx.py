@@ -23,13 +23,12 @@ from perf.block_feed import block_macs_per_cycle, knee_feed, slice_knee_feed
 from perf.contract import Product
 from tb import sim
 from tb.slice.harness import run_cases
+from tb.slice.knee import SHAPE  # the same MiniLM FFN up tile as the plain knee
 
 REPO = Path(__file__).resolve().parents[2]
 CSV = REPO / "reports" / "knee_mx.csv"
 RATES = (0.9, 1.1)
 FMTS = ("mxfp8_e4m3", "mxfp4_e2m1")
-#: The swept product: MiniLM layer-0 FFN up projection, one token (M x K x N).
-SHAPE = (1, 384, 1536)
 UNITS, WIDTH = 2, 32
 COLUMNS = ("fmt", "width", "units", "feed_bytes_per_cycle", "rate_over_knee", "knee_feed",
            "slice_knee_feed", "measured_macs_per_cycle", "model_macs_per_cycle",
