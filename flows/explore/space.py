@@ -21,9 +21,10 @@ Some options only make sense for some values of others (:data:`CONDITIONAL`): th
 multiplier's register placement ``cuts`` must place exactly ``stages`` registers, and only
 ``booth4`` has positions inside the Booth tree. Such an option is suggested after the ones it
 depends on, from the values valid for them (by default all of :func:`hw.fp.bf16_mul.placements`;
-a ``choices`` list is intersected with those, and ``auto`` is kept when nothing else is left), as
-an Optuna parameter named after them (``cuts[arch=booth4,stages=2]``), so each parameter has a
-fixed distribution and TPE models each context on its own.
+a ``choices`` list is intersected with those, and the first valid value, e.g. ``auto``, is kept
+when nothing else is left), as an Optuna parameter named after them
+(``cuts[arch=booth4,stages=2]``), so each parameter has a fixed distribution and TPE models each
+context on its own.
 """
 
 import json
@@ -56,11 +57,12 @@ def _bf16_placements(arch, stages) -> tuple:
     return placements(arch, stages)
 
 
-#: design -> option -> (the options it depends on, ``f(*their values) -> valid values``).
 def _mu_loops(acc) -> tuple:
     return (1, 2) if acc == "fp32" else (1,)   # the two-cycle loop is an fp32-mode option
 
 
+#: design -> option -> (the options it depends on, ``f(*their values) -> valid values``, the
+#: default first).
 CONDITIONAL = {"bf16_mul": {"cuts": (("arch", "stages"), _bf16_placements)},
                "mu": {"loop": (("acc",), _mu_loops)}}
 
@@ -90,7 +92,7 @@ class Dim:
             return self.values
         ok = self.valid(*(chosen[p] for p in self.parents))
         vals = tuple(v for v in ok if not self.values or v in self.values)
-        return vals or ("auto",)
+        return vals or tuple(ok[:1])   # none of the given values is valid here: the first valid one
 
     def suggest(self, trial, chosen: dict | None = None):
         if self.parents:

@@ -118,7 +118,7 @@ def evaluate(space, names, configs: list, run_opts: dict, gate: dict, energy: di
     vjobs = {n: verify_job_for(space.design, p, n, gate["effort"], gate["seed"], gate["module"])
              for n, p in zip(names_cfg, configs, strict=True)}
     vout = {o.job.name: o for o in run_jobs(list(vjobs.values()), **run_opts)}
-    recs, sjobs = [], {}
+    recs = []
     for n, p in zip(names_cfg, configs, strict=True):
         o = vout[vjobs[n].name]
         rec = {"params": p, "config": n, "verification": o.result if o.ok else None}
@@ -126,50 +126,51 @@ def evaluate(space, names, configs: list, run_opts: dict, gate: dict, energy: di
             rec["fail_reason"] = f"verification gate did not run: {o.error}"
         elif not o.result["passed"]:
             rec["fail_reason"] = f"verification failed: {o.result['reason']}"
-        else:
-            sjobs.setdefault(n, synth_job_for(space.design, p, liberty))
         recs.append(rec)
-    sout = {o.job.name: o for o in run_jobs(list(sjobs.values()), **run_opts)} if sjobs else {}
-    for rec in recs:
+    synth = _run_stage(recs, lambda r: synth_job_for(space.design, r["params"], liberty), run_opts,
+                       "synthesis")
+    if "energy_per_mac" in names:
+        settings = dict(energy or obj.ENERGY)
+
+        def energy_job(r):
+            return energy_job_for(r["params"], r["config"], settings, liberty)
+
+        for rec, res in _run_stage(recs, energy_job, run_opts, "energy run"):
+            rec["energy"] = res
+    for rec, res in synth:
         if "fail_reason" in rec:
             continue
-        o = sout[sjobs[rec["config"]].name]
-        if not o.ok:
-            rec["fail_reason"] = f"synthesis failed: {o.error}"
-            continue
-        m = o.result["metrics"]
-        rec["values"] = obj.objective_values([n for n in names if n != "energy_per_mac"], space.design,
-                                             rec["params"], m)
-        rec["metrics"] = {"variant": o.result["variant"], "outdir": o.result["outdir"],
+        m = res["metrics"]
+        rec["values"] = obj.objective_values(names, space.design, rec["params"], m, rec.get("energy"))
+        rec["metrics"] = {"variant": res["variant"], "outdir": res["outdir"],
                           **{k: m.get(k) for k in ("synth__design__instance__area__stdcell",
                                                    "synth__timing__critical_path__delay_ps",
                                                    "synth__timing__critical_path__kind",
                                                    "synth__design__instance__count__stdcell",
                                                    "synth__design__instance__area__sequential",
                                                    "flow__git_revision")}}
-    if "energy_per_mac" in names:
-        _add_energy(recs, dict(energy or obj.ENERGY), run_opts, liberty)
     return recs
 
 
-def _add_energy(recs: list, settings: dict, run_opts: dict, liberty) -> None:
-    """Run the energy jobs of the records that passed so far; add ``values["energy_per_mac"]`` and
-    ``energy``, or a ``fail_reason``."""
-    ejobs = {}
+def _run_stage(recs: list, job_for, run_opts: dict, what: str) -> list:
+    """Run ``job_for(record)`` (one job per configuration) for the records that have not failed yet;
+    give those whose job failed a ``fail_reason`` naming ``what``, and return ``(record, result)``
+    for the others."""
+    jobs = {}
     for rec in recs:
         if "fail_reason" not in rec:
-            ejobs.setdefault(rec["config"], energy_job_for(rec["params"], rec["config"], settings, liberty))
-    eout = {o.job.name: o for o in run_jobs(list(ejobs.values()), **run_opts)} if ejobs else {}
+            jobs.setdefault(rec["config"], job_for(rec))
+    out = {o.job.name: o for o in run_jobs(list(jobs.values()), **run_opts)} if jobs else {}
+    done = []
     for rec in recs:
         if "fail_reason" in rec:
             continue
-        o = eout[ejobs[rec["config"]].name]
-        if not o.ok:
-            rec["fail_reason"] = f"energy run failed: {o.error}"
-            rec.pop("values", None)
-            continue
-        rec["energy"] = o.result
-        rec["values"]["energy_per_mac"] = o.result["pj_per_useful_mac"]
+        o = out[jobs[rec["config"]].name]
+        if o.ok:
+            done.append((rec, o.result))
+        else:
+            rec["fail_reason"] = f"{what} failed: {o.error}"
+    return done
 
 
 def _tell(study, trial, rec, names, space) -> None:

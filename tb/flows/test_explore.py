@@ -74,6 +74,19 @@ def test_conditional_placement_is_valid_for_the_chosen_stages():
 
 
 @quick
+def test_conditional_choices_fall_back_to_the_first_valid_value(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text('[choices]\nloop = [2]\nacc = ["fp32", "exact"]\n')
+    (loop,) = [d for d in load_space("mu", f).dims if d.name == "loop"]
+    assert loop.choices({"acc": "fp32"}) == (2,)
+    assert loop.choices({"acc": "exact"}) == (1,)    # loop = 2 does not exist there: the default
+    f.write_text('[choices]\nstages = [1]\ncuts = ["pp"]\n')
+    (cuts,) = [d for d in load_space("bf16_mul", f).dims if d.name == "cuts"]
+    assert cuts.choices({"arch": "booth4", "stages": 1}) == ("pp",)
+    assert cuts.choices({"arch": "behavioral", "stages": 1}) == ("auto",)
+
+
+@quick
 def test_space_file_narrows_and_rejects_mistakes(tmp_path):
     f = tmp_path / "s.toml"
     f.write_text('fixed = {stages = 2}\n[choices]\nsubnormals = ["on", "off"]\n'
