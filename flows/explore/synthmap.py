@@ -6,25 +6,27 @@ register placement), synthesized by the same cached jobs as the search's trials.
 the search's verified front is from the best point of the space; it is context, not a result: no
 configuration here counts unless the search verified it.
 
-Run from the repository root: ``PYTHONPATH=. python reports/explore/bf16_mul_synthmap.py``.
+Run: ``python -m flows.explore.synthmap``.
 """
 
 import datetime
-from pathlib import Path
 
-from flows.explore import objectives as obj
-from flows.explore.front import pareto_front
-from flows.explore.jobs import synth_job_for
-from flows.explore.space import load_space
-from flows.sweep.runner import run
-from flows.synth.metrics import git_revision, tool_versions
 from hw.fp.bf16_mul import placements
 
-OUT = Path(__file__).with_name("bf16_mul-synthmap.md")
+from ..paths import REPO
+from ..sweep.runner import run
+from ..synth.metrics import git_revision, tool_versions
+from . import objectives as obj
+from .front import pareto_front
+from .jobs import synth_job_for
+from .space import load_space
+
+EXPLORE = REPO / "reports" / "explore"
+OUT = EXPLORE / "bf16_mul-synthmap.md"
 
 
 def main():
-    space = load_space("bf16_mul", Path(__file__).with_name("bf16_mul-space.toml"))
+    space = load_space("bf16_mul", EXPLORE / "bf16_mul-space.toml")
     cfgs = [space.params({"arch": "booth4", "subnormals": True, "stages": s, "cuts": c})
             for s in (0, 1, 2, 3) for c in placements("booth4", s)]
     jobs = [synth_job_for("bf16_mul", p) for p in cfgs]
@@ -42,7 +44,7 @@ def main():
     lines = ["# BF16 multiplier: synthesis-only map of the search space (not verified)", "",
              f"- git revision `{git_revision()}`; date {now}; tools "
              + ", ".join(f"{k} {v}" for k, v in sorted(tool_versions().items())),
-             "- command: `PYTHONPATH=. python reports/explore/bf16_mul_synthmap.py` (the search's own "
+             "- command: `python -m flows.explore.synthmap` (the search's own "
              "cached synthesis jobs, Yosys + ABC + our NLDM STA with repair on OSU 0.18 um; no "
              "placement, routing or wire load)",
              f"- {len(ok)} of {len(rows)} configurations synthesized; baseline stages=0 (booth4, "
