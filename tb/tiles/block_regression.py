@@ -29,6 +29,7 @@ from tb.mu.model_block import unit_matmul
 from . import minilm, report
 from .block_tiles import BASELINE, BlockTile, replay_block, tiles
 from .corpus import MODES, RunSpec, _run_id, cache_dir
+from .replay import _rel
 
 __all__ = ["WIDE", "POINTS", "plan_rtl", "baseline_error", "run_point", "results_dir", "load_all",
            "save", "section_md", "write_section", "main"]
@@ -57,12 +58,6 @@ def plan_rtl(points=POINTS) -> list:
 
 def results_dir() -> Path:
     return cache_dir() / "block_results"
-
-
-def _rel(y: np.ndarray, ref: np.ndarray) -> dict:
-    err = np.abs(y - ref)
-    return {"mean_rel": float(err.mean() / max(np.abs(ref).mean(), 1e-300)),
-            "max_rel": float(err.max() / max(np.abs(ref).max(), 1e-300))}
 
 
 def baseline_error(tile: BlockTile) -> dict:
@@ -136,8 +131,7 @@ def section_md(recs: dict, planned: int) -> str:
     for r in runs:
         groups[(r["width"], r["fmt"])].append(r)
     for (d, fmt), rs in sorted(groups.items()):
-        avg = sum(r["mean_rel"] for r in rs) / len(rs)
-        bavg = sum(r["base"]["mean_rel"] for r in rs) / len(rs)
+        avg, bavg = _means(rs)
         unit = f"{rs[0]['unit_rows']}, {rs[0]['tree'] or 'dadda'}"
         out.append(f"| {fmt} vs {rs[0]['base']['fmt']} | {d} | {unit} | "
                    f"{len(rs)} | {sum(bool(r['rtl_match']) for r in rs)} | "
