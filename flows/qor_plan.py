@@ -13,9 +13,8 @@ whatever the stages.
 from hw.designs import ACC_MODES, STUDY_WIDTHS
 from hw.formats import BLOCK_FORMATS, MATRIX_FORMATS
 
-__all__ = ["QOR_ACC_MODES", "DEFAULT_STAGES", "EXACT_STAGES", "EXACT_GOAL_PS", "EXACT_AREA_GOAL",
-           "qor_stages", "qor_points"]
-__all__ += ["QOR_BLOCK_FORMATS", "QOR_FORMATS"]
+__all__ = ["QOR_ACC_MODES", "QOR_BLOCK_FORMATS", "QOR_FORMATS", "DEFAULT_STAGES", "EXACT_STAGES",
+           "EXACT_GOAL_PS", "EXACT_AREA_GOAL", "qor_stages", "qor_points"]
 
 #: Accumulate modes in the study, the contract's default first.
 QOR_ACC_MODES = ACC_MODES
@@ -55,4 +54,4 @@ def qor_points(widths=STUDY_WIDTHS, formats=QOR_FORMATS, modes=QOR_ACC_MODES) ->
     """The study's matrix-unit points as ``(acc, width, fmt, stages)``, smallest width first (block
     formats in the ``fp32`` mode only)."""
     return [(acc, d, f, qor_stages(acc, f, d)) for d in sorted(widths) for acc in modes
-            for f in formats if acc == QOR_ACC_MODES[0] or f not in BLOCK_FORMATS]
+            for f in formats if acc == "fp32" or f not in BLOCK_FORMATS]

@@ -51,75 +51,108 @@ def _distinct_experts(experts: int, top_k: int, tokens: int) -> float:
     return experts * (1 - (1 - top_k / experts) ** tokens)
 
 
-def _attention(model, layers, q_heads, kv_heads, head_dim, batch, ctx, v_dim=None):
-    g = q_heads // kv_heads  # query heads sharing one KV head are the rows of one product
-    c = layers * kv_heads * batch
-    return [Matmul(model, "attn scores Q.K^T", g, head_dim, ctx, c, f"per KV head, {g} query rows"),
-            Matmul(model, "attn P.V", g, ctx, v_dim or head_dim, c, f"per KV head, {g} query rows")]
+#: Attention of the models with per-head attention: (layers, query heads, KV heads, head dimension).
+_HEADS = {"MiniLM-L6": (6, 12, 12, 32), "Llama-3.1-8B": (32, 32, 8, 128), "Phi-2": (32, 32, 32, 80),
+          "gpt-oss-120b": (36, 64, 8, 64)}
+
+
+def _attention(model, seqs, ctx, tokens=1):
+    """Q.K^T and P.V of ``seqs`` sequences of context ``ctx``, ``tokens`` query tokens each: the query
+    heads sharing one KV head (GQA) are rows of one product with every token's."""
+    layers, q_heads, kv_heads, head_dim = _HEADS[model]
+    g = q_heads // kv_heads
+    c = layers * kv_heads * seqs
+    note = f"per KV head, {g} query rows" + (f" x {tokens} tokens" if tokens > 1 else "")
+    return [Matmul(model, "attn scores Q.K^T", g * tokens, head_dim, ctx, c, note),
+            Matmul(model, "attn P.V", g * tokens, ctx, head_dim, c, note)]
+
+
+# The weight products of each model, shared by decode and prefill: ``rows`` activation rows per
+# product, ``head`` rows for the LM head; the MoE experts serve ``expert_rows`` rows each, ``experts``
+# of them per layer (``note`` on the first expert product).
+
+def _minilm(rows):
+    # all-MiniLM-L6-v2: BERT, 6 layers, hidden 384, 12 heads x 32, FFN 1536 (real weights we run)
+    L = 6
+    return [Matmul("MiniLM-L6", "q/k/v proj", rows, 384, 384, 3 * L),
+            Matmul("MiniLM-L6", "out proj", rows, 384, 384, L),
+            Matmul("MiniLM-L6", "ffn up", rows, 384, 1536, L),
+            Matmul("MiniLM-L6", "ffn down", rows, 1536, 384, L)]
+
+
+def _llama(rows, head):
+    # Llama-3.1-8B: hidden 4096, 32 layers, 32 heads / 8 KV heads x 128, SwiGLU FFN 14336
+    L = 32
+    return [Matmul("Llama-3.1-8B", "q proj", rows, 4096, 4096, L),
+            Matmul("Llama-3.1-8B", "k/v proj", rows, 4096, 1024, 2 * L),
+            Matmul("Llama-3.1-8B", "out proj", rows, 4096, 4096, L),
+            Matmul("Llama-3.1-8B", "ffn gate/up", rows, 4096, 14336, 2 * L),
+            Matmul("Llama-3.1-8B", "ffn down", rows, 14336, 4096, L),
+            Matmul("Llama-3.1-8B", "lm head", head, 4096, 128256, 1)]
+
+
+def _phi2(rows, head):
+    # Phi-2: hidden 2560, 32 layers, 32 heads x 80 (MHA), GELU FFN 10240
+    L = 32
+    return [Matmul("Phi-2", "q/k/v proj", rows, 2560, 2560, 3 * L),
+            Matmul("Phi-2", "out proj", rows, 2560, 2560, L),
+            Matmul("Phi-2", "ffn up", rows, 2560, 10240, L),
+            Matmul("Phi-2", "ffn down", rows, 10240, 2560, L),
+            Matmul("Phi-2", "lm head", head, 2560, 51200, 1)]
+
+
+def _gpt_oss(rows, head, expert_rows, experts, note):
+    # gpt-oss-120b: hidden 2880, 36 layers, 64 q / 8 KV heads x 64, 128 experts top-4, expert FFN 2880
+    L = 36
+    return [Matmul("gpt-oss-120b", "q proj", rows, 2880, 4096, L),
+            Matmul("gpt-oss-120b", "k/v proj", rows, 2880, 512, 2 * L),
+            Matmul("gpt-oss-120b", "out proj", rows, 4096, 2880, L),
+            Matmul("gpt-oss-120b", "router", rows, 2880, 128, L),
+            Matmul("gpt-oss-120b", "expert gate+up", expert_rows, 2880, 5760, L * experts, note),
+            Matmul("gpt-oss-120b", "expert down", expert_rows, 2880, 2880, L * experts),
+            Matmul("gpt-oss-120b", "lm head", head, 2880, 201088, 1)]
+
+
+def _deepseek(rows, head, expert_rows, experts, note, attention):
+    # DeepSeek-R1 (V3): hidden 7168, 61 layers (3 dense FFN 18432, 58 MoE: 256 experts top-8 of 2048 +
+    # 1 shared), MLA: 128 heads, q_lora 1536, kv_lora 512, qk 128 nope + 64 rope, v 128. ``attention``
+    # (the products between the latent projection and the output projection) depends on the regime.
+    L, dense, moe = 61, 3, 58
+    return [Matmul("DeepSeek-R1", "q down (q_a)", rows, 7168, 1536, L),
+            Matmul("DeepSeek-R1", "q up (q_b)", rows, 1536, 128 * 192, L),
+            Matmul("DeepSeek-R1", "kv down (kv_a)", rows, 7168, 576, L),
+            *attention,
+            Matmul("DeepSeek-R1", "out proj", rows, 16384, 7168, L),
+            Matmul("DeepSeek-R1", "dense ffn gate/up", rows, 7168, 18432, 2 * dense),
+            Matmul("DeepSeek-R1", "dense ffn down", rows, 18432, 7168, dense),
+            Matmul("DeepSeek-R1", "shared expert gate/up", rows, 7168, 2048, 2 * moe),
+            Matmul("DeepSeek-R1", "shared expert down", rows, 2048, 7168, moe),
+            Matmul("DeepSeek-R1", "expert gate/up", expert_rows, 7168, 2048, 2 * moe * experts, note),
+            Matmul("DeepSeek-R1", "expert down", expert_rows, 2048, 7168, moe * experts),
+            Matmul("DeepSeek-R1", "lm head", head, 7168, 129280, 1)]
 
 
 def catalog(batch: int) -> list:
-    """Every product of one decode step at ``batch`` sequences, for each model of :data:`MODELS`."""
-    b = batch
-    out = []
-    # all-MiniLM-L6-v2: BERT, 6 layers, hidden 384, 12 heads x 32, FFN 1536 (real weights we run)
-    L = 6
-    out += [Matmul("MiniLM-L6", "q/k/v proj", b, 384, 384, 3 * L),
-            Matmul("MiniLM-L6", "out proj", b, 384, 384, L),
-            Matmul("MiniLM-L6", "ffn up", b, 384, 1536, L),
-            Matmul("MiniLM-L6", "ffn down", b, 1536, 384, L)]
-    out += _attention("MiniLM-L6", L, 12, 12, 32, b, 256)
-    # Llama-3.1-8B: hidden 4096, 32 layers, 32 heads / 8 KV heads x 128, SwiGLU FFN 14336
-    L = 32
-    out += [Matmul("Llama-3.1-8B", "q proj", b, 4096, 4096, L),
-            Matmul("Llama-3.1-8B", "k/v proj", b, 4096, 1024, 2 * L),
-            Matmul("Llama-3.1-8B", "out proj", b, 4096, 4096, L),
-            Matmul("Llama-3.1-8B", "ffn gate/up", b, 4096, 14336, 2 * L),
-            Matmul("Llama-3.1-8B", "ffn down", b, 14336, 4096, L),
-            Matmul("Llama-3.1-8B", "lm head", b, 4096, 128256, 1)]
-    out += _attention("Llama-3.1-8B", L, 32, 8, 128, b, CONTEXT)
-    # Phi-2: hidden 2560, 32 layers, 32 heads x 80 (MHA), GELU FFN 10240
-    L = 32
-    out += [Matmul("Phi-2", "q/k/v proj", b, 2560, 2560, 3 * L),
-            Matmul("Phi-2", "out proj", b, 2560, 2560, L),
-            Matmul("Phi-2", "ffn up", b, 2560, 10240, L),
-            Matmul("Phi-2", "ffn down", b, 10240, 2560, L),
-            Matmul("Phi-2", "lm head", b, 2560, 51200, 1)]
-    out += _attention("Phi-2", L, 32, 32, 80, b, CONTEXT)
-    # gpt-oss-120b: hidden 2880, 36 layers, 64 q / 8 KV heads x 64, 128 experts top-4, expert FFN 2880
-    L, e = 36, _distinct_experts(128, 4, b)
-    out += [Matmul("gpt-oss-120b", "q proj", b, 2880, 4096, L),
-            Matmul("gpt-oss-120b", "k/v proj", b, 2880, 512, 2 * L),
-            Matmul("gpt-oss-120b", "out proj", b, 4096, 2880, L),
-            Matmul("gpt-oss-120b", "router", b, 2880, 128, L),
-            Matmul("gpt-oss-120b", "expert gate+up", 1, 2880, 5760, L * e,
-                   f"{e:.1f} distinct experts/layer, ~1 token each"),
-            Matmul("gpt-oss-120b", "expert down", 1, 2880, 2880, L * e),
-            Matmul("gpt-oss-120b", "lm head", b, 2880, 201088, 1)]
-    out += _attention("gpt-oss-120b", L, 64, 8, 64, b, CONTEXT)
-    # DeepSeek-R1 (V3): hidden 7168, 61 layers (3 dense FFN 18432, 58 MoE: 256 experts top-8 of 2048 +
-    # 1 shared), MLA: 128 heads, q_lora 1536, kv_lora 512, qk 128 nope + 64 rope, v 128; decode with
-    # the up-projections absorbed (all heads attend over the shared 576-wide latent cache).
-    L, dense, moe, e = 61, 3, 58, _distinct_experts(256, 8, b)
-    out += [Matmul("DeepSeek-R1", "q down (q_a)", b, 7168, 1536, L),
-            Matmul("DeepSeek-R1", "q up (q_b)", b, 1536, 128 * 192, L),
-            Matmul("DeepSeek-R1", "kv down (kv_a)", b, 7168, 576, L),
-            Matmul("DeepSeek-R1", "q absorb (W_UK)", b, 128, 512, L * 128, "per head"),
-            Matmul("DeepSeek-R1", "attn scores (latent)", 128, 576, CONTEXT, L * b,
-                   "128 heads share the cache"),
-            Matmul("DeepSeek-R1", "attn P.V (latent)", 128, CONTEXT, 512, L * b),
-            Matmul("DeepSeek-R1", "v up (W_UV)", b, 512, 128, L * 128, "per head"),
-            Matmul("DeepSeek-R1", "out proj", b, 16384, 7168, L),
-            Matmul("DeepSeek-R1", "dense ffn gate/up", b, 7168, 18432, 2 * dense),
-            Matmul("DeepSeek-R1", "dense ffn down", b, 18432, 7168, dense),
-            Matmul("DeepSeek-R1", "shared expert gate/up", b, 7168, 2048, 2 * moe),
-            Matmul("DeepSeek-R1", "shared expert down", b, 2048, 7168, moe),
-            Matmul("DeepSeek-R1", "expert gate/up", 1, 7168, 2048, 2 * moe * e,
-                   f"{e:.1f} distinct experts/layer, ~1 token each"),
-            Matmul("DeepSeek-R1", "expert down", 1, 2048, 7168, moe * e),
-            Matmul("DeepSeek-R1", "lm head", b, 7168, 129280, 1)]
-    return out
+    """Every product of one decode step at ``batch`` sequences, for each model of :data:`MODELS`.
 
+    Each MoE expert hit serves about one token (the expected number of distinct experts hit by
+    ``batch`` tokens routing top-k uniformly); DeepSeek's MLA runs with the up-projections absorbed
+    (all heads attend over the shared 576-wide latent cache).
+    """
+    b = batch
+    oss, ds = _distinct_experts(128, 4, b), _distinct_experts(256, 8, b)
+    L = 61
+    mla = [Matmul("DeepSeek-R1", "q absorb (W_UK)", b, 128, 512, L * 128, "per head"),
+           Matmul("DeepSeek-R1", "attn scores (latent)", 128, 576, CONTEXT, L * b,
+                  "128 heads share the cache"),
+           Matmul("DeepSeek-R1", "attn P.V (latent)", 128, CONTEXT, 512, L * b),
+           Matmul("DeepSeek-R1", "v up (W_UV)", b, 512, 128, L * 128, "per head")]
+    return [*_minilm(b), *_attention("MiniLM-L6", b, 256),
+            *_llama(b, b), *_attention("Llama-3.1-8B", b, CONTEXT),
+            *_phi2(b, b), *_attention("Phi-2", b, CONTEXT),
+            *_gpt_oss(b, b, 1, oss, f"{oss:.1f} distinct experts/layer, ~1 token each"),
+            *_attention("gpt-oss-120b", b, CONTEXT),
+            *_deepseek(b, b, 1, ds, f"{ds:.1f} distinct experts/layer, ~1 token each", mla)]
 
 
 def _per_expert(tokens: int, experts: int, top_k: int) -> int:
@@ -138,57 +171,19 @@ def prefill_catalog(tokens: int) -> list:
     192 / 128); the LM head runs on the last token only.
     """
     t = tokens
-    out = []
-    L, seq = 6, min(t, 256)
-    out += [Matmul("MiniLM-L6", "q/k/v proj", t, 384, 384, 3 * L),
-            Matmul("MiniLM-L6", "out proj", t, 384, 384, L),
-            Matmul("MiniLM-L6", "ffn up", t, 384, 1536, L),
-            Matmul("MiniLM-L6", "ffn down", t, 1536, 384, L)]
-    out += _attention("MiniLM-L6", L, 12, 12, 32, -(-t // seq), seq)
-    out[-2:] = [Matmul(m.model, m.name, seq * m.m, m.k, m.n, m.count) for m in out[-2:]]
-    L = 32
-    out += [Matmul("Llama-3.1-8B", "q proj", t, 4096, 4096, L),
-            Matmul("Llama-3.1-8B", "k/v proj", t, 4096, 1024, 2 * L),
-            Matmul("Llama-3.1-8B", "out proj", t, 4096, 4096, L),
-            Matmul("Llama-3.1-8B", "ffn gate/up", t, 4096, 14336, 2 * L),
-            Matmul("Llama-3.1-8B", "ffn down", t, 14336, 4096, L),
-            Matmul("Llama-3.1-8B", "lm head", 1, 4096, 128256, 1)]
-    out += [Matmul(m.model, m.name, t * m.m, m.k, m.n, m.count)
-            for m in _attention("Llama-3.1-8B", L, 32, 8, 128, 1, t)]
-    L = 32
-    out += [Matmul("Phi-2", "q/k/v proj", t, 2560, 2560, 3 * L),
-            Matmul("Phi-2", "out proj", t, 2560, 2560, L),
-            Matmul("Phi-2", "ffn up", t, 2560, 10240, L),
-            Matmul("Phi-2", "ffn down", t, 10240, 2560, L),
-            Matmul("Phi-2", "lm head", 1, 2560, 51200, 1)]
-    out += [Matmul(m.model, m.name, t * m.m, m.k, m.n, m.count)
-            for m in _attention("Phi-2", L, 32, 32, 80, 1, t)]
-    L, r = 36, _per_expert(t, 128, 4)
-    out += [Matmul("gpt-oss-120b", "q proj", t, 2880, 4096, L),
-            Matmul("gpt-oss-120b", "k/v proj", t, 2880, 512, 2 * L),
-            Matmul("gpt-oss-120b", "out proj", t, 4096, 2880, L),
-            Matmul("gpt-oss-120b", "router", t, 2880, 128, L),
-            Matmul("gpt-oss-120b", "expert gate+up", r, 2880, 5760, L * 128, f"{r} tokens per expert"),
-            Matmul("gpt-oss-120b", "expert down", r, 2880, 2880, L * 128),
-            Matmul("gpt-oss-120b", "lm head", 1, 2880, 201088, 1)]
-    out += [Matmul(m.model, m.name, t * m.m, m.k, m.n, m.count)
-            for m in _attention("gpt-oss-120b", L, 64, 8, 64, 1, t)]
-    L, dense, moe, r = 61, 3, 58, _per_expert(t, 256, 8)
-    out += [Matmul("DeepSeek-R1", "q down (q_a)", t, 7168, 1536, L),
-            Matmul("DeepSeek-R1", "q up (q_b)", t, 1536, 128 * 192, L),
-            Matmul("DeepSeek-R1", "kv down (kv_a)", t, 7168, 576, L),
-            Matmul("DeepSeek-R1", "kv up (kv_b)", t, 512, 128 * 256, L),
-            Matmul("DeepSeek-R1", "attn scores", t, 192, t, L * 128, "per head"),
-            Matmul("DeepSeek-R1", "attn P.V", t, t, 128, L * 128, "per head"),
-            Matmul("DeepSeek-R1", "out proj", t, 16384, 7168, L),
-            Matmul("DeepSeek-R1", "dense ffn gate/up", t, 7168, 18432, 2 * dense),
-            Matmul("DeepSeek-R1", "dense ffn down", t, 18432, 7168, dense),
-            Matmul("DeepSeek-R1", "shared expert gate/up", t, 7168, 2048, 2 * moe),
-            Matmul("DeepSeek-R1", "shared expert down", t, 2048, 7168, moe),
-            Matmul("DeepSeek-R1", "expert gate/up", r, 7168, 2048, 2 * moe * 256, f"{r} tokens per expert"),
-            Matmul("DeepSeek-R1", "expert down", r, 2048, 7168, moe * 256),
-            Matmul("DeepSeek-R1", "lm head", 1, 7168, 129280, 1)]
-    return out
+    seq = min(t, 256)
+    oss, ds = _per_expert(t, 128, 4), _per_expert(t, 256, 8)
+    L = 61
+    mla = [Matmul("DeepSeek-R1", "kv up (kv_b)", t, 512, 128 * 256, L),
+           Matmul("DeepSeek-R1", "attn scores", t, 192, t, L * 128, "per head"),
+           Matmul("DeepSeek-R1", "attn P.V", t, t, 128, L * 128, "per head")]
+    return [*_minilm(t), *_attention("MiniLM-L6", -(-t // seq), seq, seq),
+            *_llama(t, 1), *_attention("Llama-3.1-8B", 1, t, t),
+            *_phi2(t, 1), *_attention("Phi-2", 1, t, t),
+            *_gpt_oss(t, 1, oss, 128, f"{oss} tokens per expert"),
+            *_attention("gpt-oss-120b", 1, t, t),
+            *_deepseek(t, 1, ds, 256, f"{ds} tokens per expert", mla)]
+
 
 MODELS = ("MiniLM-L6", "Llama-3.1-8B", "Phi-2", "gpt-oss-120b", "DeepSeek-R1")
 

@@ -16,14 +16,16 @@ from ..metric_keys import AREA, FMAX
 from .common import WIDTHS, measured_formats, sig
 from .common import fmt_value as fv
 
-__all__ = ["REGIMES", "regime_perf", "regimes_section", "equal_silicon_rows"]
+__all__ = ["REGIMES", "model_costs", "model_perf", "regime_perf", "regimes_section", "equal_silicon_rows"]
 
 #: (regime, rows): decode at batch 1 and 8, prefill of 512 and 4096 tokens.
 REGIMES = (("decode", 1), ("decode", 8), ("prefill", 512), ("prefill", 4096))
 
 
-def _costs(regime: str, n: int, width: int) -> dict:
-    """``{model: (useful MACs, cycles)}`` of one decode step / one prefill on a unit of width D."""
+def model_costs(regime: str, n: int, width: int) -> dict:
+    """``{model: (useful MACs, cycles)}`` of one decode step at batch ``n`` (``regime`` ``decode``) or
+    one prefill of ``n`` tokens (``prefill``) on a unit of width D: :func:`perf.shapes.cost` summed
+    over the catalog's matmuls."""
     cat = shapes.catalog(n) if regime == "decode" else shapes.prefill_catalog(n)
     out = {}
     for mm in cat:
@@ -33,22 +35,22 @@ def _costs(regime: str, n: int, width: int) -> dict:
     return out
 
 
+def model_perf(p, macs_cycles):
+    """Useful MACs/s/mm^2 from ``(useful MACs, cycles)`` on point ``p``; None without the point, its
+    fmax or its area."""
+    fmax, area = (p.get(FMAX), p.get(AREA)) if p is not None else (None, None)
+    if fmax is None or area is None or area <= 0 or macs_cycles is None:
+        return None
+    macs, cyc = macs_cycles
+    return macs / cyc * fmax * 1e6 / (area * 1e-6)
+
+
 def regime_perf(grid) -> dict:
     """``{(regime, n, fmt, model): {D: MACs/s/mm^2 or None}}`` for the formats measured in ``grid``."""
-    costs = {(r, n, d): _costs(r, n, d) for r, n in REGIMES for d in WIDTHS}
-    out = {}
-    for fmt in measured_formats(grid):
-        for r, n in REGIMES:
-            for model in costs[(r, n, WIDTHS[0])]:
-                row = {}
-                for d in WIDTHS:
-                    p = grid.get((d, fmt))
-                    fmax, area = (p.get(FMAX), p.get(AREA)) if p is not None else (None, None)
-                    macs, cyc = costs[(r, n, d)][model]
-                    row[d] = (macs / cyc * fmax * 1e6 / (area * 1e-6)
-                              if fmax and area and area > 0 else None)
-                out[(r, n, fmt, model)] = row
-    return out
+    costs = {(r, n, d): model_costs(r, n, d) for r, n in REGIMES for d in WIDTHS}
+    return {(r, n, fmt, model): {d: model_perf(grid.get((d, fmt)), costs[(r, n, d)][model])
+                                 for d in WIDTHS}
+            for fmt in measured_formats(grid) for r, n in REGIMES for model in costs[(r, n, WIDTHS[0])]}
 
 
 def _ratios(rows, a, b) -> list:

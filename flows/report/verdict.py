@@ -5,10 +5,11 @@ from pathlib import Path
 
 from perf import shapes
 
-from ..metric_keys import AREA, CP_LV, DEPTH, FMAX
+from ..metric_keys import CP_LV, DEPTH, FMAX
+from . import silicon
 from .common import BATCHES, FORMATS, NOT_MEASURED, WIDTHS, measured_formats, sig
 from .common import fmt_value as fv
-from .silicon import equal_silicon_rows
+from .silicon import equal_silicon_rows, model_perf
 
 __all__ = ["model_costs", "model_perf", "perf_table", "perf_section", "verdict_section", "knee_from_csv"]
 
@@ -18,21 +19,7 @@ def model_costs(batch: int, width: int) -> dict:
 
     Sums :func:`perf.shapes.cost` over the matmuls of :func:`perf.shapes.catalog`.
     """
-    out = {}
-    for mm in shapes.catalog(batch):
-        c = shapes.cost(mm, width)
-        macs, cyc = out.get(mm.model, (0.0, 0.0))
-        out[mm.model] = (macs + c["macs_useful"], cyc + c["cycles"])
-    return out
-
-
-def model_perf(p, macs_cycles):
-    """Useful MACs/s/mm^2 from ``(useful MACs, cycles)`` on point ``p``; None without fmax or area."""
-    fmax, area = p.get(FMAX), p.get(AREA)
-    if fmax is None or area is None or area <= 0 or macs_cycles is None:
-        return None
-    macs, cyc = macs_cycles
-    return macs / cyc * fmax * 1e6 / (area * 1e-6)
+    return silicon.model_costs("decode", batch, width)
 
 
 def perf_table(grid):

@@ -16,7 +16,6 @@ missing runs (sequentially; the unit builds dominate at D = 64 and 128) and rewr
 """
 
 import argparse
-import json
 import sys
 import time
 from collections import defaultdict
@@ -27,12 +26,13 @@ import numpy as np
 from tb.mu.model import fp32_to_float
 from tb.mu.model_block import unit_matmul
 
-from . import minilm
+from . import minilm, report
 from .block_tiles import BASELINE, BlockTile, replay_block, tiles
 from .corpus import MODES, RunSpec, _run_id, cache_dir
+from .replay import _rel
 
 __all__ = ["WIDE", "POINTS", "plan_rtl", "baseline_error", "run_point", "results_dir", "load_all",
-           "section_md", "write_section", "main"]
+           "save", "section_md", "write_section", "main"]
 
 #: The formats run at every study width; the other block formats run at D = 32.
 WIDE = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")
@@ -58,12 +58,6 @@ def plan_rtl(points=POINTS) -> list:
 
 def results_dir() -> Path:
     return cache_dir() / "block_results"
-
-
-def _rel(y: np.ndarray, ref: np.ndarray) -> dict:
-    err = np.abs(y - ref)
-    return {"mean_rel": float(err.mean() / max(np.abs(ref).mean(), 1e-300)),
-            "max_rel": float(err.max() / max(np.abs(ref).max(), 1e-300))}
 
 
 def baseline_error(tile: BlockTile) -> dict:
@@ -104,16 +98,13 @@ def run_point(runs: list) -> list:
 
 
 def load_all(directory: Path | None = None) -> dict:
-    d = Path(directory) if directory is not None else results_dir()
-    return {p.stem: json.loads(p.read_text()) for p in sorted(d.glob("*.json"))} if d.is_dir() else {}
+    """The recorded runs, ``{run id: record}`` (default directory :func:`results_dir`)."""
+    return report.load_all(directory if directory is not None else results_dir())
 
 
-def _save(rec: dict, directory: Path | None = None) -> None:
-    d = Path(directory) if directory is not None else results_dir()
-    d.mkdir(parents=True, exist_ok=True)
-    tmp = d / f"{rec['id']}.tmp"
-    tmp.write_text(json.dumps(rec, indent=1, sort_keys=True))
-    tmp.replace(d / f"{rec['id']}.json")
+def save(rec: dict, directory: Path | None = None) -> Path:
+    """Write one run's record (:func:`run_point`) as JSON (default directory :func:`results_dir`)."""
+    return report.save_record(rec, directory if directory is not None else results_dir())
 
 
 def _e(v: float) -> str:
@@ -140,8 +131,7 @@ def section_md(recs: dict, planned: int) -> str:
     for r in runs:
         groups[(r["width"], r["fmt"])].append(r)
     for (d, fmt), rs in sorted(groups.items()):
-        avg = sum(r["mean_rel"] for r in rs) / len(rs)
-        bavg = sum(r["base"]["mean_rel"] for r in rs) / len(rs)
+        avg, bavg = _means(rs)
         unit = f"{rs[0]['unit_rows']}, {rs[0]['tree'] or 'dadda'}"
         out.append(f"| {fmt} vs {rs[0]['base']['fmt']} | {d} | {unit} | "
                    f"{len(rs)} | {sum(bool(r['rtl_match']) for r in rs)} | "
@@ -152,24 +142,25 @@ def section_md(recs: dict, planned: int) -> str:
     fmts = sorted({r["fmt"] for r in runs})
     out += ["| op | " + " | ".join(f"{f} / {BASELINE[f]}" for f in fmts) + " |",
             "|---|" + "---|" * len(fmts)]
+    by = defaultdict(list)                       # (op, format) -> its runs
+    for r in runs:
+        by[(r["op"], r["fmt"])].append(r)
     for op in minilm.OPS:
         cells = []
         for f in fmts:
-            rs = [r for r in runs if r["op"] == op and r["fmt"] == f]
-            if not rs:
+            if not (rs := by.get((op, f))):
                 cells.append("-")
                 continue
-            a = sum(r["mean_rel"] for r in rs) / len(rs)
-            b = sum(r["base"]["mean_rel"] for r in rs) / len(rs)
+            a, b = _means(rs)
             wins = all(r["mean_rel"] < r["base"]["mean_rel"] for r in rs)
             cells.append(f"{_e(a)} / {_e(b)}{' wins' if wins else ''}")
         out.append(f"| {op} | " + " | ".join(cells) + " |")
     better = []
     for f in fmts:
-        ops = [op for op in minilm.OPS if any(r["op"] == op and r["fmt"] == f for r in runs)]
-        below = [op for op in ops if _avg(runs, f, op, "mean_rel") < _avg(runs, f, op, "base")]
-        worse = [o for o in ops if o not in below]
-        better.append(f"{f} {len(below)} of {len(ops)}" + (f" (not: {', '.join(worse)})" if worse else ""))
+        ops = [op for op in minilm.OPS if (op, f) in by]
+        worse = [op for op in ops if not _means(by[(op, f)])[0] < _means(by[(op, f)])[1]]
+        better.append(f"{f} {len(ops) - len(worse)} of {len(ops)}"
+                      + (f" (not: {', '.join(worse)})" if worse else ""))
     out += ["", "Op classes where the block-scaled format's mean error is below the per-tensor one: "
             + "; ".join(better) + "."]
     missing = sorted({(f, d) for f, d in POINTS} - {(r["fmt"], r["width"]) for r in runs})
@@ -179,9 +170,9 @@ def section_md(recs: dict, planned: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def _avg(runs: list, fmt: str, op: str, key: str) -> float:
-    rs = [r for r in runs if r["fmt"] == fmt and r["op"] == op]
-    return sum(r["base"]["mean_rel"] if key == "base" else r[key] for r in rs) / len(rs)
+def _means(rs: list) -> tuple:
+    """Mean of ``mean_rel`` over the records ``rs``, and of their per-tensor baseline's."""
+    return (sum(r["mean_rel"] for r in rs) / len(rs), sum(r["base"]["mean_rel"] for r in rs) / len(rs))
 
 
 def write_section(text: str, path: Path = REPORT) -> None:
@@ -215,7 +206,7 @@ def main(argv=None) -> int:
             if not group:
                 continue
             for rec in run_point(group):
-                _save(rec)
+                save(rec)
                 print(f"{rec['id']}: bit-exact, {rec['cycles']} cycles, mean rel {rec['mean_rel']:.3f} "
                       f"(per tensor {rec['base']['mean_rel']:.3f})", flush=True)
     wanted = {_run_id(s) for s in plan}

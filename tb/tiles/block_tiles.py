@@ -28,13 +28,13 @@ from . import minilm
 from .corpus import MODES, RunSpec, _run_id, _source
 from .quant import quantize
 from .quant_block import quantize_block
+from .replay import _rel
 
 __all__ = ["BASELINE", "BlockTile", "plan_block", "cut_block", "tiles", "beats_block", "replay_block"]
 
 
-#: The per-tensor format each block format is compared with: its element format.
-BASELINE = {"mxfp8_e4m3": "fp8_e4m3", "mxfp8_e5m2": "fp8_e5m2", "mxfp6_e3m2": "fp6_e3m2",
-            "mxfp6_e2m3": "fp6_e2m3", "mxfp4_e2m1": "fp4_e2m1", "nvfp4": "fp4_e2m1"}
+#: The per-tensor format each block format is compared with: its element format (hw/formats.py).
+BASELINE = {f: get_block_format(f).element for f in BLOCK_FORMATS}
 
 
 @dataclass
@@ -156,7 +156,5 @@ def replay_block(tile: BlockTile) -> dict:
     n = tile.w_f32.shape[1]
     ref32 = tile.x_f32.astype(np.float64) @ tile.w_f32
     y = got[:, :n] * tile.tensor_scale
-    err = np.abs(y - ref32)
     return {"id": tile.id, "fmt": tile.fmt, "width": tile.width, "op": tile.meta["op"], "bits": bits,
-            "mean_rel": float(err.mean() / max(np.abs(ref32).mean(), 1e-300)),
-            "max_rel": float(err.max() / max(np.abs(ref32).max(), 1e-300))}
+            **_rel(y, ref32)}

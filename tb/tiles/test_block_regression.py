@@ -71,4 +71,4 @@ def test_block_rtl_regression(point):
     runs = [s for s in br.plan_rtl() if (s.fmt, s.width) == point]
     for rec in br.run_point(list(br.tiles(runs))):
         assert rec["rtl_match"] and rec["cycles"] > 0
-        br._save(rec)
+        br.save(rec)
