@@ -25,7 +25,7 @@ from hw.formats import BLOCK_FORMATS, MATRIX_FORMATS, get_block_format
 from tb.mu.model import fp32_to_float
 from tb.mu.model_block import WINDOW_FRAC_BITS, unit_matmul
 
-from . import minilm
+from . import block_tiles, minilm
 from .quant import quantize
 from .quant_block import quantize_block
 
@@ -36,9 +36,7 @@ WIDTHS = (32, 64, 128)
 #: Formats compared, per-tensor first.
 FORMATS = MATRIX_FORMATS + tuple(BLOCK_FORMATS)
 #: Per-tensor baseline of each block format in the tables.
-BASELINE = {"mxfp8_e4m3": "fp8_e4m3", "mxfp8_e5m2": "fp8_e5m2", "mxfp6_e3m2": "fp6_e3m2",
-            "mxfp6_e2m3": "fp6_e2m3", "mxfp4_e2m1": "fp4_e2m1", "nvfp4": "fp4_e2m1",
-            "mxfp4_e2m1+ceil": "fp4_e2m1"}
+BASELINE = {**block_tiles.BASELINE, "mxfp4_e2m1+ceil": "fp4_e2m1"}
 
 
 #: Quantizer variants measured beside the formats: ``<format>+<scale rule>`` (tb/tiles/quant_block.py).
