@@ -17,7 +17,7 @@ from ..paths import REPO
 from ..sweep.runner import run
 from ..synth.metrics import git_revision, tool_versions
 from . import objectives as obj
-from .front import pareto_front
+from .front import hypervolume_curve, pareto_front
 from .jobs import synth_job_for
 from .space import load_space
 
@@ -39,7 +39,9 @@ def main():
         rows.append((p, v))
     base = obj.area_delay(rows[0][1])   # stages 0, auto: the registry default
     ok = [(p, v) for p, v in rows if v]
-    front = {i for i in pareto_front([(v["area_per_mac"], v["delay"]) for _, v in ok])}
+    pairs = [(v["area_per_mac"], v["delay"]) for _, v in ok]
+    front = set(pareto_front(pairs))
+    ceiling = hypervolume_curve(pairs, (rows[0][1]["area_per_mac"], rows[0][1]["delay"]))[-1]
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = ["# BF16 multiplier: synthesis-only map of the search space (not verified)", "",
              f"- git revision `{git_revision()}`; date {now}; tools "
@@ -48,7 +50,10 @@ def main():
              "cached synthesis jobs, Yosys + ABC + our NLDM STA with repair on OSU 0.18 um; no "
              "placement, routing or wire load)",
              f"- {len(ok)} of {len(rows)} configurations synthesized; baseline stages=0 (booth4, "
-             f"auto): {rows[0][1]['area_per_mac']:.0f} um^2, {rows[0][1]['delay']:.1f} ps", "",
+             f"auto): {rows[0][1]['area_per_mac']:.0f} um^2, {rows[0][1]['delay']:.1f} ps",
+             "- hypervolume of the whole space's front, normalized as in `bf16_mul.md` (baseline 1, "
+             f"reference 2 in each objective): {ceiling:.4f}, the most any search of this space "
+             "can reach", "",
              "Context only: a configuration counts when the search has verified it (see "
              "`bf16_mul.md`). Sorted by area x delay per MAC; `front` marks the area/delay Pareto "
              "front of the whole space.", "",
