@@ -267,8 +267,20 @@ class Product:
 
     def steady_cycles(self, bits: int = 8, feed: float | None = None) -> float:
         """Cycles of the whole product, fill and latency left out, at a weight feed of ``feed`` bytes
-        per cycle shared by the units (None: full feed)."""
-        return self.schedule().steady_cycles(load_cycles(self.width, bits, feed, self.units))
+        per cycle shared by the units (None: full feed).
+
+        The value of ``self.schedule().steady_cycles(load)``, computed per pass instead of per tile
+        (a prefill product has tens of thousands of tiles): every group runs ``k_tiles`` tiles of
+        each pass's ``b`` beats, and with ``loop = 2`` (rows in turn, so no beat repeats its
+        predecessor's row inside a tile) a one-beat tile waits one cycle unless it is the last.
+        """
+        load = load_cycles(self.width, bits, feed, self.units)
+        per_group = sum(max(load, b + (self.loop == 2 and b == 1)) for b in self.pass_rows())
+        total = self.groups * self.k_tiles * per_group
+        last = self.pass_rows()[-1]
+        if self.loop == 2 and last == 1:    # the very last tile has no successor to wait for
+            total += max(load, 1) - max(load, 2)
+        return total
 
     def macs_per_cycle(self, bits: int = 8, feed: float | None = None) -> float:
         """Useful MACs per cycle in steady state: ``M * K * N / steady_cycles``.

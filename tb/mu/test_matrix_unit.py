@@ -103,6 +103,13 @@ WORDS_BUILDS = [
                  id="w64-e4m3-r16-twords-xacc"),
     pytest.param(128, "fp8_e4m3", 16, CORE, "exact", None, marks=quick,
                  id="w128-e4m3-r16-twords-xacc"),
+    # MX at D = 64: two blocks per beat, so scales spread over more binades than the window holds
+    # and NaN scales (block_dots) reach the window. E4M3 in the quick set (the build the block
+    # real-tile regression uses), the other MX element formats in the full set.
+    pytest.param(64, "mxfp8_e4m3", 4, ["block_dots"], "fp32", None, marks=quick,
+                 id="w64-mxfp8_e4m3-r4-twords"),
+    *[pytest.param(64, f, 2, BLOCK, "fp32", None, marks=full, id=f"w64-{f}-r2-twords")
+      for f in ("mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3")],
 ]
 ALL_BUILDS = ([pytest.param(*p.values, "fp32", None, None, marks=p.marks, id=p.id)
                for p in BUILDS + BLOCK_BUILDS]

@@ -4,6 +4,8 @@ The RTL side (the same schedules against the unit's and the slice's counters) is
 tb/mu/mu_cocotb.py ``throughput``, tb/tiles/rtl.py and tb/slice/slice_cocotb.py.
 """
 
+import itertools
+
 import pytest
 
 from perf.contract import Product, Schedule, load_cycles
@@ -109,3 +111,15 @@ def test_loop2_schedule_needs_rows():
         Schedule(8, (2, 1), rows=((0, 1), (0, 1)), loop=2)
     with pytest.raises(ValueError, match="loop"):
         Schedule(8, (2,), loop=3)
+
+
+def test_product_steady_cycles_equals_its_schedule():
+    # the per-pass closed form against the tile-by-tile schedule it summarizes
+    for m, k, n, d, rows, units, loop in itertools.product(
+            (1, 2, 5, 17), (8, 96, 100), (8, 40, 130), (8, 16), (None, 1, 2, 4), (1, 3), (1, 2)):
+        p = Product(m, k, n, d, rows=rows, units=units, loop=loop)
+        for bits, feed in ((8, None), (8, 2.0), (4, 1.5), (8, 100.0), (6, 0.7)):
+            load = load_cycles(d, bits, feed, units)
+            want = p.schedule().steady_cycles(load)
+            assert p.steady_cycles(bits, feed) == pytest.approx(want, rel=1e-12, abs=0), \
+                (m, k, n, d, rows, units, loop, bits, feed)
