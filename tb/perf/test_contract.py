@@ -123,3 +123,10 @@ def test_product_steady_cycles_equals_its_schedule():
             want = p.schedule().steady_cycles(load)
             assert p.steady_cycles(bits, feed) == pytest.approx(want, rel=1e-12, abs=0), \
                 (m, k, n, d, rows, units, loop, bits, feed)
+    # D = 1: a tile's load (1 cycle) is shorter than a one-beat tile's wait under loop = 2, so the
+    # wait shows (every one-beat tile but the last pays a cycle)
+    for m, k, n, rows, units, loop in itertools.product(
+            (1, 2, 3), (1, 3), (1, 2, 5), (None, 1, 2), (1, 2), (1, 2)):
+        p = Product(m, k, n, 1, rows=rows, units=units, loop=loop)
+        assert p.steady_cycles() == p.schedule().steady_cycles(1), (m, k, n, rows, units, loop)
+    assert Product(1, 3, 1, 1, loop=2).steady_cycles() == 2 + 2 + 1
