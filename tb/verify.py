@@ -54,10 +54,10 @@ def _verify_mu(params: dict, effort: dict, seed: int) -> tuple:
 
     verilog, latency, variant, _ = emit_unit(params["width"], params["fmt"], params["rows"],
                                              params["stages"], params["tree"], params["acc"],
-                                             params["guard_bits"])
+                                             params["guard_bits"], params["loop"])
     knobs = {"MU_WIDTH": params["width"], "MU_FMT": params["fmt"], "MU_ROWS": params["rows"],
              "MU_LATENCY": latency, "MU_ACC": params["acc"], "MU_GUARD_BITS": params["guard_bits"],
-             "MU_SEED": seed, "MU_SCALE": effort["mu_scale"]}
+             "MU_LOOP": params["loop"], "MU_SEED": seed, "MU_SCALE": effort["mu_scale"]}
     sim.run(variant, verilog, get_design("mu").top_name, "tb.mu.mu_cocotb", env=knobs,
             testcase=list(MU_TESTS), hier_blocks=SIM_HIER_BLOCKS, build_args=SIM_BUILD_ARGS)
     return {"latency": latency}

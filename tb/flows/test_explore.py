@@ -275,3 +275,37 @@ def test_energy_objective_on_a_d8_unit(tmp_path):
     assert t.values[2] == e["pj_per_useful_mac"] >= e["pj_per_issued_mac"] > 0
     text = (tmp_path / "rep" / "e.md").read_text()
     assert "energy pJ/MAC" in text and f"{t.values[2]:.2f}" in text
+
+
+@quick
+def test_gate_builds_the_configuration_it_is_asked_for(monkeypatch):
+    """Every searched option reaches the simulated build: a ``loop = 2`` candidate is simulated as the
+    ``loop = 2`` unit (its own variant, latency stages + 3, ``MU_LOOP`` for the testbench's model)."""
+    from hw.designs import get_design
+    from tb import sim, verify
+
+    seen = {}
+    monkeypatch.setattr(sim, "run", lambda variant, verilog, top, module, env, **kw:
+                        seen.update(variant=variant, env=env, verilog=verilog))
+    given = {"width": "8", "stages": "1", "loop": "2", "tree": "words"}
+    res = verify.verify("mu", given, effort="smoke")
+    want = get_design("mu").variant(get_design("mu").params(given))
+    assert res["passed"] and seen["variant"] == want and want.endswith("-l2")
+    assert seen["env"]["MU_LOOP"] == 2 and res["latency"] == seen["env"]["MU_LATENCY"] == 1 + 1 + 2
+    assert "_l2" in seen["verilog"]
+
+
+@quick
+def test_energy_job_key_covers_the_liberty_file(tmp_path, monkeypatch):
+    from flows.explore.jobs import energy_job_for
+
+    lib = tmp_path / "cells.lib"
+    lib.write_text("library (x) { }\n")
+    settings = {"workload": "random", "runs": 1, "sample": 1}
+    job = energy_job_for({"width": 8, "fmt": "fp8_e4m3"}, "e", settings, liberty=str(lib))
+    assert str(lib.resolve()) in job.inputs and job.kwargs["liberty"] == str(lib)
+    monkeypatch.setenv("LIBERTY", str(lib))              # the flow's fallback is part of the key too
+    job = energy_job_for({"width": 8, "fmt": "fp8_e4m3"}, "e", settings)
+    assert str(lib.resolve()) in job.inputs and job.kwargs["liberty"] == str(lib)
+    monkeypatch.delenv("LIBERTY")
+    assert not any(p.endswith(".lib") for p in energy_job_for({"width": 8}, "e", settings).inputs)
