@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..paths import REPO
 from ..sweep.runner import Job
-from ..sweep.synth_jobs import flow_inputs, synth_jobs
+from ..sweep.synth_jobs import flow_inputs, liberty_input, synth_jobs
 
 __all__ = ["verify_job", "verify_job_for", "synth_job_for", "energy_job", "energy_job_for", "VERIFY_FUNC",
            "VERIFY_MODULE", "ENERGY_FUNC", "GateError", "TB_INPUTS"]
@@ -147,7 +147,8 @@ def energy_job(params: dict, workload: str, runs: int, sample: int, liberty=None
 def energy_job_for(params: dict, name: str, settings: dict, liberty=None) -> Job:
     """The energy :class:`~flows.sweep.runner.Job` of one matrix-unit configuration (``name``: its
     job name; ``settings``: ``workload``, ``runs``, ``sample``)."""
+    liberty, lib_input = liberty_input(liberty)     # the liberty's bytes are part of the key
     kwargs = {"params": {k: params[k] for k in sorted(params)}, "workload": settings["workload"],
               "runs": int(settings["runs"]), "sample": int(settings["sample"]), "liberty": liberty}
-    inputs = ("hw", "perf") + ENERGY_INPUTS + tuple(flow_inputs())
+    inputs = ("hw", "perf") + ENERGY_INPUTS + tuple(flow_inputs()) + lib_input
     return Job(f"energy-{name}", ENERGY_FUNC, kwargs, inputs=tuple(dict.fromkeys(inputs)))

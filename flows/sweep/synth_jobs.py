@@ -17,7 +17,7 @@ from pathlib import Path
 from ..paths import PUBLISHED_QOR, REPO, USER_QOR
 from .runner import Job
 
-__all__ = ["synth_job", "synth_jobs", "synth_inputs", "flow_inputs", "SYNTH_FUNC"]
+__all__ = ["synth_job", "synth_jobs", "synth_inputs", "flow_inputs", "liberty_input", "SYNTH_FUNC"]
 
 #: The worker function of a synthesis job.
 SYNTH_FUNC = "flows.sweep.synth_jobs:synth_job"
@@ -106,6 +106,14 @@ def synth_job(design: str, params: dict, liberty: str | None = None, clock_ps: f
     return {"metrics": out.metrics, "variant": outdir.name, "outdir": rel, "_files": files}
 
 
+def liberty_input(liberty: str | None) -> tuple:
+    """The liberty a job runs with and its cache input: the flow reads ``$LIBERTY`` when no liberty is
+    given, so it becomes part of the job, and the file's bytes part of its cache key (``()`` for the
+    default liberty of the flow)."""
+    liberty = liberty or os.environ.get("LIBERTY") or None
+    return liberty, ((str(Path(liberty).resolve()),) if liberty and Path(liberty).is_file() else ())
+
+
 def synth_jobs(design: str, grid: dict, liberty: str | None = None, clock_ps: float | None = None,
                publish: bool = False) -> list[Job]:
     """One synthesis :class:`Job` per point of the cross product ``grid`` (option -> values).
@@ -118,9 +126,7 @@ def synth_jobs(design: str, grid: dict, liberty: str | None = None, clock_ps: fl
     from hw.designs import get_design
 
     d = get_design(design)
-    # The flow reads $LIBERTY when no liberty is given: make it part of the job (and of its cache key).
-    liberty = liberty or os.environ.get("LIBERTY") or None
-    lib_input = (str(Path(liberty).resolve()),) if liberty and Path(liberty).is_file() else ()
+    liberty, lib_input = liberty_input(liberty)
     keys = list(grid)
     jobs = []
     for values in itertools.product(*(grid[k] for k in keys)):
