@@ -87,7 +87,9 @@ def _overhead(grid) -> list:
     L.append("")
     if drivers:
         L += ["Largest share of the overhead: " + ", ".join(f"D = {d}: {c}" for d, c in drivers.items())
-              + ". The block-scaled unit's FP32 accumulator adds the window sum of the D/B scaled "
+              + ".", ""]
+    if drivers and set(drivers.values()) <= {"accumulate", "column glue"}:
+        L += ["The block-scaled unit's FP32 accumulator adds the window sum of the D/B scaled "
               "block terms (the largest block's sum plus the window's F fraction bits, docs/numerics.md "
               "section 7) where the plain unit adds one exact sum of D products, so its alignment and "
               "normalization are wider; the column glue is logic the plain unit does not have (scale "

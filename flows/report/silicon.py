@@ -13,7 +13,7 @@ import math
 from perf import shapes
 
 from ..metric_keys import AREA, FMAX
-from .common import WIDTHS, measured_formats, sig
+from .common import NOT_MEASURED, WIDTHS, measured_formats, sig
 from .common import fmt_value as fv
 
 __all__ = ["REGIMES", "model_costs", "model_perf", "regime_perf", "regimes_section", "equal_silicon_rows"]
@@ -100,7 +100,7 @@ def equal_silicon_rows(grids: dict, suspects=()) -> list:
                 label = f"{claim} ({regime} {'/'.join(map(str, ns))}, acc = {acc})"
                 bad = sorted(f"D={d} {f}" for (d, f) in suspects if d in (a, b)) if acc == "fp32" else []
                 if not ratios:
-                    out.append((label, "not measured", "can't tell",
+                    out.append((label, NOT_MEASURED, "can't tell",
                                 f"needs area and fmax at D={a} and D={b} in this mode"))
                     continue
                 won, gm = sum(x > 1 for x in ratios), _gmean(ratios)
