@@ -45,6 +45,12 @@ def quick_units(include_full: bool = False) -> list:
         width, fmt, rows, _, acc, guard_bits, tree = p.values
         units.append((p.id, {"width": width, "fmt": fmt, "rows": rows, "acc": acc,
                              "guard_bits": guard_bits, "tree": tree}))
+    for p in tmu.LOOP_BUILDS:           # the fp32 accumulate loop over two cycles
+        if not include_full and any(m.name == "full" for m in p.marks):
+            continue
+        width, fmt, rows, _ = p.values
+        units.append((p.id, {"width": width, "fmt": fmt, "rows": rows, "acc": None,
+                             "guard_bits": None, "tree": None, "loop": 2}))
     from tb.tiles import test_regression as treg
 
     names = {tuple(sorted(u.items())) for _, u in units}
@@ -69,7 +75,7 @@ def measure(name: str, params: dict, keep: bool = False) -> dict:
 
     verilog, _, variant, _ = emit_unit(params["width"], params["fmt"], params["rows"],
                                        tree=params["tree"], acc=params["acc"],
-                                       guard_bits=params["guard_bits"])
+                                       guard_bits=params["guard_bits"], loop=params.get("loop"))
     folder = f"cold-{variant}"
     kw = {"hier_blocks": SIM_HIER_BLOCKS, "build_args": SIM_BUILD_ARGS}
     cold = sim.build(folder, verilog, "mu", fresh=True, **kw)
@@ -94,7 +100,7 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("builds", help="measure the quick set's unit builds, cold and warm")
     b.add_argument("--only", nargs="+", default=(),
-                   help="measure only these builds (names as printed, e.g. w128-e4m3-r16)")
+                   help="measure only these builds (names as printed, e.g. w128-e4m3-r16-twords)")
     b.add_argument("--full", action="store_true",
                    help="also offer the full set's unit builds to --only")
     b.add_argument("--out", type=Path, default=sim.BUILD.parent / "ci_builds.json")
@@ -108,10 +114,12 @@ def main(argv=None) -> int:
         print(json.dumps(estimate(args.junit, json.loads(args.builds.read_text()), args.workers)))
         return 0
     offered = dict(quick_units(args.full))
-    units = [(n, offered[n]) for n in (args.only or offered) if n in offered]   # in --only's order
-    if not units:
-        print(f"no quick-set unit build matches {args.only}", file=sys.stderr)
+    unknown = [n for n in args.only if n not in offered]
+    if unknown:
+        print(f"no {'' if args.full else 'quick-set '}unit build named {', '.join(unknown)}; "
+              f"builds: {', '.join(offered)}", file=sys.stderr)
         return 2
+    units = [(n, offered[n]) for n in (args.only or offered)]   # in --only's order
     done = json.loads(args.out.read_text()) if args.out.exists() else []
     for name, params in units:
         r = measure(name, params, args.keep)

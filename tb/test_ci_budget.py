@@ -9,7 +9,7 @@ from tb.mu.harness import unit_params
 
 def _variant(u):
     return get_design("mu").variant(unit_params(u["width"], u["fmt"], u["rows"], None, u["tree"],
-                                                u["acc"], u["guard_bits"]))
+                                                u["acc"], u["guard_bits"], u.get("loop")))
 
 
 @pytest.mark.quick
@@ -22,6 +22,8 @@ def test_quick_units_are_distinct_and_carry_d128_on_the_word_tree():
     assert wide and all("-twords" in v for v in wide), wide
     full = {_variant(u) for _, u in ci_budget.quick_units(include_full=True)}
     assert "mu-w128-fp8_e4m3-r16" in full and "mu-w128-fp8_e4m3-r16" not in quick
+    # the two-cycle accumulate loop's quick builds are quick-set builds too
+    assert {"mu-w8-fp8_e4m3-l2", "mu-w8-fp8_e5m2-r3-l2"} <= set(quick), sorted(quick)
 
 
 @pytest.mark.quick

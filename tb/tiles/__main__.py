@@ -50,7 +50,7 @@ def main(argv=None) -> int:
     recs = report.load_all()
     for _spec, tile in corpus.load_runs(_runs(args)):
         rec = recs.get(tile.id)
-        if rec is None or rec.get("rtl_match") is None:  # an RTL result is recorded: keep it
+        if rec is None or rec.get("rtl_match") is None:  # no RTL result recorded yet: (re)run it
             res = replay.replay_model(tile)
             if args.rtl:
                 from .rtl import run_rtl

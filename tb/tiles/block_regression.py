@@ -18,7 +18,6 @@ missing runs (sequentially; the unit builds dominate at D = 64 and 128) and rewr
 import argparse
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -127,10 +126,7 @@ def section_md(recs: dict, planned: int) -> str:
            "operand in the element format, through the plain contract at the same D.\n",
            "| format | D | unit R, tree | runs | bit-exact | sim s | mean rel (avg) | per tensor | "
            "max rel (worst) | per tensor |", "|---|---|---|---|---|---|---|---|---|---|"]
-    groups = defaultdict(list)
-    for r in runs:
-        groups[(r["width"], r["fmt"])].append(r)
-    for (d, fmt), rs in sorted(groups.items()):
+    for (d, fmt), rs in report.group_by(runs, lambda r: (r["width"], r["fmt"])).items():
         avg, bavg = _means(rs)
         unit = f"{rs[0]['unit_rows']}, {rs[0]['tree'] or 'dadda'}"
         out.append(f"| {fmt} vs {rs[0]['base']['fmt']} | {d} | {unit} | "
@@ -142,9 +138,7 @@ def section_md(recs: dict, planned: int) -> str:
     fmts = sorted({r["fmt"] for r in runs})
     out += ["| op | " + " | ".join(f"{f} / {BASELINE[f]}" for f in fmts) + " |",
             "|---|" + "---|" * len(fmts)]
-    by = defaultdict(list)                       # (op, format) -> its runs
-    for r in runs:
-        by[(r["op"], r["fmt"])].append(r)
+    by = report.group_by(runs, lambda r: (r["op"], r["fmt"]))
     for op in minilm.OPS:
         cells = []
         for f in fmts:

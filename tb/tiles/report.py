@@ -59,9 +59,10 @@ def save_record(rec: dict, directory: Path | None = None) -> Path:
 def ulps(tile: Tile) -> dict:
     """Per accumulate mode, the run's errors in FP32 ulps against the exact dot product.
 
-    The results are ``tb/mu/model.py``'s in each mode (the RTL equals it bit for bit wherever a
-    run goes through it); :func:`tb.tiles.exact.ulp_errors` measures them with integer arithmetic on
-    the codes and asserts the mode's bound (0.5 ulp for ``exact``, the per-beat sum for ``fp32``).
+    The results are ``tb/mu/model.py``'s in each mode (the RTL equals it bit for bit: the fp32
+    mode on every RTL run, the exact mode on the runs of ``test_rtl_exact_mode``).
+    :func:`tb.tiles.exact.ulp_errors` measures them with integer arithmetic on the codes and
+    asserts the mode's bound (0.5 ulp for ``exact``, the per-beat sum for ``fp32``).
     """
     from tb.mu.model import MatrixUnitModel
 
@@ -84,6 +85,14 @@ def load_all(directory: Path | None = None) -> dict:
 
 def _e(v) -> str:
     return "-" if v is None else f"{v:.2e}"
+
+
+def group_by(rows, key) -> dict:
+    """``key(row)`` -> the rows with that key, in the order given, keys sorted."""
+    groups = defaultdict(list)
+    for r in rows:
+        groups[key(r)].append(r)
+    return dict(sorted(groups.items()))
 
 
 def _src(r: dict) -> str:
@@ -146,10 +155,7 @@ def regression_md(recs: dict, rtl_note: str, fwd: dict | None = None) -> str:
            "## Error per format and width (worst run / mean over runs)\n",
            "| format | D | runs | vs f64 max rel | vs f64 mean rel | vs f32 max rel (worst) | "
            "vs f32 mean rel (avg) |", "|---|---|---|---|---|---|---|"]
-    groups = defaultdict(list)
-    for r in runs:
-        groups[(r["fmt"], r["width"])].append(r)
-    for (fmt, w), rs in sorted(groups.items()):
+    for (fmt, w), rs in group_by(runs, lambda r: (r["fmt"], r["width"])).items():
         out.append(f"| {fmt} | {w} | {len(rs)} | {_e(max(r['err_f64']['max_rel'] for r in rs))} | "
                    f"{_e(max(r['err_f64']['mean_rel'] for r in rs))} | "
                    f"{_e(max(r['err_f32']['max_rel'] for r in rs))} | "
@@ -195,7 +201,8 @@ def _ulp_lines(runs: list) -> list:
         return []
     out = ["", "## Error in FP32 ulps against the exact dot product, per accumulate mode\n",
            "Every result of every run above, in both accumulate modes (`tb/mu/model.py`; the RTL equals "
-           "it bit for bit on every run it took), against the exact rational K-long dot product of the "
+           "it bit for bit: the fp32 mode on every RTL run, the exact mode on the exact-mode RTL runs of "
+           "`tb/tiles/test_regression.py`), against the exact rational K-long dot product of the "
            "codes (Python integers, `tb/tiles/exact.py`), in ulps of the result. The bound is asserted "
            "for every result: `exact` rounds the whole sum once, so 0.5 ulp; `fp32` rounds once per "
            "beat, each rounding moving the running value by at most half an ulp of the rounded value "

@@ -1,9 +1,10 @@
 """The block-scaled real-tile RTL regression: its plan, its report section, and (``full``) the runs.
 
-The quick tests check the plan (at least 90 runs over the points the issue names, both modes at
-each point) and the generated section on hand-made records (counts, averages and the per-op verdict
-computed here). The ``full`` set sends every planned run through the block-scaled unit's RTL,
-bit-exact against ``tb/mu/model_block.py``, and records it for ``python -m tb.tiles.block_regression``.
+The quick tests check the plan (at least 90 runs over the block formats and widths of
+``POINTS``, both modes at each point) and the generated section on hand-made records (counts,
+averages and the per-op verdict computed here). The ``full`` set sends every planned run through
+the block-scaled unit's RTL, bit-exact against ``tb/mu/model_block.py``, and records it for
+``python -m tb.tiles.block_regression``.
 """
 
 from collections import Counter
