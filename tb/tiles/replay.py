@@ -90,11 +90,12 @@ class RunResult:
         return (self.k * self.n + self.rows * self.k) * self.b / 8
 
 
-def _model_bits(tile: Tile) -> tuple:
+def _model_bits(tile: Tile, acc: str = "fp32") -> tuple:
+    """The model's result bits, float64 references and bounds of ``tile`` in accumulate mode ``acc``."""
     from tb.mu.model import MatrixUnitModel
 
     m = tile.x.shape[0]
-    model = MatrixUnitModel(tile.width, tile.fmt, rows=m)
+    model = MatrixUnitModel(tile.width, tile.fmt, rows=m, acc=acc)
     rows = []
     for w, x, first, last in beats(tile):
         rows += model.run(w, x, first, last, row=np.arange(m))

@@ -18,7 +18,7 @@ from perf import shapes
 
 from . import exact
 from .corpus import Tile, cache_dir
-from .replay import RunResult, beats
+from .replay import RunResult, _model_bits
 
 __all__ = ["record", "save", "save_record", "load_all", "ulps", "regression_md", "padding_md",
            "results_dir"]
@@ -64,16 +64,9 @@ def ulps(tile: Tile) -> dict:
     :func:`tb.tiles.exact.ulp_errors` measures them with integer arithmetic on the codes and
     asserts the mode's bound (0.5 ulp for ``exact``, the per-beat sum for ``fp32``).
     """
-    from tb.mu.model import MatrixUnitModel
-
-    m = tile.x.shape[0]
     out = {}
     for acc in ACC_MODES:
-        model = MatrixUnitModel(tile.width, tile.fmt, rows=m, acc=acc)
-        rows = []
-        for w, x, first, last in beats(tile):
-            rows += model.run(w, x, first, last, row=np.arange(m))
-        bits = np.stack([r.bits for r in rows]).astype(np.uint32)
+        bits, _, _ = _model_bits(tile, acc)
         out[acc] = exact.ulp_errors(tile.x, tile.w, tile.fmt, tile.width, bits, acc)
     return out
 
@@ -104,8 +97,6 @@ def _src(r: dict) -> str:
 
 def forward_check() -> dict:
     """Agreement of the numpy forward pass with the float64 reference (and torch, when importable)."""
-    import numpy as np
-
     from . import minilm, reference
 
     model = minilm.load()
