@@ -81,6 +81,7 @@ def run_block_rtl_many(tiles: list, model_bits: list, pauses: dict | None = None
         If any result bit differs, a row is missing, or the unit's beat counters differ from the sent
         beats.
     """
+    from perf.contract import Product
     from tb.mu.replay import run_tiles
 
     d, fmt = tiles[0].width, tiles[0].fmt
@@ -91,8 +92,9 @@ def run_block_rtl_many(tiles: list, model_bits: list, pauses: dict | None = None
     assert not rr.mismatches, f"{ids}: RTL vs model: {rr.mismatches[:3]}"
     ms = [t.x.shape[0] for t in tiles]
     assert rr.y_bits.shape == (sum(ms), d), f"{ids}: {rr.y_bits.shape[0]} result rows, expected {sum(ms)}"
-    x_beats = [m * t.k_tiles for m, t in zip(ms, tiles, strict=True)]
-    w_beats = [-(-m // rows) * t.k_tiles * d for m, t in zip(ms, tiles, strict=True)]
+    # the beats the throughput contract schedules for each run (row groups of R, one column tile)
+    scheds = [Product(m, t.x.shape[1], d, d, rows=rows).schedule() for m, t in zip(ms, tiles, strict=True)]
+    x_beats, w_beats = [s.x_beats for s in scheds], [s.w_beats for s in scheds]
     assert (rr.counters["x_beats"], rr.counters["w_beats"]) == (sum(x_beats), sum(w_beats)), rr.counters
     out, y0, x0 = [], 0, 0
     for t, m, xb, wb, bits in zip(tiles, ms, x_beats, w_beats, model_bits, strict=True):
