@@ -13,13 +13,13 @@ import math
 from perf import shapes
 
 from ..metric_keys import AREA, FMAX
-from .common import NOT_MEASURED, WIDTHS, measured_formats, sig
+from .common import BATCHES, NOT_MEASURED, WIDTHS, measured_formats, sig
 from .common import fmt_value as fv
 
 __all__ = ["REGIMES", "model_costs", "model_perf", "regime_perf", "regimes_section", "equal_silicon_rows"]
 
-#: (regime, rows): decode at batch 1 and 8, prefill of 512 and 4096 tokens.
-REGIMES = (("decode", 1), ("decode", 8), ("prefill", 512), ("prefill", 4096))
+#: (regime, rows): decode at the report's batches (1 and 8), prefill of 512 and 4096 tokens.
+REGIMES = tuple(("decode", b) for b in BATCHES) + (("prefill", 512), ("prefill", 4096))
 
 
 def model_costs(regime: str, n: int, width: int) -> dict:
@@ -45,12 +45,13 @@ def model_perf(p, macs_cycles):
     return macs / cyc * fmax * 1e6 / (area * 1e-6)
 
 
-def regime_perf(grid) -> dict:
-    """``{(regime, n, fmt, model): {D: MACs/s/mm^2 or None}}`` for the formats measured in ``grid``."""
-    costs = {(r, n, d): model_costs(r, n, d) for r, n in REGIMES for d in WIDTHS}
+def regime_perf(grid, regimes=REGIMES) -> dict:
+    """``{(regime, n, fmt, model): {D: MACs/s/mm^2 or None}}`` for the formats measured in ``grid``
+    (``regimes``: ``(regime, n)`` pairs, default :data:`REGIMES`)."""
+    costs = {(r, n, d): model_costs(r, n, d) for r, n in regimes for d in WIDTHS}
     return {(r, n, fmt, model): {d: model_perf(grid.get((d, fmt)), costs[(r, n, d)][model])
                                  for d in WIDTHS}
-            for fmt in measured_formats(grid) for r, n in REGIMES for model in costs[(r, n, WIDTHS[0])]}
+            for fmt in measured_formats(grid) for r, n in regimes for model in costs[(r, n, WIDTHS[0])]}
 
 
 def _ratios(rows, a, b) -> list:

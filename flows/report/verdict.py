@@ -9,29 +9,18 @@ from ..metric_keys import CP_LV, DEPTH, FMAX
 from . import silicon
 from .common import BATCHES, FORMATS, NOT_MEASURED, WIDTHS, measured_formats, sig
 from .common import fmt_value as fv
-from .silicon import equal_silicon_rows, model_perf
+from .silicon import equal_silicon_rows
 
-__all__ = ["model_costs", "model_perf", "perf_table", "perf_section", "verdict_section", "knee_from_csv"]
-
-
-def model_costs(batch: int, width: int) -> dict:
-    """``{model: (useful MACs, cycles)}`` of one decode step at ``batch`` on a unit of width ``width``.
-
-    Sums :func:`perf.shapes.cost` over the matmuls of :func:`perf.shapes.catalog`.
-    """
-    return silicon.model_costs("decode", batch, width)
+__all__ = ["perf_table", "perf_section", "verdict_section", "knee_from_csv"]
 
 
 def perf_table(grid):
-    """{(fmt, model, batch): {D: MACs/s/mm^2 or None}} for the formats measured in ``grid``."""
-    out = {}
-    costs = {(b, d): model_costs(b, d) for b in BATCHES for d in WIDTHS}
-    for fmt in measured_formats(grid):
-        for m in costs[(BATCHES[0], WIDTHS[0])]:
-            for b in BATCHES:
-                out[(fmt, m, b)] = {d: (model_perf(grid[(d, fmt)], costs[(b, d)][m])
-                                        if (d, fmt) in grid else None) for d in WIDTHS}
-    return out
+    """{(fmt, model, batch): {D: MACs/s/mm^2 or None}} in decode for the formats measured in ``grid``
+    (:func:`flows.report.silicon.regime_perf` at the decode batches)."""
+    perf = silicon.regime_perf(grid, tuple(("decode", b) for b in BATCHES))
+    models = dict.fromkeys(m for (_, _, _, m) in perf)
+    return {(fmt, m, b): perf[("decode", b, fmt, m)]
+            for fmt in measured_formats(grid) for m in models for b in BATCHES}
 
 
 def _ratio(a, b):

@@ -11,7 +11,7 @@ import pytest
 
 from flows import metric_keys as K
 from flows.report import qor as report_qor
-from flows.report import verdict
+from flows.report import silicon
 from flows.report.common import NOT_MEASURED, load_points, sig
 from hw.formats import MATRIX_FORMATS
 from perf import shapes
@@ -136,7 +136,7 @@ def test_model_costs_sum_the_catalog(monkeypatch):
     toy = lambda b: [Matmul("a", "x", b, 80, 80, 3), Matmul("a", "y", 1, 64, 64, 1),  # noqa: E731
                      Matmul("b", "z", b, 32, 32, 1)]
     monkeypatch.setattr(shapes, "catalog", toy)
-    c = verdict.model_costs(8, 32)
+    c = silicon.model_costs("decode", 8, 32)
     # a: 3 x (3 x 3 tiles x max(32, 8)) + 1 x (2 x 2 x 32) cycles; MACs 3*8*80*80 + 64*64.
     assert c["a"] == (3 * 8 * 80 * 80 + 64 * 64, 3 * 9 * 32 + 4 * 32)
     assert c["b"] == (8 * 32 * 32, 32)
