@@ -157,20 +157,24 @@ class Space:
         at the fixed width and format)."""
         return self.params(self.fixed)
 
-    def size(self) -> int:
-        """Number of distinct configurations."""
+    def configs(self) -> list:
+        """Every configuration of the space (full parsed option sets), the plain dimensions'
+        combinations in order, each with every valid value of its conditional dimensions."""
         from itertools import product
 
         plain = [d for d in self.dims if not d.parents]
-        n = 0
+        out = []
         for combo in product(*(d.span() for d in plain)):
-            chosen = {**self.baseline(), **{d.name: v for d, v in zip(plain, combo, strict=True)}}
-            k = 1
+            partial = [{**self.baseline(), **{d.name: v for d, v in zip(plain, combo, strict=True)}}]
             for d in self.dims:
                 if d.parents:
-                    k *= len(d.choices(chosen))
-            n += k
-        return n
+                    partial = [{**c, d.name: v} for c in partial for v in d.choices(c)]
+            out += [self.params(c) for c in partial]
+        return out
+
+    def size(self) -> int:
+        """Number of configurations (:meth:`configs`)."""
+        return len(self.configs())
 
     def describe(self) -> dict:
         """Plain dict for reports and the study's attributes."""

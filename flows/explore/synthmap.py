@@ -1,8 +1,8 @@
 """Synthesis-only map of every configuration of the published BF16 search space (NOT verified).
 
 Writes ``reports/explore/bf16_mul-synthmap.md``: area per MAC, delay and area x delay per MAC of
-all 75 configurations of ``bf16_mul-space.toml`` (booth4, subnormals on, stages 0..3, every valid
-register placement), synthesized by the same cached jobs as the search's trials. It tells how far
+every configuration of ``bf16_mul-space.toml`` (:meth:`flows.explore.space.Space.configs`),
+synthesized by the same cached jobs as the search's trials. It tells how far
 the search's verified front is from the best point of the space; it is context, not a result: no
 configuration here counts unless the search verified it.
 
@@ -10,8 +10,6 @@ Run: ``python -m flows.explore.synthmap``.
 """
 
 import datetime
-
-from hw.fp.bf16_mul import placements
 
 from ..paths import REPO
 from ..sweep.runner import run
@@ -27,8 +25,8 @@ OUT = EXPLORE / "bf16_mul-synthmap.md"
 
 def main():
     space = load_space("bf16_mul", EXPLORE / "bf16_mul-space.toml")
-    cfgs = [space.params({"arch": "booth4", "subnormals": True, "stages": s, "cuts": c})
-            for s in (0, 1, 2, 3) for c in placements("booth4", s)]
+    cfgs = space.configs()
+    base_cfg = space.baseline()
     jobs = [synth_job_for("bf16_mul", p) for p in cfgs]
     outs = {o.job.name: o for o in run(jobs, executor="local", n_jobs=1, retries=1, progress=False)}
     rows = []
@@ -37,11 +35,14 @@ def main():
         m = o.result["metrics"] if o.ok else None
         v = obj.objective_values(["area_per_mac", "delay"], "bf16_mul", p, m) if m else None
         rows.append((p, v))
-    base = obj.area_delay(rows[0][1])   # stages 0, auto: the registry default
+    (base_v,) = [v for p, v in rows if p == base_cfg]     # the registry default at the fixed options
+    if base_v is None:
+        raise SystemExit(f"the baseline {base_cfg} did not synthesize; see its log under build/")
+    base = obj.area_delay(base_v)
     ok = [(p, v) for p, v in rows if v]
     pairs = [(v["area_per_mac"], v["delay"]) for _, v in ok]
     front = set(pareto_front(pairs))
-    ceiling = hypervolume_curve(pairs, (rows[0][1]["area_per_mac"], rows[0][1]["delay"]))[-1]
+    ceiling = hypervolume_curve(pairs, (base_v["area_per_mac"], base_v["delay"]))[-1]
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = ["# BF16 multiplier: synthesis-only map of the search space (not verified)", "",
              f"- git revision `{git_revision()}`; date {now}; tools "
@@ -49,8 +50,9 @@ def main():
              "- command: `python -m flows.explore.synthmap` (the search's own "
              "cached synthesis jobs, Yosys + ABC + our NLDM STA with repair on OSU 0.18 um; no "
              "placement, routing or wire load)",
-             f"- {len(ok)} of {len(rows)} configurations synthesized; baseline stages=0 (booth4, "
-             f"auto): {rows[0][1]['area_per_mac']:.0f} um^2, {rows[0][1]['delay']:.1f} ps",
+             f"- {len(ok)} of {len(rows)} configurations synthesized; baseline stages="
+             f"{base_cfg['stages']} ({base_cfg['arch']}, {base_cfg['cuts']}): "
+             f"{base_v['area_per_mac']:.0f} um^2, {base_v['delay']:.1f} ps",
              "- hypervolume of the whole space's front, normalized as in `bf16_mul.md` (baseline 1, "
              f"reference 2 in each objective): {ceiling:.4f}, the most any search of this space "
              "can reach", "",
