@@ -1,4 +1,4 @@
-"""Where pipeline registers go: one vocabulary for every pipelined datapath.
+"""Where pipeline registers go: the shared vocabulary of the pipelined datapaths' default placements.
 
 The arithmetic blocks follow one shape (HardFloat's): operands -> an exact raw result (built by a
 reduction tree) -> normalize -> round and pack (or accumulate). A pipeline register can sit at one of

@@ -19,7 +19,9 @@ expected counters and its starvation knee (``tb/slice``) all read it. The rules 
   tile's beats then take ``b_t`` cycles plus one per such pair inside it, plus one if the next
   tile's first beat repeats its last beat's row and would follow it at once; the rules above hold
   with these cycles in place of ``b_t`` (:meth:`Schedule.spans`). Rows in turn (``R >= 2``) pay
-  nothing.
+  nothing, and neither does a one-beat tile followed by another (it waits one cycle inside the
+  ``D`` cycles the next tile's weights take to load), so a :class:`Product`'s cycles are the same
+  in both modes.
 
 A :class:`Product` turns ``y[M x N] = x[M x K] . W[K x N]`` into the schedule one unit runs: the
 ``ceil(N / D)`` column tiles are dealt to ``units`` units working in lockstep (``groups`` column
@@ -192,8 +194,6 @@ class Product:
         Accumulator rows per unit (default ``m``: one pass).
     units : int
         Units sharing the work (column tiles dealt round-robin per group).
-    loop : int
-        The units' accumulate loop cycles (1 or 2, see :class:`Schedule`).
     """
 
     m: int
@@ -202,7 +202,6 @@ class Product:
     width: int
     rows: int | None = None
     units: int = 1
-    loop: int = 1
 
     def __post_init__(self):
         for name in ("m", "k", "n", "width", "units"):
@@ -242,9 +241,7 @@ class Product:
         """One unit's schedule: per group, per pass, the ``k_tiles`` tiles serving the pass's rows
         (a result row per row at the last k-tile)."""
         beats = [b for _ in range(self.groups) for b in self.pass_rows() for _ in range(self.k_tiles)]
-        rows = tuple(tuple(range(b)) for b in beats) if self.loop == 2 else None  # rows in turn
-        return Schedule(self.width, tuple(beats), y_beats=self.groups * self.m, rows=rows,
-                        loop=self.loop)
+        return Schedule(self.width, tuple(beats), y_beats=self.groups * self.m)
 
     @property
     def y_rows(self) -> int:
@@ -271,16 +268,10 @@ class Product:
 
         The value of ``self.schedule().steady_cycles(load)``, computed per pass instead of per tile
         (a prefill product has tens of thousands of tiles): every group runs ``k_tiles`` tiles of
-        each pass's ``b`` beats, and with ``loop = 2`` (rows in turn, so no beat repeats its
-        predecessor's row inside a tile) a one-beat tile waits one cycle unless it is the last.
+        each pass's ``b`` beats.
         """
         load = load_cycles(self.width, bits, feed, self.units)
-        per_group = sum(max(load, b + (self.loop == 2 and b == 1)) for b in self.pass_rows())
-        total = self.groups * self.k_tiles * per_group
-        last = self.pass_rows()[-1]
-        if self.loop == 2 and last == 1:    # the very last tile has no successor to wait for
-            total += max(load, 1) - max(load, 2)
-        return total
+        return self.groups * self.k_tiles * sum(max(load, b) for b in self.pass_rows())
 
     def macs_per_cycle(self, bits: int = 8, feed: float | None = None) -> float:
         """Useful MACs per cycle in steady state: ``M * K * N / steady_cycles``.

@@ -25,8 +25,9 @@ operand) if either is infinite.
 and registers the unnormalized magnitude, its exponent, sign and special flags with the beat's
 ``we`` and ``row`` (enabled by ``en``); cycle 2 rounds and packs them (step 4) and writes the row and
 ``y``. The result is the same; a beat must not read a row that the beat one stage ahead is still
-writing, so a beat of the same row may follow only after one enabled cycle without a beat (the
-matrix unit's ``x`` interlock guarantees it).
+writing, so a beat of the same row may follow only after one enabled cycle in which no beat of that
+row reached the accumulator (a beat of another row may fill it; the matrix unit's ``x`` interlock
+guarantees it).
 """
 
 from dataclasses import dataclass

@@ -4,7 +4,8 @@ and its per-column copy.
 The pipeline enable and the weight swap reach every pipeline register and every weight of the
 unit. Driven from one flop, either net would fan out to D columns x hundreds of registers, and the
 buffer tree alone would set the clock. So the top computes their *next* values from its registered
-state and its inputs (:func:`control_pipeline`), and each column registers its own copy
+state and its inputs (the accumulate control's in :func:`control_pipeline`, the enable's and the
+swap permission's in the unit), and each column registers its own copy
 (:func:`column_control`): a column's enable, accumulate control and swap permission are flops in
 the column, and the swap is decoded there from them and two input bits.
 """
@@ -65,7 +66,8 @@ def column_control(m, col, rows: int):
     * ``acc_next``: what the top's last control register (the beat at the accumulate stage) takes
       at the next enabled edge; the copy loads it while the copied enable is high;
     * ``swap_ok_next``: in the next cycle the unit is enabled and a complete tile waits;
-    * ``swap_req``: this cycle's ``x`` beat is valid and has ``swap``.
+    * ``swap_req``: this cycle's ``x`` beat is valid and has ``swap`` (and, with ``loop = 2``, is not
+      held by the interlock).
 
     Returns
     -------
