@@ -2,9 +2,10 @@
 
 ``python -m flows power --width 32 --fmt fp8_e4m3 [--workload tiles|random|zeros|all] [--runs 8]
 [--sample K] [--set rows=R ...] [--publish]`` writes ``build/reports/power/<variant>/`` (``--publish``:
-the committed ``reports/power/<variant>/``): ``energy.json`` and ``energy.md`` per workload, with
-provenance. ``--sample K`` simulates K evenly spaced columns and scales them (the composition of
-wide units); without it every column is simulated. ``--check-composition K`` runs both and prints
+the committed ``reports/power/<variant>/``): ``energy-<workload>.json`` and ``.md`` per workload
+(``-sample<K>`` and ``-runs<N>`` added when given), with provenance. ``--sample K`` simulates K
+(1..width) evenly spaced columns and scales them (the composition of wide units); without it every
+column is simulated. ``--check-composition K`` runs both and prints
 how far apart they are.
 """
 
@@ -18,9 +19,12 @@ from ..paths import BUILD, REPO
 from ..synth.liberty import LibertyError
 from ..synth.metrics import git_revision, tool_versions
 from ..synth.yosys import SynthError
-from .run import PowerError, run
+from .run import PowerError, check_counts, run
 
 __all__ = ["main", "CATEGORIES", "summary", "category"]
+
+#: Tile runs of a workload unless ``--runs`` says otherwise (other counts are named in the file).
+RUNS = 8
 
 #: Block categories of the report: module-name prefix -> category.
 CATEGORIES = (("mu_lane", "multipliers"), ("mu_tree", "tree"), ("mu_acc", "accumulate"),
@@ -95,7 +99,9 @@ def _write(r, outroot: Path, argv) -> Path:
             "command": "python -m flows power " + " ".join(argv)}
     d = outroot / r.variant
     d.mkdir(parents=True, exist_ok=True)
-    tag = r.workload + (f"-sample{r.sample}" if r.sample else "")
+    # every count that changes the result is in the file name (the default run count is left out)
+    tag = (r.workload + (f"-sample{r.sample}" if r.sample else "")
+           + (f"-runs{r.meta['runs']}" if r.meta["runs"] != RUNS else ""))
     (d / f"energy-{tag}.json").write_text(json.dumps(dict(s, provenance=prov), indent=1) + "\n")
     (d / f"energy-{tag}.md").write_text(_markdown(s, prov))
     return d
@@ -106,7 +112,7 @@ def _parser():
     p.add_argument("--width", type=int, default=32)
     p.add_argument("--fmt", default="fp8_e4m3")
     p.add_argument("--workload", default="tiles", choices=("tiles", "random", "zeros", "all"))
-    p.add_argument("--runs", type=int, default=8, help="tile runs (default 8)")
+    p.add_argument("--runs", type=int, default=RUNS, help=f"tile runs (default {RUNS})")
     p.add_argument("--sample", type=int, default=None, help="simulate K columns and scale (composition)")
     p.add_argument("--check-composition", type=int, default=None, metavar="K",
                    help="also run with K sampled columns and print the difference")
@@ -125,6 +131,8 @@ def main(argv=None):
     root = REPO / "reports" / "power" if a.publish else BUILD / "reports" / "power"
     loads = ("tiles", "random", "zeros") if a.workload == "all" else (a.workload,)
     try:
+        check_counts(a.width, a.runs, a.sample)
+        check_counts(a.width, a.runs, a.check_composition, what="--check-composition")
         for wl in loads:
             r = run(a.width, a.fmt, wl, a.runs, a.sample, params, liberty=a.liberty)
             s = summary(r)

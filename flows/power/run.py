@@ -34,7 +34,7 @@ from .libpower import load_power
 from .netlist import flatten, sample_indices
 from .sim import GateSim
 
-__all__ = ["PowerRun", "run", "stimulus", "PowerError"]
+__all__ = ["PowerRun", "run", "stimulus", "PowerError", "check_counts"]
 
 
 class PowerError(RuntimeError):
@@ -163,6 +163,24 @@ def _drive(sim, flat, stim, check_cols, width, max_cycles):
     return iy
 
 
+def check_counts(width, runs, sample=None, what="SAMPLE (--sample)"):
+    """A clear ``ValueError`` unless ``runs`` >= 1 and ``sample`` is None or a column count in 1..width.
+
+    Checked before anything is synthesized or simulated, so a bad count is never run silently.
+    """
+    try:
+        width = int(width)
+    except (TypeError, ValueError):
+        raise ValueError(f"WIDTH (--width) must be a whole number, not {width!r}") from None
+    if not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"--runs must be a whole number of tile runs >= 1, not {runs!r}")
+    if sample is None:
+        return
+    if not isinstance(sample, int) or not 1 <= sample <= width:
+        raise ValueError(f"{what} must be a number of columns from 1 to {width} (the unit's width "
+                         f"D = {width}), not {sample!r}; leave it out to simulate every column")
+
+
 def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=None, log=print,
         liberty=None) -> PowerRun:
     """Energy of the matrix unit ``mu`` (``width``, ``fmt``, other generator ``params``) on
@@ -172,7 +190,10 @@ def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=N
     ------
     PowerError
         If the netlist's results differ from the bit-true model or the stimulus fails.
+    ValueError
+        ``runs`` below 1 or ``sample`` outside 1..``width`` (:func:`check_counts`).
     """
+    check_counts(width, runs, sample)
     t = {"start": time.monotonic()}
     given = dict(params or {}, width=str(width), fmt=fmt)
     syn = synth_run("mu", given, flow="hier", log=lambda s: None, liberty=liberty)

@@ -1,7 +1,7 @@
 """``reports/power/summary.md`` and its plot from the committed energy runs (``reports/power/*/``).
 
 ``python -m flows.power.summary [--hbm-pj-per-byte 40] [--batch 1]`` reads every
-``reports/power/<variant>/energy-<workload>[-sample<k>].json`` and writes:
+``reports/power/<variant>/energy-<workload>[-sample<k>][-runs<n>].json`` and writes:
 
 * energy per useful and per issued MAC, power at fmax and the split by block, per width, format
   and workload (real tiles, random, zeros), with performance per watt next to performance per mm^2;

@@ -27,3 +27,20 @@ def test_top_level_help_lists_the_commands():
                        timeout=60)
     assert r.returncode == 0
     assert all(c in r.stdout for c in COMMANDS)
+
+
+@pytest.mark.parametrize("args", [["--sample", "0"], ["--sample", "-1"], ["--sample", "100"],
+                                  ["--runs", "0"], ["--check-composition", "9"]])
+def test_power_refuses_counts_out_of_range(args, capsys):
+    """Refused before anything is synthesized, with the allowed range (D = 8: 1 to 8 columns)."""
+    assert main(["power", "--width", "8"] + args) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and args[1] in err
+    assert ("from 1 to 8" in err) if args[0] != "--runs" else (">= 1" in err)
+
+
+def test_make_power_sample_zero_fails_with_the_range():
+    r = subprocess.run(["make", "-s", "power", "WIDTH=8", "SAMPLE=0"], cwd=REPO, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode != 0
+    assert "SAMPLE (--sample) must be a number of columns from 1 to 8" in r.stderr
