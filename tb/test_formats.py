@@ -101,12 +101,29 @@ def test_saturating_formats_saturate_like_ml_dtypes():
         assert f.decode(f.encode(x)).tolist() == want.tolist()
 
 
+#: Values from the OCP 8-bit FP v1.0 and OCP MX v1.0 tables (bias, largest finite, smallest
+#: subnormal), for the rows of those names; the table may hold more rows.
+SPEC = {"fp8_e4m3": (7, 448.0, 2.0 ** -9), "fp8_e5m2": (15, 57344.0, 2.0 ** -16),
+        "fp4_e2m1": (1, 6.0, 0.5), "fp6_e3m2": (3, 28.0, 0.0625), "fp6_e2m3": (1, 7.5, 0.125)}
+
+
 def test_matrix_formats_come_from_the_table():
+    """``MATRIX_FORMATS`` and the design registry's ``fmt`` choices are the table's ``matrix`` rows,
+    and every such row has the field widths, bias, range and subnormals of its ``ml_dtypes`` type."""
+    from hw.designs import get_design
+
     assert MATRIX_FORMATS == tuple(n for n, f in FORMATS.items() if f.matrix)
-    assert {"fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "fp6_e3m2", "fp6_e2m3"} == set(MATRIX_FORMATS)
-    e3m2, e2m3 = get_format("fp6_e3m2"), get_format("fp6_e2m3")   # OCP MX v1.0 table
-    assert (e3m2.bias, e3m2.max_finite, e3m2.decode(np.array([1]))[0]) == (3, 28.0, 0.0625)
-    assert (e2m3.bias, e2m3.max_finite, e2m3.decode(np.array([1]))[0]) == (1, 7.5, 0.125)
+    fmt_option = next(o for o in get_design("mu").options if o.name == "fmt")
+    assert set(MATRIX_FORMATS) <= set(fmt_option.choices)
+    for name in MATRIX_FORMATS:
+        f, fi = get_format(name), ml_dtypes.finfo(FORMATS[name].ml_dtype)
+        assert (f.bits, f.exp_bits, f.man_bits) == (fi.bits, fi.nexp, fi.nmant), name
+        assert f.decode(np.array([1 << f.man_bits]))[0] == float(fi.smallest_normal) == 2.0 ** (1 - f.bias)
+        assert f.decode(np.array([1]))[0] == float(fi.smallest_subnormal), name
+        assert f.max_finite == float(fi.max), name
+    for name in set(SPEC) & set(MATRIX_FORMATS):
+        f = get_format(name)
+        assert (f.bias, f.max_finite, f.decode(np.array([1]))[0]) == SPEC[name], name
 
 
 def test_bad_rules_are_rejected():
@@ -119,3 +136,53 @@ def test_bad_rules_are_rejected():
 def test_unknown_format_names_the_known_ones():
     with pytest.raises(ValueError, match="known formats: fp8_e4m3"):
         get_format("fp7")
+
+
+#: A row the extending guide (docs/extending.md) would add: OCP-style E3M4 with IEEE specials.
+NEW_ROW = ('        FloatFormat("fp8_e3m4", 3, 4, {bias}, True, _S.IEEE, _O.INF, ml_dtypes.float8_e3m4, '
+           'matrix=True),\n')
+#: Loads a patched copy of hw/formats.py as ``hw.formats``, then runs this file's other tests on it.
+RUNNER = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("hw.formats", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+sys.modules["hw.formats"] = mod
+spec.loader.exec_module(mod)
+import hw
+hw.formats = mod
+import pytest
+sys.exit(pytest.main(sys.argv[2:]))
+"""
+
+
+def _with_new_row(tmp_path, bias, *pytest_args):
+    """This file's tests run on hw/formats.py with :data:`NEW_ROW` added after the last matrix row."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import hw.formats
+
+    text = Path(hw.formats.__file__).read_text()
+    anchor = text.index("matrix=True),\n", text.index('FloatFormat("fp6_e2m3"')) + len("matrix=True),\n")
+    patched = tmp_path / "formats.py"
+    patched.write_text(text[:anchor] + NEW_ROW.format(bias=bias) + text[anchor:])
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run(
+        [sys.executable, "-c", RUNNER, str(patched), "-q", "-rA", "--noconftest", "-p", "no:xdist",
+         "-p", "no:cacheprovider", "tb/test_formats.py", "--deselect",
+         "tb/test_formats.py::test_a_new_format_row_needs_no_test_edit", *pytest_args],
+        cwd=root, capture_output=True, text=True, timeout=120)
+
+
+def test_a_new_format_row_needs_no_test_edit(tmp_path):
+    """A new matrix row, added as docs/extending.md says, is checked by this file without an edit;
+    the same row with a wrong bias fails it."""
+    good = _with_new_row(tmp_path, 3)
+    assert good.returncode == 0, good.stdout[-3000:]
+    for test in ("test_decode_every_code", "test_encode_matches_ml_dtypes"):
+        assert f"PASSED tb/test_formats.py::{test}[fp8_e3m4]" in good.stdout
+    assert "PASSED tb/test_formats.py::test_matrix_formats_come_from_the_table" in good.stdout
+    bad = _with_new_row(tmp_path, 4, "-k", "fp8_e3m4 or come_from_the_table")
+    assert bad.returncode == 1, bad.stdout[-3000:]
+    assert "FAILED tb/test_formats.py::test_matrix_formats_come_from_the_table" in bad.stdout
