@@ -7,7 +7,8 @@ real libraries, gate equivalents for the generic one), delays in ps.
 
 __all__ = ["AREA", "GE", "CELLS", "SEQ", "CP_PS", "CP_LV", "CP_KIND", "DEPTH", "FMAX", "YOSYS_TIME",
            "RUNTIME", "MEMORY", "CACHE_HIT", "BLOCK_AREA", "block_area", "MACRO_AREA", "AREA_WITH_MACROS",
-           "MACROS", "CP_PS_TOP_OWN", "CP_LV_TOP_OWN"]
+           "MACROS", "CP_PS_TOP_OWN", "CP_LV_TOP_OWN", "SETUP_WS", "SETUP_STATUS", "MACS",
+           "AREA_PER_MAC", "PEAK_GMACS", "NETLIST_SHA"]
 
 #: Standard-cell area of the whole design.
 AREA = "synth__design__instance__area__stdcell"
@@ -51,3 +52,17 @@ CP_LV_TOP_OWN = CP_LV + "__top_own"
 def block_area(block: str) -> str:
     """Name of the per-block area metric of module ``block``."""
     return BLOCK_AREA + block
+
+#: Setup slack of the worst path against ``CLOCK_PS`` (ps; negative: the target is missed).
+SETUP_WS = "synth__timing__setup__ws"
+#: ``MET`` or ``VIOLATED`` (only with ``CLOCK_PS``).
+SETUP_STATUS = "synth__timing__setup__status"
+#: Multiply(-accumulate)s per clock cycle at full rate (designs with a known MAC rate).
+MACS = "synth__design__macs_per_cycle"
+#: :data:`AREA` / :data:`MACS` (um^2 per MAC of one cycle).
+AREA_PER_MAC = AREA + "__per_mac"
+#: :data:`MACS` x :data:`FMAX` / 1000 (GMAC/s at fmax, Yosys-only timing).
+PEAK_GMACS = "synth__design__throughput__peak_gmacs"
+#: sha256 (first 16 hex digits) of the mapped netlists (every block's, in order, for a
+#: hierarchical run): equal hashes mean identical netlists, e.g. with and without ``CLOCK_PS``.
+NETLIST_SHA = "synth__design__netlist__sha256"

@@ -16,6 +16,7 @@ The figure of merit of the reports is ``area_per_mac * delay`` (area x delay per
 """
 
 from .. import metric_keys as mk
+from ..synth.metrics import macs_per_cycle as synth_macs
 
 __all__ = ["OBJECTIVES", "ObjectiveError", "check_objectives", "macs_per_cycle", "objective_values",
            "area_delay", "ENERGY", "ENERGY_DESIGNS"]
@@ -52,11 +53,10 @@ def check_objectives(names, design: str = "mu") -> list:
 
 def macs_per_cycle(design: str, params: dict) -> int:
     """Multiply(-accumulate)s per cycle at full rate (see the module docstring)."""
-    if design == "mu":
-        return params["width"] ** 2
-    if design in ("bf16_mul",):
-        return 1
-    raise ObjectiveError(f"no MAC rate known for design {design!r} (flows/explore/objectives.py)")
+    macs = synth_macs(design, params)
+    if macs is None:
+        raise ObjectiveError(f"no MAC rate known for design {design!r} (flows/synth/metrics.py)")
+    return macs
 
 
 def objective_values(names, design: str, params: dict, metrics: dict, energy: dict | None = None) -> dict:

@@ -26,16 +26,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import metric_keys as K
 from ..paths import BUILD, USER_QOR
 from . import metrics as M
 from .hier import own_area, synth_hier
 from .liberty import NO_LIBERTY_NOTE, find_liberty, generic_library, load
-from .outputs import add_macros, sta_defaults, summarize, write_reports
+from .outputs import add_macros, compare_flows, compare_target, sta_defaults, summarize, write_reports
 from .repair import repair, write_repaired
 from .sta import Sta
 from .yosys import SynthError, run_yosys
 
-__all__ = ["run", "run_verilog", "RunOutput", "resolve_library", "check_clock", "read_verilog", "WORK"]
+__all__ = ["run", "run_verilog", "RunOutput", "resolve_library", "check_clock", "read_verilog", "WORK",
+           "run_name"]
 
 #: Work directories of the flow runs (one per variant).
 WORK = BUILD / "qor"
@@ -115,14 +117,25 @@ def check_clock(clock_ps):
     return v
 
 
-def _dirs(variant, outdir, reports_dir):
-    """(report folder, private work folder) of one run."""
+def run_name(variant, flow, default_flow, clock_ps) -> str:
+    """The report folder's name: ``variant`` plus every run option that changes the result and is
+    not the default (the flow when it is not what ``auto`` picks, ``-clk<ps>`` for a target period).
+
+    The library and the generator options are in ``variant`` already, so a default run keeps the
+    variant's name and no two runs that can differ share a folder.
+    """
+    return (variant + ("" if flow == default_flow else f"-{flow}")
+            + (f"-clk{float(clock_ps):g}" if clock_ps else ""))
+
+
+def _dirs(name, outdir, reports_dir):
+    """(report folder, private work folder) of one run named ``name`` (:func:`run_name`)."""
     if outdir:
         outdir = Path(outdir)
         # a private work directory per report directory, so concurrent runs never share one
         tag = hashlib.sha256(str(outdir.resolve()).encode()).hexdigest()[:10]
-        return outdir, WORK / "by-outdir" / f"{variant}-{tag}"
-    return Path(reports_dir or USER_QOR) / variant, WORK / variant
+        return outdir, WORK / "by-outdir" / f"{name}-{tag}"
+    return Path(reports_dir or USER_QOR) / name, WORK / name
 
 
 def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb) -> _Synthesized:
@@ -177,18 +190,40 @@ def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _S
                         repair=rep)
 
 
+def _netlist_sha(work: Path, flow: str) -> str:
+    """sha256 (16 hex digits) of the mapped netlists of a run (every block's, by name, if hier)."""
+    h = hashlib.sha256()
+    for f in sorted((work / flow).glob("mapped.json" if flow == "flat" else "*/mapped.json")):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, booth, outdir, work, t0,
-            macros=(), module_names=(), log=print) -> RunOutput:
-    """Metrics of a synthesized design, its report files and summary."""
+            macros=(), module_names=(), log=print, name=None, twin=None, untargeted=None) -> RunOutput:
+    """Metrics of a synthesized design, its report files and summary (``name``: the run's folder
+    name, :func:`run_name`; ``twin``: the folder of the same run in the other flow, compared with
+    when it holds metrics; ``untargeted``: the folder of the run without ``clock_ps``, whose
+    netlist hash tells whether the target changed the mapping)."""
     sta_def = sta_defaults(lib)
     m = M.build(design=design, variant=variant, params=params, lib=lib, area=s.area, seq_area=s.seq,
                 cells=s.cells, worst=s.worst, ltp=s.ltp, runtime_s=time.monotonic() - t0,
                 peak_mb=s.peak_mb, flow=flow, block_areas=s.block_areas, clock_ps=clock_ps, booth=booth,
                 cached=s.cached, sta_defaults=sta_def, yosys_s=s.yosys_s, hier=s.hier, repair=s.repair)
+    m["flow__run"] = name or variant
+    m[K.NETLIST_SHA] = _netlist_sha(work, flow)
+    M.add_rates(m, design, params)
+    M.add_slack(m, clock_ps)
+    if s.hier is not None:
+        m["design__blocks"] = {b.name: {"instances": b.instances, "area_per_instance": round(b.area, 3)}
+                               for b in s.hier.blocks.values()}
     if macros:
         add_macros(m, macros, module_names, s.block_areas)
     if s.notes:
         m["flow__notes"] = list(s.notes)
+    if twin is not None:
+        compare_flows(m, twin)
+    if clock_ps and untargeted is not None:
+        compare_target(m, untargeted)
     write_reports(m, s, outdir, work, variant, flow, lib, sta_def)
     summary = summarize(m, s.worst, outdir)
     log(summary)
@@ -239,28 +274,35 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
     params = design.params(given or {})
     lib = lib or resolve_library(liberty, log)
     variant = design.variant(params) + ("-ysbooth" if booth else "") + "-" + lib.short
-    outdir, work = _dirs(variant, outdir, reports_dir)
     component = design.build(params)
     netlist = hier.emit(component, design.top_name)
     # black boxes (e.g. the slice's SRAM) carry a modelled area instead of a synthesized one
     macros = component.macros() if hasattr(component, "macros") else []
-    if flow == "auto":
-        flow = "hier" if len(netlist.modules) > 1 else "flat"
+    default_flow = "hier" if len(netlist.modules) > 1 else "flat"
+    flow = default_flow if flow == "auto" else flow
+    name = run_name(variant, flow, default_flow, clock_ps)
+    explicit = outdir is not None
+    outdir, work = _dirs(name, outdir, reports_dir)
     if flow == "flat" and macros:
         # flattened, the black box's placeholder (outputs tied to 0) would let Yosys remove the
         # logic behind it while its modelled area is still added
         raise ValueError(f"{variant} has black-box macros ({', '.join(m['module'] for m in macros)}); "
                          "they need the hierarchical flow: use FLOW=hier (or auto)")
-    log(f"{variant}: {flow} synthesis of {len(netlist.modules)} module(s) with {lib.name}"
+    log(f"{name}: {flow} synthesis of {len(netlist.modules)} module(s) with {lib.name}"
         + (f", target {clock_ps} ps" if clock_ps else ""))
     if flow == "flat":
         s = _flat(netlist.verilog, netlist.top, work, lib, booth, clock_ps, limit_mb)
     else:
         s = _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log,
                        {mac["module"] for mac in macros})
+    other = "hier" if flow == "flat" else "flat"
+    twin = None if explicit or (other == "hier" and default_flow == "flat") else \
+        outdir.parent / run_name(variant, other, default_flow, clock_ps)
     return _finish(s, design=design_name, variant=variant, params=params, lib=lib, flow=flow,
                    clock_ps=clock_ps, booth=booth, outdir=outdir, work=work, t0=t0, macros=macros,
-                   module_names=set(netlist.modules), log=log)
+                   module_names=set(netlist.modules), log=log, name=name, twin=twin,
+                   untargeted=None if explicit else
+                   outdir.parent / run_name(variant, flow, default_flow, None))
 
 
 def read_verilog(files, top: str) -> tuple:
@@ -316,9 +358,11 @@ def run_verilog(files, top: str, *, liberty=None, clock_ps=None, booth=False, ou
     text, digest = read_verilog(files, top)
     lib = lib or resolve_library(liberty, log)
     variant = f"{top}-{digest}{'-ysbooth' if booth else ''}-{lib.short}"
-    outdir, work = _dirs(variant, outdir, reports_dir)
+    name = run_name(variant, "flat", "flat", clock_ps)
+    outdir_given = outdir is not None
+    outdir, work = _dirs(name, outdir, reports_dir)
     names = ", ".join(str(f) for f in files)
-    log(f"{variant}: flat synthesis of {top} from {names} with {lib.name}"
+    log(f"{name}: flat synthesis of {top} from {names} with {lib.name}"
         + (f", target {clock_ps} ps" if clock_ps else ""))
     try:
         s = _flat(text, top, work, lib, booth, clock_ps, limit_mb)
@@ -329,4 +373,5 @@ def run_verilog(files, top: str, *, liberty=None, clock_ps=None, booth=False, ou
                          "or logic that drives no output)")
     params = {"verilog": [str(f) for f in files], "top": top, "sha256_8": digest}
     return _finish(s, design=top, variant=variant, params=params, lib=lib, flow="flat", clock_ps=clock_ps,
-                   booth=booth, outdir=outdir, work=work, t0=t0, log=log)
+                   booth=booth, outdir=outdir, work=work, t0=t0, log=log, name=name,
+                   untargeted=None if outdir_given else outdir.parent / variant)

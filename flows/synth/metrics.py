@@ -14,13 +14,41 @@ from .. import metric_keys as K
 from ..paths import REPO
 from .sta import fmax_mhz
 
-__all__ = ["build", "tool_versions", "git_revision", "CAVEAT"]
+__all__ = ["build", "tool_versions", "git_revision", "CAVEAT", "macs_per_cycle", "add_rates", "add_slack"]
 
 #: What every number of this flow leaves out.
 CAVEAT = ("Yosys + ABC mapping, buffers inserted on nets over their driver's liberty max_capacitance, "
           "and a simple NLDM STA: no placement, no routing, no wire load, ideal clock; "
           "commercial synthesis is typically smaller (Yosys-only vs commercial on IHP 130nm: +53% "
           "area, arXiv 2512.06122).")
+
+
+def macs_per_cycle(design: str, params: dict) -> int | None:
+    """Multiply(-accumulate)s per cycle at full rate: ``D * D`` for the matrix unit (one ``x`` beat
+    per cycle, ``perf.contract``), 1 for the BF16 multiplier; None for a design without a known rate."""
+    if design == "mu":
+        return int(params["width"]) ** 2
+    if design == "bf16_mul":
+        return 1
+    return None
+
+
+def add_rates(m: dict, design: str, params: dict) -> None:
+    """MACs per cycle, area per MAC and peak GMAC/s at fmax, for designs with a MAC rate."""
+    macs = macs_per_cycle(design, params)
+    if not macs:
+        return
+    m[K.MACS] = macs
+    m[K.AREA_PER_MAC] = round(m[K.AREA] / macs, 3)
+    if m.get(K.FMAX):
+        m[K.PEAK_GMACS] = round(macs * m[K.FMAX] / 1e3, 4)
+
+
+def add_slack(m: dict, clock_ps) -> None:
+    """Setup slack of the worst path against ``clock_ps`` and MET / VIOLATED (real libraries only)."""
+    if clock_ps and m.get(K.CP_PS) is not None:
+        m[K.SETUP_WS] = round(float(clock_ps) - m[K.CP_PS], 1)
+        m[K.SETUP_STATUS] = "MET" if m[K.SETUP_WS] >= 0 else "VIOLATED"
 
 
 def tool_versions() -> dict:
