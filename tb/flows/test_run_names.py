@@ -1,0 +1,67 @@
+"""Runs that can differ never share a report folder, and what the summary says about them.
+
+A two-lane BF16 bank (two blocks) synthesized hierarchically (its default), flat, and with a clock
+target below and above its critical path: four folders; the second flow's run is compared with the
+first; the slack is the target minus the critical path, with MET / VIOLATED on screen, in
+``timing.txt`` and ``metrics.json``.
+"""
+
+import json
+
+import pytest
+
+from flows import metric_keys as K
+from flows.synth import liberty as L
+from flows.synth.flow import run
+from flows.synth.metrics import add_rates
+from tb.flows import OSU, needs_osu, quiet
+
+PARAMS = {"lanes": 2, "stages": 0, "arch": "booth4"}
+
+
+@needs_osu
+@pytest.mark.quick
+def test_flows_and_targets_land_in_their_own_folders(tmp_path):
+    lib = L.load(OSU)
+    hier = run("bf16_bank", PARAMS, lib=lib, reports_dir=tmp_path, log=quiet)
+    flat = run("bf16_bank", PARAMS, flow="flat", lib=lib, reports_dir=tmp_path, log=quiet)
+    variant = hier.metrics["variant"]
+    assert hier.outdir.name == variant and hier.metrics["flow__mode"] == "hier"   # the default keeps its name
+    assert flat.outdir.name == variant + "-flat" and flat.metrics["variant"] == variant
+    on_disk = {p.parent.name: json.loads(p.read_text())["flow__mode"]
+               for p in tmp_path.glob("*/metrics.json")}
+    assert on_disk == {variant: "hier", variant + "-flat": "flat"}
+
+    other = flat.metrics["flow__other_flow"]
+    assert other["flow"] == "hier" and other["fmax_mhz"] == hier.metrics[K.FMAX]
+    want = 100 * (flat.metrics[K.FMAX] / hier.metrics[K.FMAX] - 1)
+    assert other["fmax_mhz_diff_pct"] == pytest.approx(want, abs=0.051)
+    assert other["area_diff_pct"] == pytest.approx(100 * (flat.metrics[K.AREA] / hier.metrics[K.AREA] - 1),
+                                                   abs=0.051)
+    assert "vs hier" in flat.summary and "why: the hierarchical flow maps each distinct block" in flat.summary
+    assert "flow__other_flow" not in hier.metrics     # no flat run existed when it ran
+
+    cp = hier.metrics[K.CP_PS]
+    for clock, status in ((round(cp / 2), "VIOLATED"), (round(cp * 2), "MET")):
+        r = run("bf16_bank", PARAMS, lib=lib, reports_dir=tmp_path, clock_ps=clock, log=quiet)
+        assert r.outdir.name == f"{variant}-clk{clock}"
+        m = r.metrics
+        assert m[K.SETUP_WS] == pytest.approx(clock - m[K.CP_PS], abs=0.1)
+        assert m[K.SETUP_STATUS] == status and (m[K.SETUP_WS] < 0) == (status == "VIOLATED")
+        assert f"slack {m[K.SETUP_WS]:+.1f} ps, {status}" in r.summary
+        assert f"slack {m[K.SETUP_WS]:+.1f} ps, {status}" in (r.outdir / "timing.txt").read_text()
+        assert json.loads((r.outdir / "metrics.json").read_text())[K.SETUP_STATUS] == status
+        effect = m["flow__clock_target_effect"]
+        assert effect["netlist_changed"] == (m[K.NETLIST_SHA] != hier.metrics[K.NETLIST_SHA])
+        assert ("identical to the one without a target" in r.summary) == (not effect["netlist_changed"])
+    assert len(list(tmp_path.glob("*/metrics.json"))) == 4
+
+
+def test_rates_of_the_matrix_unit():
+    """D = 8: 64 MACs per cycle; area per MAC and GMAC/s at fmax by hand."""
+    m = {K.AREA: 6400.0, K.FMAX: 50.0}
+    add_rates(m, "mu", {"width": 8})
+    assert (m[K.MACS], m[K.AREA_PER_MAC], m[K.PEAK_GMACS]) == (64, 100.0, 3.2)
+    m = {K.AREA: 10.0, K.FMAX: 50.0}
+    add_rates(m, "slice", {})
+    assert K.MACS not in m     # no MAC rate known: nothing made up
