@@ -9,14 +9,17 @@ STA and metrics, and write one folder per variant:
 ``synth_stat.txt``
     Yosys ``stat -liberty`` (per block with instance counts in the hierarchical flow).
 ``timing.txt``
-    The worst path cell by cell with arrival times, and the STA's assumptions.
+    The QoR summary (area by block, MAC rates, slack against ``CLOCK_PS``, the worst path cell by
+    cell across the hierarchy), then the STA's own path reports and assumptions.
 ``yosys.log``
     The Yosys log (kept whole up to 2 MB, else its head and tail; the full log stays in ``build/``).
 
 The folder is ``build/reports/qor/<variant>/`` (git-ignored) unless a caller asks for another
 ``reports_dir`` (``reports/qor`` to publish) or an exact ``outdir``. The variant of a registered
 design is ``Design.variant(params)`` plus the library's short name (``bf16_mul-booth4-s0-osu018``);
-``flow="auto"`` synthesizes flat when the design has no marked blocks, else by blocks.
+``flow="auto"`` synthesizes flat when the design has no marked blocks, else by blocks. The folder
+is the variant plus ``-flat`` / ``-hier`` when the flow is not the one ``auto`` picks and
+``-clk<ps>`` with a clock target (:func:`run_name`), so runs that can differ never share a folder.
 """
 
 import hashlib
@@ -34,6 +37,7 @@ from .liberty import NO_LIBERTY_NOTE, find_liberty, generic_library, load
 from .outputs import add_macros, compare_flows, compare_target, sta_defaults, summarize, write_reports
 from .repair import repair, write_repaired
 from .sta import Sta
+from .wholepath import Row, whole_path
 from .yosys import SynthError, run_yosys
 
 __all__ = ["run", "run_verilog", "RunOutput", "resolve_library", "check_clock", "read_verilog", "WORK",
@@ -59,6 +63,8 @@ class RunOutput:
         The worst path.
     netlist_json : Path or None
         The mapped netlist of a flat run after drive repair (Yosys ``write_json`` layout).
+    path : list of flows.synth.wholepath.Row
+        The worst path cell by cell from launch to capture, across the hierarchy.
     """
 
     metrics: dict
@@ -66,6 +72,7 @@ class RunOutput:
     summary: str
     worst: object
     netlist_json: Path | None = None
+    path: list = field(default_factory=list)
 
 
 @dataclass
@@ -88,6 +95,7 @@ class _Synthesized:
     hier: object = None
     netlist_json: Path | None = None
     repair: dict = field(default_factory=dict)
+    path: list = field(default_factory=list)     # flows.synth.wholepath.Row, launch to capture
 
 
 def resolve_library(liberty=None, log=print):
@@ -144,11 +152,14 @@ def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb) -> _Synthesized:
     netlist, rep = repair(lib, r.netlist)
     path = write_repaired(r.workdir, top, netlist)
     area, seq, cells = own_area(lib, netlist)
-    return _Synthesized(area, seq, cells, Sta(lib, netlist).run(), r.ltp_levels,
+    worst = Sta(lib, netlist).run()
+    return _Synthesized(area, seq, cells, worst, r.ltp_levels,
                         r.stat_text + "\n" + rep.line() + "\n", r.runtime_s, r.peak_mb, r.cached, [r.log],
                         notes=[] if lib.generic else [rep.line()], netlist_json=path,
                         repair={"nets": rep.nets, "buffers": rep.buffers, "area": rep.area,
-                                "cell": rep.cell, "max_levels": rep.max_levels})
+                                "cell": rep.cell, "max_levels": rep.max_levels},
+                        path=[Row("", st.point, st.net, st.incr_ps) for st in worst.steps]
+                        + ([Row("", f"setup of {worst.end}", "", worst.setup_ps)] if worst.setup_ps else []))
 
 
 def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _Synthesized:
@@ -187,7 +198,7 @@ def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _S
                         max((b.ltp for b in h.blocks.values() if b.ltp is not None), default=None),
                         stat_text, h.runtime_s, h.peak_mb, all(b.cached for b in h.blocks.values()),
                         [b.log for b in h.blocks.values()], timing_extra, notes, block_areas, h,
-                        repair=rep)
+                        repair=rep, path=whole_path(h))
 
 
 def _netlist_sha(work: Path, flow: str) -> str:
@@ -225,9 +236,9 @@ def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, bo
     if clock_ps and untargeted is not None:
         compare_target(m, untargeted)
     write_reports(m, s, outdir, work, variant, flow, lib, sta_def)
-    summary = summarize(m, s.worst, outdir)
+    summary = summarize(m, s.worst, outdir, s.path)
     log(summary)
-    return RunOutput(m, outdir, summary, s.worst, s.netlist_json)
+    return RunOutput(m, outdir, summary, s.worst, s.netlist_json, s.path)
 
 
 def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", booth=False,

@@ -75,6 +75,7 @@ class BlockReport:
     log: Path
     children: dict = field(default_factory=dict)
     repair: RepairReport = field(default_factory=RepairReport)
+    sta: object = None   # its flows.synth.sta.Sta (children as models), to trace paths through it
 
 
 @dataclass
@@ -149,7 +150,8 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
         models[name] = model
         blocks[name] = BlockReport(name, counts.get(name, 0), area, seq, ncells, r.runtime_s, r.peak_mb,
                                    r.cached, r.ltp_levels, worst, model,
-                                   r.stat_text + "\n" + rep.line() + "\n", r.log, dict(bm.children), rep)
+                                   r.stat_text + "\n" + rep.line() + "\n", r.log, dict(bm.children), rep,
+                                   sta)
     total = sum(b.area * b.instances for b in blocks.values())
     seq = sum(b.seq_area * b.instances for b in blocks.values())
     cells = sum(b.cells * b.instances for b in blocks.values())

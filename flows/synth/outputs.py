@@ -11,9 +11,10 @@ from pathlib import Path
 from .. import metric_keys as K
 from .hier import models_json
 from .liberty import NO_LIBERTY_NOTE
+from .wholepath import format_rows
 
 __all__ = ["write_reports", "summarize", "sta_defaults", "add_macros", "LOG_KEEP_BYTES", "compare_flows",
-           "FLOW_DIFFERENCE", "DEPTHS", "ABC_TARGET", "compare_target", "qor_lines"]
+           "FLOW_DIFFERENCE", "DEPTHS", "ABC_TARGET", "compare_target", "qor_lines", "path_lines"]
 
 #: Why a flat and a hierarchical run of one variant differ.
 FLOW_DIFFERENCE = ("the hierarchical flow maps each distinct block in its own Yosys/ABC run (no "
@@ -24,8 +25,8 @@ FLOW_DIFFERENCE = ("the hierarchical flow maps each distinct block in its own Yo
                    "critical path")
 #: What each depth figure counts.
 DEPTHS = {
-    "critical": "library cells on the worst timed path (after mapping and drive repair), the path "
-                "the fmax comes from",
+    "critical": "library cells after the launch flop on the worst timed path (after mapping and drive "
+                "repair), the path the fmax comes from, listed below",
     "generic": "Yosys ltp: the longest chain of generic gates before technology mapping; in the "
                "hierarchical flow the deepest single block (blocks are synthesized separately)",
     "top_own": "the top's own logic with the blocks' internal reg->reg paths left out (paths into, "
@@ -83,6 +84,16 @@ def _copy_log(src: Path, dst: Path) -> str:
     return f"yosys.log truncated to head and tail ({len(data)} bytes in full at {src})"
 
 
+def path_lines(m, path) -> list:
+    """The whole critical path, launch flop to capture flop, one row per cell (and its total)."""
+    if not path:
+        return []
+    unit = "levels" if m[K.CP_PS] is None else "ps"
+    total = sum(r.incr_ps for r in path)
+    return (["  critical path, launch to capture across the hierarchy (block = instance path; "
+             f"total {total:.1f} {unit}):"] + ["  " + ln for ln in format_rows(path, unit)])
+
+
 def write_reports(m: dict, s, outdir: Path, work: Path, variant: str, flow: str, lib, sta_def) -> None:
     """Write the report files of one run (``s``: the flow's synthesis result) into ``outdir``."""
     outdir.mkdir(parents=True, exist_ok=True)
@@ -90,7 +101,7 @@ def write_reports(m: dict, s, outdir: Path, work: Path, variant: str, flow: str,
     head = [f"# {m.get('flow__run', variant)}: static timing of the Yosys-mapped netlist ({flow})",
             f"# liberty {lib.name} ({lib.path}); " + ", ".join(f"{k} {v}" for k, v in sta_def.items()),
             "# Yosys-only: no placement, no routing, no wire load.", "", "QoR summary:"]
-    head += qor_lines(m, s.worst) + [""]
+    head += qor_lines(m, s.worst) + path_lines(m, s.path) + ["", ""]
     (outdir / "timing.txt").write_text("\n".join(head) + s.worst.format() + "\n"
                                        + ("\n" + s.timing_extra + "\n" if s.timing_extra else ""))
     if s.hier is not None:
@@ -216,11 +227,12 @@ def qor_lines(m, worst) -> list:
     return rows
 
 
-def summarize(m, worst, outdir) -> str:
-    """One screen: :func:`qor_lines` with run time, macros, caveats and (last) where the reports are."""
+def summarize(m, worst, outdir, path=()) -> str:
+    """One screen: :func:`qor_lines` and the whole critical path (:func:`path_lines`) with run time,
+    macros, caveats and (last) where the reports are."""
     lib = m["flow__liberty"]
     rows = [f"== {m.get('flow__run', m['variant'])}  ({m['flow__mode']}, {lib['name']})"]
-    rows += qor_lines(m, worst)
+    rows += qor_lines(m, worst) + path_lines(m, path)
     rows.append(f"  runtime     {m[K.RUNTIME]:.1f} s (yosys {m[K.YOSYS_TIME]:.1f} s"
                 f"{', cached' if m[K.CACHE_HIT] else ''}), peak memory {m[K.MEMORY]:.0f} MB")
     for mac in m.get(K.MACROS, []):

@@ -304,6 +304,7 @@ class Sta:
                                if kind == "seq" for a in self.lib.cells[ctype].arcs)
         self.end_by_output = {}       # output bit name -> (period ps, levels)
         self.worst_reg_end = None     # (period ps, levels) over register end points
+        self.ends_at = {}             # "reg" and output bit names -> (end, bit, edge, setup) of the worst
         best, count = None, 0
         for phase in ((RISE, FALL) if falling else (None,)):
             self._arrivals(inputs, regs, phase)
@@ -495,7 +496,7 @@ class Sta:
             count += 1
             f = 1 if capture == launch else 2
             if kind.endswith("reg"):
-                self._reg_end(delay * f, lv)
+                self._reg_end(delay * f, lv, (end, b, rf, setup))
             if best is None or delay * f > best[0]:
                 best = (delay * f, lv, kind, end, b, rf, setup, f, capture)
             return delay * f
@@ -541,6 +542,7 @@ class Sta:
                     cur = self.end_by_output.get(bn)
                     if cur is None or p > cur[0]:
                         self.end_by_output[bn] = (p, src[2])
+                        self.ends_at[bn] = (f"output {bn}", b, rf, 0.0)
         if best is None:
             return None, count
         delay, lv, kind, end, b, rf, setup, f, capture = best
@@ -551,9 +553,17 @@ class Sta:
         return Result(delay, lv, kind, start, end, steps, setup, 0,
                       unit="levels" if self.lib.generic else "ps", edges=edges, factor=f), count
 
-    def _reg_end(self, ps, lv):
+    def _reg_end(self, ps, lv, at=None):
         if self.worst_reg_end is None or ps > self.worst_reg_end[0]:
             self.worst_reg_end = (ps, lv)
+            self.ends_at["reg"] = at
+
+    def trace_to(self, end: str) -> tuple:
+        """(steps, end point, setup ps) of the worst path to ``end`` of the last :meth:`run`: ``"reg"``
+        (the worst register end point) or an output bit name; steps are empty when the end is a
+        block's internal register path."""
+        point, b, rf, setup = self.ends_at[end]
+        return (self._trace(b, rf) if b is not None else []), point, setup
 
     def _trace(self, b, rf):
         steps = []

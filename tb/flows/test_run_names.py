@@ -7,6 +7,7 @@ first; the slack is the target minus the critical path, with MET / VIOLATED on s
 """
 
 import json
+import re
 
 import pytest
 
@@ -40,6 +41,18 @@ def test_flows_and_targets_land_in_their_own_folders(tmp_path):
                                                    abs=0.051)
     assert "vs hier" in flat.summary and "why: the hierarchical flow maps each distinct block" in flat.summary
     assert "flow__other_flow" not in hier.metrics     # no flat run existed when it ran
+
+    # the whole worst path: library cells only, from a flop's clock to a flop's setup, through a lane
+    for r in (hier, flat):
+        rows = r.path
+        cells = [re.search(r"\((\w+)\) \S+->\S+$", x.point) for x in rows[:-1]]
+        assert all(c and c[1] in lib.cells for c in cells), [x.point for x in rows]
+        assert lib.cells[cells[0][1]].is_seq and rows[0].point.endswith("CLK->Q")
+        assert rows[-1].point.startswith("setup of ") and rows[-1].point.endswith("/D")
+        assert sum(x.incr_ps for x in rows) == pytest.approx(r.metrics[K.CP_PS], abs=0.2)
+        assert len(cells) - 1 == r.metrics[K.CP_LV]     # levels: the cells after the launch flop
+        assert "critical path, launch to capture" in r.summary
+    assert any(x.block.startswith("lane") for x in hier.path), [x.block for x in hier.path]
 
     cp = hier.metrics[K.CP_PS]
     for clock, status in ((round(cp / 2), "VIOLATED"), (round(cp * 2), "MET")):
