@@ -59,8 +59,8 @@ SETUP_WS = "synth__timing__setup__ws"
 SETUP_STATUS = "synth__timing__setup__status"
 #: Multiply(-accumulate)s per clock cycle at full rate (designs with a known MAC rate).
 MACS = "synth__design__macs_per_cycle"
-#: :data:`AREA` / :data:`MACS` (um^2 per MAC of one cycle).
-AREA_PER_MAC = AREA + "__per_mac"
+#: :data:`AREA` / :data:`MACS` (um^2 per MAC of one cycle; not under :data:`BLOCK_AREA`).
+AREA_PER_MAC = "synth__design__instance__area_per_mac__stdcell"
 #: :data:`MACS` x :data:`FMAX` / 1000 (GMAC/s at fmax, Yosys-only timing).
 PEAK_GMACS = "synth__design__throughput__peak_gmacs"
 #: sha256 (first 16 hex digits) of the mapped netlists (every block's, in order, for a

@@ -101,7 +101,7 @@ def write_reports(m: dict, s, outdir: Path, work: Path, variant: str, flow: str,
     head = [f"# {m.get('flow__run', variant)}: static timing of the Yosys-mapped netlist ({flow})",
             f"# liberty {lib.name} ({lib.path}); " + ", ".join(f"{k} {v}" for k, v in sta_def.items()),
             "# Yosys-only: no placement, no routing, no wire load.", "", "QoR summary:"]
-    head += qor_lines(m, s.worst) + path_lines(m, s.path) + ["", ""]
+    head += qor_lines(m, s.worst, s.path) + path_lines(m, s.path) + ["", ""]
     (outdir / "timing.txt").write_text("\n".join(head) + s.worst.format() + "\n"
                                        + ("\n" + s.timing_extra + "\n" if s.timing_extra else ""))
     if s.hier is not None:
@@ -175,7 +175,16 @@ def _mm2(um2) -> str:
     return f"{um2 / 1e6:.4g} mm^2"
 
 
-def qor_lines(m, worst) -> list:
+def _ends(worst, path) -> str:
+    """Start and end of the worst path: the whole path's first and last rows when there is one."""
+    if not path:
+        return f"{worst.start} -> {worst.end}"
+    first, last = path[0], path[-1]
+    return (f"{first.block + ': ' if first.block else ''}{first.point} -> "
+            f"{last.block + ': ' if last.block else ''}{last.point}")
+
+
+def qor_lines(m, worst, path=()) -> list:
     """The QoR at a glance: area (mm^2) by block, MAC rates, critical path, slack, depths."""
     lib = m["flow__liberty"]
     d, f, seq = m[K.CP_PS], m[K.FMAX], m[K.SEQ]
@@ -200,7 +209,7 @@ def qor_lines(m, worst) -> list:
         rows.append(f"  MACs        {m[K.MACS]} per cycle; {m[K.AREA_PER_MAC]:.1f} {unit} "
                     f"({m[K.AREA_PER_MAC] / 1e6:.4g} mm^2) per MAC{rate}")
     rows += [
-        (f"  critical    {d:.1f} ps, {m[K.CP_LV]} levels ({worst.kind}: {worst.start} -> {worst.end})"
+        (f"  critical    {d:.1f} ps, {m[K.CP_LV]} levels ({worst.kind}: {_ends(worst, path)})"
          if d is not None else
          f"  critical    {m[K.CP_LV]} levels (generic library: no delay)"),
         f"  fmax        {f:.1f} MHz" if f else "  fmax        n/a",
@@ -232,7 +241,7 @@ def summarize(m, worst, outdir, path=()) -> str:
     macros, caveats and (last) where the reports are."""
     lib = m["flow__liberty"]
     rows = [f"== {m.get('flow__run', m['variant'])}  ({m['flow__mode']}, {lib['name']})"]
-    rows += qor_lines(m, worst) + path_lines(m, path)
+    rows += qor_lines(m, worst, path) + path_lines(m, path)
     rows.append(f"  runtime     {m[K.RUNTIME]:.1f} s (yosys {m[K.YOSYS_TIME]:.1f} s"
                 f"{', cached' if m[K.CACHE_HIT] else ''}), peak memory {m[K.MEMORY]:.0f} MB")
     for mac in m.get(K.MACROS, []):

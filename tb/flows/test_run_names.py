@@ -75,6 +75,7 @@ def test_rates_of_the_matrix_unit():
     m = {K.AREA: 6400.0, K.FMAX: 50.0}
     add_rates(m, "mu", {"width": 8})
     assert (m[K.MACS], m[K.AREA_PER_MAC], m[K.PEAK_GMACS]) == (64, 100.0, 3.2)
+    assert not any(k.startswith(K.BLOCK_AREA) for k in m)   # not read as a block's area
     m = {K.AREA: 10.0, K.FMAX: 50.0}
     add_rates(m, "slice", {})
     assert K.MACS not in m     # no MAC rate known: nothing made up
