@@ -7,7 +7,9 @@ Commands
 ``synth --verilog FILE [--verilog FILE ...] --top NAME [...]``
     Synthesize user Verilog with the same library, STA and metrics (``make synth VERILOG=... TOP=...``).
     Reports go to ``build/reports/qor/<variant>/``; ``--publish`` writes the committed
-    ``reports/qor/<variant>/``, ``--reports-dir DIR`` writes ``DIR/<variant>/``.
+    ``reports/qor/<variant>/``, ``--reports-dir DIR`` writes ``DIR/<variant>/``; the folder name
+    adds ``-flat`` / ``-hier`` (a flow other than the design's default) and ``-clk<ps>`` (a clock
+    target), so runs that can differ never share a folder.
 ``check [--update] [--variant NAME ...]``
     The QoR regression gate against ``reports/qor/rules-base.json`` (``make qor-check/qor-update``).
 ``bf16-compare``
