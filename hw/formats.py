@@ -41,7 +41,7 @@ The block-scaled formats (OCP MX ``mxfp8_e4m3`` .. ``mxfp4_e2m1``, NVIDIA ``nvfp
 :class:`BlockFormat` rows of :data:`BLOCK_FORMATS`: each names its element format (a row above), its
 block size and its scale format (E8M0, or UE4M3 for NVFP4), with the scale decode rules and the
 width rule (D a multiple of B). They are not in :data:`MATRIX_FORMATS` (they are not element formats);
-``MatrixUnit(fmt=...)`` builds the block-scaled unit for them (:mod:`hw.mu.block_unit`).
+``MatrixUnit(fmt=...)`` composes the block-scale axis into the one unit for them (:mod:`hw.mu.scales`).
 """
 
 import enum
@@ -492,8 +492,8 @@ class BlockFormat:
 
 
 #: The block-scaled formats: OCP MX v1.0 (B = 32, E8M0 scales) and NVFP4 (B = 16, UE4M3 scales
-#: plus a per-tensor FP32 scale). The matrix unit builds its block-scaled datapath for them
-#: (:mod:`hw.mu.block_unit`).
+#: plus a per-tensor FP32 scale). The matrix unit composes its block-scale blocks in for them
+#: (:mod:`hw.mu.scales`).
 BLOCK_FORMATS: dict[str, BlockFormat] = {
     b.name: b
     for b in (

@@ -130,6 +130,9 @@ LOOP_BUILDS = [
     pytest.param(8, "fp8_e4m3", 1, ["every_product"] + LOOP_TESTS, marks=quick, id="w8-e4m3-loop2"),
     pytest.param(8, "fp8_e5m2", 3, LOOP_TESTS, marks=quick, id="w8-e5m2-r3-loop2"),
     pytest.param(32, "fp8_e4m3", 3, LOOP_TESTS, marks=full, id="w32-e4m3-r3-loop2"),
+    # the block scale is an axis of the same unit: its accumulate loop over two cycles too
+    pytest.param(16, "nvfp4", 1, BLOCK, marks=quick, id="w16-nvfp4-loop2"),
+    pytest.param(64, "mxfp8_e4m3", 3, BLOCK, marks=full, id="w64-mxfp8_e4m3-r3-loop2"),
 ]
 
 
@@ -172,7 +175,6 @@ def test_bad_parameters_registry(given, match):
     ({"loop": 3}, ValueError, "loop must be one of"),
     ({"loop": 2, "acc": "exact"}, ValueError, "loop.*acc='exact'"),
     ({"loop": 2.0}, TypeError, "loop"),
-    ({"loop": 2, "fmt": "nvfp4", "width": 16}, ValueError, "loop must stay 1"),
 ])
 def test_bad_parameters_generator(kw, exc, match):
     """The generator itself raises a clear error too."""
