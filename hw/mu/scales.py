@@ -16,7 +16,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..formats import get_block_format
+from ..formats import SCALE_FORMATS, get_block_format
 from ..fp.round import leading_zeros
 from .accumulate import EXP_W, Accumulator, AccumulatorParams
 from .numerics import dot_widths
@@ -30,21 +30,27 @@ WINDOW_FRAC_BITS = 32
 SCALE_EXP_BITS = 9
 
 
-def decode_scale(m: Module, code, scale: str, *, name: str):
-    """Split an 8-bit scale code into ``(m, e, nan)``: integer significand (1 bit for E8M0, 4 for
-    UE4M3), signed exponent of :data:`SCALE_EXP_BITS` bits and the NaN flag."""
+def decode_scale(m: Module, code, scale, *, name: str):
+    """Split an 8-bit scale code into ``(m, e, nan)`` by its :class:`hw.formats.ScaleFormat` row
+    (``scale``, or its name): the integer significand (:attr:`~hw.formats.ScaleFormat.sig_bits`;
+    a constant 1 with no mantissa field and no subnormals), the signed exponent of
+    :data:`SCALE_EXP_BITS` bits and the NaN flag."""
+    sf = SCALE_FORMATS[scale] if isinstance(scale, str) else scale
     e = Signal(signed(SCALE_EXP_BITS), name=f"{name}_e")
     nan = Signal(name=f"{name}_nan")
-    if scale == "e8m0":
-        m.d.comb += [e.eq(code - 127), nan.eq(code == 0xFF)]
-        return Const(1, 1), e, nan
-    ex, man = code[3:7], code[0:3]
-    sig = Signal(4, name=f"{name}_m")
-    m.d.comb += [
-        sig.eq(Cat(man, ex != 0)),
-        e.eq(Mux(ex == 0, 1, ex) - 10),
-        nan.eq(code[7] | (code == 0x7F)),
-    ]
+    top = sf.exp_bits + sf.man_bits
+    ex, man = code[sf.man_bits:top], code[:sf.man_bits]
+    is_nan = (code[top:] != 0) if top < len(code) else Const(0, 1)
+    for c in sf.nan_codes:
+        is_nan = is_nan | (code == c)
+    if sf.subnormals:
+        m.d.comb += e.eq(Mux(ex == 0, 1, ex) - sf.bias - sf.man_bits)
+        sig = Signal(sf.sig_bits, name=f"{name}_m")
+        m.d.comb += sig.eq(Cat(man, ex != 0))
+    else:
+        m.d.comb += e.eq(ex - sf.bias - sf.man_bits)
+        sig = Const(1, 1) if sf.man_bits == 0 else Cat(man, Const(1, 1))
+    m.d.comb += nan.eq(is_nan)
     return sig, e, nan
 
 
@@ -126,7 +132,7 @@ def scaled_sum_widths(fmt: str, width: int) -> tuple:
     weight exponent of its LSB when the exponent input is 0 (``docs/numerics.md`` 7.3)."""
     bf = get_block_format(fmt)
     dw = dot_widths(bf.element, bf.block)
-    pb = dw.sum_bits + (8 if bf.scale == "ue4m3" else 0)
+    pb = dw.sum_bits + 2 * (bf.scale_format.sig_bits - 1)  # the two scales' significand product
     nb = width // bf.block
     if nb == 1:
         return pb, dw.lsb_exp
@@ -137,17 +143,18 @@ def _block_scales(m, bf, xs, ws, en, delay: int):
     """Per block: (scale significand product or None, exponent sum, NaN), from the activation scale
     codes ``xs`` and the active weight scale codes ``ws``, delayed by ``delay`` registers enabled
     by ``en``."""
-    ue = bf.scale == "ue4m3"
+    sf = bf.scale_format
+    ue = sf.sig_bits > 1  # the block term is scaled by the two significands' product
     out = []
     for i in range(len(xs) // 8):
-        mx, ex, nx = decode_scale(m, xs[8 * i:8 * i + 8], bf.scale, name=f"sx{i}")
-        mw, ew, nw = decode_scale(m, ws[8 * i:8 * i + 8], bf.scale, name=f"sw{i}")
+        mx, ex, nx = decode_scale(m, xs[8 * i:8 * i + 8], sf, name=f"sx{i}")
+        mw, ew, nw = decode_scale(m, ws[8 * i:8 * i + 8], sf, name=f"sw{i}")
         es = Signal(signed(SCALE_EXP_BITS + 1), name=f"es{i}")
         nan = Signal(name=f"snan{i}")
         vals = [es, nan]
         m.d.comb += [es.eq(ex + ew), nan.eq(nx | nw)]
         if ue:
-            mp = Signal(8, name=f"mp{i}")
+            mp = Signal(2 * sf.sig_bits, name=f"mp{i}")
             m.d.comb += mp.eq(mx * mw)
             vals.append(mp)
         for r in range(delay):
@@ -170,7 +177,7 @@ def scaled_beat_sum(m, bf, trees, xs, ws, en, delay: int):
         if mp is None:
             terms.append(tree.s)
         else:
-            t = Signal(signed(len(tree.s) + 8), name=f"p{i}")
+            t = Signal(signed(len(tree.s) + len(mp)), name=f"p{i}")
             m.d.comb += t.eq(tree.s * mp)
             terms.append(t)
         exps.append(es)
