@@ -154,7 +154,7 @@ class Slice(wiring.Component):
             given = {k: v for k, v in (("width", width), ("fmt", fmt), ("rows", rows),
                                       ("stages", stages), ("acc", acc), ("tree", tree),
                                       ("guard_bits", guard_bits), ("loop", loop))
-                     if v != getattr(MatrixUnitParams, k)}
+                     if v != Slice.__init__.__kwdefaults__[k]}
             if not isinstance(mu, MatrixUnitParams) or given:
                 raise ValueError(f"mu must be a MatrixUnitParams and the unit options "
                                  f"{', '.join(given) or ''} left unset with it, not {mu!r}")
