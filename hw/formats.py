@@ -402,6 +402,9 @@ class ScaleFormat:
     bias : int
     subnormals : bool
     nan_codes : tuple of int
+    ml_dtype : type or None
+        The ``ml_dtypes`` type whose codes have these values where the bits above the fields are 0
+        (the test oracle).
     """
 
     name: str
@@ -410,6 +413,7 @@ class ScaleFormat:
     bias: int
     subnormals: bool
     nan_codes: tuple = ()
+    ml_dtype: type | None = None
 
     bits = 8
 
@@ -437,8 +441,10 @@ class ScaleFormat:
 SCALE_FORMATS: dict[str, ScaleFormat] = {
     f.name: f
     for f in (
-        ScaleFormat("e8m0", exp_bits=8, man_bits=0, bias=127, subnormals=False, nan_codes=(0xFF,)),
-        ScaleFormat("ue4m3", exp_bits=4, man_bits=3, bias=7, subnormals=True, nan_codes=(0x7F,)),
+        ScaleFormat("e8m0", exp_bits=8, man_bits=0, bias=127, subnormals=False, nan_codes=(0xFF,),
+                    ml_dtype=ml_dtypes.float8_e8m0fnu),
+        ScaleFormat("ue4m3", exp_bits=4, man_bits=3, bias=7, subnormals=True, nan_codes=(0x7F,),
+                    ml_dtype=ml_dtypes.float8_e4m3fn),
     )
 }
 
