@@ -5,20 +5,16 @@ declares its options once; ``python -m hw gen``, ``make synth`` and the sweeps a
 """
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .formats import BLOCK_FORMATS, MATRIX_FORMATS
+from .mu.numerics import ACC_MODES, GUARD_BITS, MU_WIDTHS
 
 __all__ = ["Option", "Design", "DESIGNS", "get_design", "OptionError", "power_of_two", "MU_WIDTHS",
            "STUDY_WIDTHS", "ACC_MODES"]
 
-#: Every width D a matrix unit can be generated at.
-MU_WIDTHS = (8, 16, 32, 64, 128)
 #: The widths the cross-width study, the real-tile corpus and the reports compare.
 STUDY_WIDTHS = (32, 64, 128)
-#: Accumulate modes of the matrix unit (docs/numerics.md): ``fp32`` rounds to FP32 on every beat,
-#: ``exact`` accumulates exactly and rounds each K-long dot product once.
-ACC_MODES = ("fp32", "exact")
 
 
 class OptionError(ValueError):
@@ -121,6 +117,9 @@ class Design:
     options : tuple of Option
     top : str or None
         Verilog top module name (defaults to ``name``).
+    config : str or None
+        ``"module.path:ClassName"`` of the design's typed parameter value (a frozen dataclass whose
+        fields are the options and whose construction validates their combination), or None.
     """
 
     name: str
@@ -128,6 +127,7 @@ class Design:
     help: str
     options: tuple = field(default_factory=tuple)
     top: str | None = None
+    config: str | None = None
 
     @property
     def top_name(self) -> str:
@@ -140,7 +140,26 @@ class Design:
         for k in given:
             if k not in known:
                 raise OptionError(f"{self.name} has no option {k!r}; options: {', '.join(known) or 'none'}")
-        return {k: (o.convert(given[k]) if k in given else o.default) for k, o in known.items()}
+        parsed = {k: (o.convert(given[k]) if k in given else o.default) for k, o in known.items()}
+        self.typed(parsed)  # a combination that does not exist is refused here, with its reason
+        return parsed
+
+    def typed(self, params: dict):
+        """The typed, validated parameter value of parsed ``params`` (:attr:`config`), or None for a
+        design without one.
+
+        Raises
+        ------
+        OptionError
+            If the combination does not exist (the message names the option and what is allowed).
+        """
+        if self.config is None:
+            return None
+        mod, cls = self.config.split(":")
+        try:
+            return getattr(importlib.import_module(mod), cls)(**params)
+        except (TypeError, ValueError) as e:
+            raise OptionError(f"{self.name}: {e}") from None
 
     def variant(self, params: dict) -> str:
         """Name of this parameter set, e.g. ``bf16_mul-booth4-s0`` or ``mu-w64-fp8_e4m3``."""
@@ -186,6 +205,33 @@ _BF16_OPTIONS = (
            tag=lambda v: "" if v == "auto" else "cut_" + v.replace("+", "_")),
 )
 
+#: The matrix unit's options (:class:`hw.mu.matrix_unit.MatrixUnitParams` validates their
+#: combinations); the slice takes the same ones for its units.
+_MU_OPTIONS = (
+    Option("width", 64, power_of_two(MU_WIDTHS[0], MU_WIDTHS[-1]),
+           help="D: array width (power of two, 8..128)", tag=lambda v: f"w{v}"),
+    Option("fmt", "fp8_e4m3", choices=MATRIX_FORMATS + tuple(BLOCK_FORMATS),
+           help="element format (per-tensor, or block-scaled: OCP MX, NVFP4)", tag=lambda v: v),
+    Option("rows", 1, int_at_least(1), help="accumulator rows (batch rows)",
+           tag=lambda v: "" if v == 1 else f"r{v}"),
+    Option("stages", 2, int_at_least(0), help="extra pipeline stages in the column",
+           tag=lambda v: "" if v == 2 else f"s{v}"),
+    Option("tree", "dadda", choices=("dadda", "words"),
+           help="column sum: bit-level Dadda tree (synthesis) or word adders (fast Verilator)",
+           tag=lambda v: "" if v == "dadda" else f"t{v}"),
+    Option("acc", "fp32", choices=ACC_MODES,
+           help="accumulate: fp32 (one rounding per beat) or exact (one per dot product)",
+           tag=lambda v: "" if v == "fp32" else "xacc"),
+    Option("guard_bits", GUARD_BITS, int_at_least(1),
+           help="exact mode: accumulations up to 2**guard_bits beats long",
+           tag=lambda v: "" if v == GUARD_BITS else f"g{v}"),
+    Option("loop", 1, int_at_least(1),
+           help="fp32 mode: accumulate loop over 1 or 2 cycles (2: shorter critical path, "
+                "a beat of the same row as the previous one waits a cycle)",
+           tag=lambda v: "" if v == 1 else f"l{v}"),
+)
+_MU = {o.name: o for o in _MU_OPTIONS}
+
 DESIGNS: dict[str, Design] = {
     d.name: d
     for d in (
@@ -194,51 +240,21 @@ DESIGNS: dict[str, Design] = {
                "N BF16 multipliers with a registered reduction (hierarchical flow validation)",
                _BF16_OPTIONS + (Option("lanes", 8, power_of_two(1, 64), help="multipliers",
                                        tag=lambda v: f"n{v}"),)),
-        Design("mu", "hw.mu.matrix_unit:MatrixUnit", "DxD FP8/FP6/FP4 matrix unit with FP32 accumulation", (
-            Option("width", 64, power_of_two(MU_WIDTHS[0], MU_WIDTHS[-1]),
-                   help="D: array width (power of two, 8..128)",
-                   tag=lambda v: f"w{v}"),
-            Option("fmt", "fp8_e4m3", choices=MATRIX_FORMATS + tuple(BLOCK_FORMATS),
-                   help="element format (per-tensor, or block-scaled: OCP MX, NVFP4)",
-                   tag=lambda v: v),
-            Option("rows", 1, int_at_least(1), help="accumulator rows (batch rows)",
-                   tag=lambda v: "" if v == 1 else f"r{v}"),
-            Option("stages", 2, int_at_least(0), help="extra pipeline stages in the column",
-                   tag=lambda v: "" if v == 2 else f"s{v}"),
-            Option("tree", "dadda", choices=("dadda", "words"),
-                   help="column sum: bit-level Dadda tree (synthesis) or word adders (fast Verilator)",
-                   tag=lambda v: "" if v == "dadda" else f"t{v}"),
-            Option("acc", "fp32", choices=ACC_MODES,
-                   help="accumulate: fp32 (one rounding per beat) or exact (one per dot product)",
-                   tag=lambda v: "" if v == "fp32" else "xacc"),
-            Option("guard_bits", 16, int_at_least(1),
-                   help="exact mode: accumulations up to 2**guard_bits beats long",
-                   tag=lambda v: "" if v == 16 else f"g{v}"),
-            Option("loop", 1, int_at_least(1),
-                   help="fp32 mode: accumulate loop over 1 or 2 cycles (2: shorter critical path, "
-                        "a beat of the same row as the previous one waits a cycle)",
-                   tag=lambda v: "" if v == 1 else f"l{v}"),
-        )),
+        Design("mu", "hw.mu.matrix_unit:MatrixUnit", "DxD FP8/FP6/FP4 matrix unit with FP32 accumulation",
+               _MU_OPTIONS, config="hw.mu.matrix_unit:MatrixUnitParams"),
         Design("slice", "hw.slice.slice:Slice",
                "matrix units + scratchpad + HBM feed port, run by matmul commands", (
                    Option("units", 2, int_at_least(1), help="matrix units (1..64)",
                           tag=lambda v: f"u{v}"),
-                   Option("width", 8, power_of_two(MU_WIDTHS[0], MU_WIDTHS[-1]), help="D: each unit's width",
-                          tag=lambda v: f"w{v}"),
-                   Option("fmt", "fp8_e4m3", choices=MATRIX_FORMATS + tuple(BLOCK_FORMATS),
-                          help="element format (plain or block-scaled)", tag=lambda v: v),
+                   replace(_MU["width"], default=8, help="D: each unit's width"),
+                   _MU["fmt"],
                    Option("spad_bytes", 16384, int_at_least(1),
                           help="scratchpad bytes (words of 4*D bytes)", tag=lambda v: f"sp{v}"),
                    Option("feed_bytes", None, int_at_least(1),
                           help="B: HBM read-data bytes per beat (default: what the units consume)",
                           tag=lambda v: "" if v is None else f"f{v}"),
-                   Option("rows", 1, int_at_least(1), help="accumulator rows per unit",
-                          tag=lambda v: "" if v == 1 else f"r{v}"),
-                   Option("stages", 2, int_at_least(0), help="the units' pipeline stages",
-                          tag=lambda v: "" if v == 2 else f"s{v}"),
-                   Option("acc", "fp32", choices=ACC_MODES,
-                          help="the units' accumulate mode (fp32 or exact)",
-                          tag=lambda v: "" if v == "fp32" else "xacc"),
+                   *(replace(_MU[n], help=f"the units' option: {_MU[n].help}")
+                     for n in ("rows", "stages", "acc", "tree", "guard_bits", "loop")),
                    Option("spad_macro", True, on_off,
                           help="scratchpad as a black-box SRAM placeholder (on; area modelled) or a "
                                "behavioral memory (off)", tag=lambda v: "" if v else "mem"),

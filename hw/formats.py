@@ -41,7 +41,7 @@ The block-scaled formats (OCP MX ``mxfp8_e4m3`` .. ``mxfp4_e2m1``, NVIDIA ``nvfp
 :class:`BlockFormat` rows of :data:`BLOCK_FORMATS`: each names its element format (a row above), its
 block size and its scale format (E8M0, or UE4M3 for NVFP4), with the scale decode rules and the
 width rule (D a multiple of B). They are not in :data:`MATRIX_FORMATS` (they are not element formats);
-``MatrixUnit(fmt=...)`` builds the block-scaled unit for them (:mod:`hw.mu.block_unit`).
+``MatrixUnit(fmt=...)`` composes the block-scale axis into the one unit for them (:mod:`hw.mu.scales`).
 """
 
 import enum
@@ -51,7 +51,8 @@ import ml_dtypes
 import numpy as np
 
 __all__ = ["FloatFormat", "FORMATS", "CLASSES", "get_format", "MATRIX_FORMATS", "Specials", "Overflow",
-           "BlockFormat", "BLOCK_FORMATS", "SCALE_FORMATS", "get_block_format", "check_block_width"]
+           "BlockFormat", "BLOCK_FORMATS", "ScaleFormat", "SCALE_FORMATS", "get_block_format",
+           "check_block_width"]
 
 #: Classes returned by :meth:`FloatFormat.classify`, as small integers in this order.
 CLASSES = ("zero", "subnormal", "normal", "inf", "nan")
@@ -384,8 +385,68 @@ def get_format(name: str) -> FloatFormat:
 # --------------------------------------------------------------------------------------------------
 # Block-scaled formats (OCP MX v1.0, NVFP4)
 # --------------------------------------------------------------------------------------------------
-#: Scale formats of the block-scaled rows: 8-bit codes, decoded by :meth:`BlockFormat.scale_split`.
-SCALE_FORMATS = ("e8m0", "ue4m3")
+@dataclass(frozen=True)
+class ScaleFormat:
+    """An 8-bit block-scale code: above the fields, bits that must be 0 (else the code is NaN); an
+    unsigned exponent field of ``exp_bits``; a mantissa field of ``man_bits`` (bits 0..).
+
+    The value of a code is ``m * 2**e``: ``m`` the integer significand (the mantissa field with an
+    implicit 1 above it, which is 0 for an exponent field of 0 when the format has subnormals) and
+    ``e = max(E, 1 if subnormals else E) - bias - man_bits`` for the exponent field ``E``. Codes in
+    ``nan_codes`` are NaN too.
+
+    Parameters
+    ----------
+    name : str
+    exp_bits, man_bits : int
+    bias : int
+    subnormals : bool
+    nan_codes : tuple of int
+    ml_dtype : type or None
+        The ``ml_dtypes`` type whose codes have these values where the bits above the fields are 0
+        (the test oracle).
+    """
+
+    name: str
+    exp_bits: int
+    man_bits: int
+    bias: int
+    subnormals: bool
+    nan_codes: tuple = ()
+    ml_dtype: type | None = None
+
+    bits = 8
+
+    @property
+    def sig_bits(self) -> int:
+        """Bits of the integer significand ``m``."""
+        return self.man_bits + 1
+
+    def split(self, codes: np.ndarray):
+        """Codes (int64 in [0, 255]) -> ``(m, e, nan)``; NaN codes give ``m = e = 0``."""
+        c = codes.astype(np.int64)
+        nan = (c >> (self.exp_bits + self.man_bits)) != 0
+        for n in self.nan_codes:
+            nan = nan | (c == n)
+        exp, man = (c >> self.man_bits) & ((1 << self.exp_bits) - 1), c & ((1 << self.man_bits) - 1)
+        hidden = (exp != 0) if self.subnormals else np.ones_like(exp, dtype=bool)
+        m = man | (hidden.astype(np.int64) << self.man_bits)
+        e = (np.maximum(exp, 1) if self.subnormals else exp) - self.bias - self.man_bits
+        return np.where(nan, 0, m), np.where(nan, 0, e), nan
+
+
+#: Scale formats of the block-scaled rows: 8-bit codes, one row each. E8M0 (OCP MX): code ``c`` is
+#: ``2^(c - 127)``, ``0xFF`` NaN; UE4M3 (NVFP4): the E4M3 value of the code, the sign bit set or the
+#: E4M3 NaN pattern ``0x7F`` NaN.
+SCALE_FORMATS: dict[str, ScaleFormat] = {
+    f.name: f
+    for f in (
+        ScaleFormat("e8m0", exp_bits=8, man_bits=0, bias=127, subnormals=False, nan_codes=(0xFF,),
+                    ml_dtype=ml_dtypes.float8_e8m0fnu),
+        ScaleFormat("ue4m3", exp_bits=4, man_bits=3, bias=7, subnormals=True, nan_codes=(0x7F,),
+                    ml_dtype=ml_dtypes.float8_e4m3fn),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -438,6 +499,10 @@ class BlockFormat:
         return FORMATS[self.element]
 
     @property
+    def scale_format(self) -> ScaleFormat:
+        return SCALE_FORMATS[self.scale]
+
+    @property
     def bits(self) -> int:
         """Element width b (the scale codes are 8 bits each)."""
         return self.element_format.bits
@@ -461,14 +526,7 @@ class BlockFormat:
         c = c.astype(np.int64)
         if c.size and (c.min() < 0 or c.max() > 0xFF):
             raise ValueError(f"{self.name} scale codes must lie in [0, 255]")
-        if self.scale == "e8m0":
-            nan = c == 0xFF
-            return np.where(nan, 0, 1), np.where(nan, 0, c - 127), nan
-        nan = (c >= 0x80) | (c == 0x7F)
-        exp, man = (c >> 3) & 0xF, c & 0x7
-        m = np.where(exp == 0, man, man | 8)
-        e = np.maximum(exp, 1) - 7 - 3
-        return np.where(nan, 0, m), np.where(nan, 0, e), nan
+        return self.scale_format.split(c)
 
     def scale_decode(self, codes) -> np.ndarray:
         """Exact float64 value of scale codes (NaN codes give ``nan``)."""
@@ -492,8 +550,8 @@ class BlockFormat:
 
 
 #: The block-scaled formats: OCP MX v1.0 (B = 32, E8M0 scales) and NVFP4 (B = 16, UE4M3 scales
-#: plus a per-tensor FP32 scale). The matrix unit builds its block-scaled datapath for them
-#: (:mod:`hw.mu.block_unit`).
+#: plus a per-tensor FP32 scale). The matrix unit composes its block-scale blocks in for them
+#: (:mod:`hw.mu.scales`).
 BLOCK_FORMATS: dict[str, BlockFormat] = {
     b.name: b
     for b in (

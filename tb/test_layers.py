@@ -77,6 +77,14 @@ def test_the_reader_sees_relative_imports():
     assert "hw.formats" in g["hw.designs"]
 
 
+def test_generators_sit_below_the_registry():
+    """The design registry loads the generators; no generator imports it back."""
+    bad = [n for n, deps in graph().items()
+           if n.startswith("hw.") and n not in ("hw.designs", "hw.cli", "hw.__main__")
+           and "hw.designs" in deps]
+    assert not bad, f"generators importing hw.designs: {bad}"
+
+
 def test_no_package_imports_upwards():
     bad = [f"{n} imports {m}" for n, deps in graph().items() for m in deps
            if m.split(".")[0] not in ALLOWED_TOP[n.split(".")[0]]]

@@ -33,11 +33,20 @@ import time
 import traceback
 
 from hw.designs import OptionError, get_design
+from hw.formats import BLOCK_FORMATS
 
-__all__ = ["verify", "main", "EFFORTS", "MU_TESTS", "TESTS", "CHECKERS"]
+__all__ = ["verify", "main", "EFFORTS", "MU_TESTS", "MU_BLOCK_TESTS", "mu_tests", "TESTS", "CHECKERS"]
 
 #: The matrix unit's quick regression (the CORE set of ``tb/mu/test_matrix_unit.py``).
 MU_TESTS = ("random_dots", "adversarial", "stalls", "throughput")
+#: The same checks for a unit on a block-scaled format (``tb/mu/mu_cocotb.py``: random and
+#: adversarial block dots against the block model, with stalls and backpressure).
+MU_BLOCK_TESTS = ("block_dots", "block_backpressure")
+
+
+def mu_tests(params: dict) -> list:
+    """The cocotb tests that verify a matrix unit with these parameters."""
+    return list(MU_BLOCK_TESTS if params["fmt"] in BLOCK_FORMATS else MU_TESTS)
 #: How much each effort checks: ``quick`` is the regression's own size; ``smoke`` is a small run for
 #: the search's own tests (it still checks every result bit for bit).
 EFFORTS = {
@@ -50,16 +59,13 @@ EFFORTS = {
 
 def _verify_mu(params: dict, effort: dict, seed: int) -> tuple:
     from tb import sim
-    from tb.mu.harness import SIM_BUILD_ARGS, SIM_HIER_BLOCKS, emit_unit
+    from tb.mu.harness import SIM_BUILD_ARGS, SIM_HIER_BLOCKS, emit_params, unit_knobs
 
-    verilog, latency, variant, _ = emit_unit(params["width"], params["fmt"], params["rows"],
-                                             params["stages"], params["tree"], params["acc"],
-                                             params["guard_bits"], params["loop"])
-    knobs = {"MU_WIDTH": params["width"], "MU_FMT": params["fmt"], "MU_ROWS": params["rows"],
-             "MU_LATENCY": latency, "MU_ACC": params["acc"], "MU_GUARD_BITS": params["guard_bits"],
-             "MU_LOOP": params["loop"], "MU_SEED": seed, "MU_SCALE": effort["mu_scale"]}
+    unit = get_design("mu").typed(params)  # the one parameter value, every option included
+    verilog, latency, variant, _ = emit_params(unit)
+    knobs = {**unit_knobs(unit, latency), "MU_SEED": seed, "MU_SCALE": effort["mu_scale"]}
     sim.run(variant, verilog, get_design("mu").top_name, "tb.mu.mu_cocotb", env=knobs,
-            testcase=list(MU_TESTS), hier_blocks=SIM_HIER_BLOCKS, build_args=SIM_BUILD_ARGS)
+            testcase=mu_tests(params), hier_blocks=SIM_HIER_BLOCKS, build_args=SIM_BUILD_ARGS)
     return {"latency": latency}
 
 
@@ -120,7 +126,8 @@ def verify(design: str, given: dict, effort: str = "quick", seed: int = 1) -> di
         raise OptionError(f"unknown effort {effort!r}; choose one of: {', '.join(EFFORTS)}")
     params = get_design(design).params(given)
     t0 = time.monotonic()
-    out = {"design": design, "params": params, "effort": effort, "seed": seed, "tests": TESTS[design],
+    tests = mu_tests(params) if design == "mu" else TESTS[design]
+    out = {"design": design, "params": params, "effort": effort, "seed": seed, "tests": tests,
            "passed": False, "reason": None}
     try:
         out.update(passed=True, **CHECKERS[design](params, EFFORTS[effort], seed))

@@ -21,6 +21,13 @@ In the ``exact`` mode the placement is :data:`hw.pipeline.EXACT_COLUMN`: the tre
 carry-save rows to the accumulator (no carry-propagate adder, nothing to normalize), S >= 1 registers
 the rows (``RAW``) and S >= 2 puts S - 1 registers between Dadda stages.
 
+A block-scaled ``fmt`` (:data:`hw.formats.BLOCK_FORMATS`) composes the scale axis in: a second
+:class:`WeightBuffer` of D/B scale codes (loaded by ``ws`` beats, swapped with the weights), D/B
+trees of B lanes instead of one of D, and :func:`hw.mu.scales.scaled_beat_sum` (the block scales
+decoded beside the trees, the block terms summed in a window) into
+:class:`~hw.mu.scales.ScaledAccumulator`; the pipeline placement is the same with the trees at
+width B.
+
 The accumulator is :class:`~hw.mu.accumulate.Accumulator` (``acc = "fp32"``: one rounding per beat)
 or :class:`~hw.mu.exact_acc.ExactAccumulator` (``acc = "exact"``: exact fixed-point rows, one
 rounding per accumulation in a drain pipeline; its ``in_reg`` is a ``NORM`` register). The
@@ -35,14 +42,15 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import hier
-from ..designs import ACC_MODES
+from ..formats import BLOCK_FORMATS
 from ..hier import BlockParams
 from ..pipeline import Cut
 from .accumulate import Accumulator, AccumulatorParams
 from .control import column_control, column_control_members
 from .exact_acc import GUARD_BITS, ExactAccumulator, ExactAccumulatorParams
 from .lane import Lane
-from .numerics import dot_widths
+from .numerics import ACC_MODES, dot_widths
+from .scales import ScaledAccumulator, scaled_beat_sum
 from .tree import Tree, TreeParams
 
 __all__ = ["WeightBuffer", "WeightBufferParams", "Column", "ColumnParams"]
@@ -76,7 +84,16 @@ class ColumnParams(BlockParams):
     loop: int = 1
 
     @property
+    def block_format(self):
+        """The :class:`hw.formats.BlockFormat` of a block-scaled ``fmt``, None for a per-tensor one."""
+        return BLOCK_FORMATS.get(self.fmt)
+
+    @property
     def tree_params(self) -> TreeParams:
+        """One tree of D lanes, or (block-scaled) one of each of the D/B blocks of B lanes."""
+        bf = self.block_format
+        if bf is not None:
+            return TreeParams(bf.block, bf.element, self.stages, self.tree, self.acc == "exact")
         return TreeParams(self.width, self.fmt, self.stages, self.tree, self.acc == "exact")
 
     @property
@@ -162,6 +179,7 @@ class Column(wiring.Component):
     Parameters
     ----------
     fmt : str or FloatFormat
+        Element format, or a block-scaled format's name.
     width : int
         D.
     rows : int
@@ -171,7 +189,7 @@ class Column(wiring.Component):
     tree : str
         Column sum architecture (:data:`hw.mu.tree.TREE_ARCHS`).
     acc : str
-        Accumulate mode, one of :data:`hw.designs.ACC_MODES`.
+        Accumulate mode, one of :data:`hw.mu.numerics.ACC_MODES`.
     guard_bits : int
         ``exact`` mode: an accumulation may be up to ``2**guard_bits`` beats long.
     loop : int
@@ -191,6 +209,12 @@ class Column(wiring.Component):
         ``exact`` mode only, ``row`` is present if R > 1); the swap permission (enabled and a
         complete tile waits); and, this cycle, a valid ``x`` beat with ``swap``. The weights swap
         (:class:`WeightBuffer` ``swap``) in a cycle with ``swap_req`` and the permission.
+    xs : In(8 * D/B)
+        Block-scaled formats: the activation scale codes of the beat in ``x`` (block i's at
+        ``[8*i +: 8]``).
+    sdata, swe : In(8), In(D/B)
+        Block-scaled formats: this column's code of the weight-scale beat being written, and the
+        one-hot enable writing it into loading scale i (swapped with the weights).
     y : Out(32)
         The last accumulated FP32 value (register); ``exact``: the last result, written at the end
         of the cycle :attr:`ColumnParams.result_delay` cycles after the ``last`` beat's accumulate.
@@ -210,17 +234,26 @@ class Column(wiring.Component):
                  acc: str = "fp32", guard_bits: int = GUARD_BITS, loop: int = 1):
         if acc not in ACC_MODES:
             raise ValueError(f"acc must be one of {', '.join(ACC_MODES)}, not {acc!r}")
-        self._dw = dot_widths(fmt, width)
+        self._bf = BLOCK_FORMATS.get(fmt) if isinstance(fmt, str) else None
+        if self._bf is not None:
+            self._bf.check_width(width)
+            if acc != "fp32":
+                raise ValueError(f"acc={acc!r} is not available for the block-scaled format {fmt}; "
+                                 f"use acc='fp32'")
+        self._dw = dot_widths(fmt if self._bf is None else self._bf.element, width)
         self._tree = tree
         self._rows, self._stages = rows, stages
         if loop != 1 and acc != "fp32":
             raise ValueError(f"loop={loop} is for acc='fp32' only (the exact mode's loop is an "
                              f"integer add); leave loop at 1")
-        self.params = ColumnParams(width, self._dw.fmt.name, rows, stages, tree, acc, guard_bits,
-                                   loop)
+        self.params = ColumnParams(width, self._dw.fmt.name if self._bf is None else self._bf.name,
+                                   rows, stages, tree, acc, guard_bits, loop)
         b = self._dw.fmt.bits
-        members = {"wdata": In(b), "we": In(width), "x": In(width * b),
-                   **column_control_members(rows), "y": Out(32)}
+        members = {"wdata": In(b), "we": In(width), "x": In(width * b)}
+        if self._bf is not None:  # the block scales: activation scale codes, weight scale loads
+            nb = width // self._bf.block
+            members.update({"xs": In(8 * nb), "sdata": In(8), "swe": In(nb)})
+        members.update({**column_control_members(rows), "y": Out(32)})
         if acc == "exact":
             members["overflow"] = Out(1)
         super().__init__(members)
@@ -237,46 +270,67 @@ class Column(wiring.Component):
         m = Module()
         dw, f = self._dw, self._dw.fmt
         D, b, P, S = dw.width, f.bits, dw.prod_bits, self._stages
+        bf, tp = self._bf, self.params.tree_params
 
         en, acc_we, ctl, swap = column_control(m, self, self._rows)
         wbuf = WeightBuffer(D, b)
         hier.place(m, "wbuf", wbuf)
         m.d.comb += [wbuf.wdata.eq(self.wdata), wbuf.we.eq(self.we), wbuf.swap.eq(swap)]
+        if bf is not None:  # the weight scales: D/B codes, loaded by ``ws`` beats, swapped with W
+            sbuf = WeightBuffer(D // bf.block, 8)
+            hier.place(m, "sbuf", sbuf)
+            m.d.comb += [sbuf.wdata.eq(self.sdata), sbuf.we.eq(self.swe), sbuf.swap.eq(swap)]
 
         exact = self.params.acc == "exact"
-        tree = Tree(f, D, stages=S, arch=self._tree, carry_save=exact)
-        hier.place(m, "tree", tree)
-        m.d.comb += tree.en.eq(en)
+        B = tp.width  # lanes per tree: D, or the block size
+        trees = []
+        for i in range(D // B):
+            tree = Tree(f, B, stages=S, arch=self._tree, carry_save=exact)
+            hier.place(m, "tree" if bf is None else f"tree{i}", tree)
+            m.d.comb += tree.en.eq(en)
+            trees.append(tree)
         for k in range(D):
-            lane = Lane(f)
+            lane, tree, kk = Lane(f), trees[k // B], k % B
             hier.place(m, f"lane{k}", lane)
             m.d.comb += [
                 lane.x.eq(self.x[k * b:(k + 1) * b]),
                 lane.w.eq(wbuf.wa[k * b:(k + 1) * b]),
-                tree.t[k * P:(k + 1) * P].eq(lane.t),
-                tree.neg[k].eq(lane.neg),
+                tree.t[kk * P:(kk + 1) * P].eq(lane.t),
+                tree.neg[kk].eq(lane.neg),
             ]
             if f.has_nan or f.has_inf:
-                m.d.comb += tree.nan[k].eq(lane.nan)
+                m.d.comb += tree.nan[kk].eq(lane.nan)
             if f.has_inf:
-                m.d.comb += tree.inf[k].eq(lane.inf)
+                m.d.comb += tree.inf[kk].eq(lane.inf)
 
         p = self.params.acc_params
-        if exact:
-            acc = ExactAccumulator(f, D, self._rows, guard_bits=p.guard_bits, chunk_bits=p.chunk_bits,
-                                   drain_stages=p.drain_stages, in_reg=p.in_reg)
+        if bf is not None:  # block terms scaled and summed in the window, with an exponent
+            s, s_exp, s_nan, s_inf, s_inf_neg = scaled_beat_sum(m, bf, trees, self.xs, sbuf.wa, en,
+                                                                tp.latency)
+            acc = ScaledAccumulator(bf.name, D, self._rows, stages=S, loop=p.loop)
             hier.place(m, "acc", acc)
-            m.d.comb += [acc.last.eq(ctl.last), self.overflow.eq(acc.overflow)]
+            sums = [acc.s.eq(s), acc.s_exp.eq(s_exp)]
+            flags = {"s_nan": s_nan, "s_inf": s_inf, "s_inf_neg": s_inf_neg}
         else:
-            acc = Accumulator(f, D, self._rows, stages=S, loop=p.loop)
-            hier.place(m, "acc", acc)
-        sums = [acc.s0.eq(tree.s0), acc.s1.eq(tree.s1)] if exact else [acc.s.eq(tree.s)]
+            tree = trees[0]
+            if exact:
+                acc = ExactAccumulator(f, D, self._rows, guard_bits=p.guard_bits,
+                                       chunk_bits=p.chunk_bits, drain_stages=p.drain_stages,
+                                       in_reg=p.in_reg)
+                hier.place(m, "acc", acc)
+                m.d.comb += [acc.last.eq(ctl.last), self.overflow.eq(acc.overflow)]
+            else:
+                acc = Accumulator(f, D, self._rows, stages=S, loop=p.loop)
+                hier.place(m, "acc", acc)
+            sums = [acc.s0.eq(tree.s0), acc.s1.eq(tree.s1)] if exact else [acc.s.eq(tree.s)]
+            flags = {n: getattr(tree, n) for n in ("s_nan", "s_inf", "s_inf_neg")
+                     if n in tree.signature.members}
         m.d.comb += sums + [acc.en.eq(en), acc.we.eq(acc_we), acc.first.eq(ctl.first),
                             self.y.eq(acc.y)]
-        if f.has_nan or f.has_inf:
-            m.d.comb += acc.s_nan.eq(tree.s_nan)
-        if f.has_inf:
-            m.d.comb += [acc.s_inf.eq(tree.s_inf), acc.s_inf_neg.eq(tree.s_inf_neg)]
+        if "s_nan" in flags:
+            m.d.comb += acc.s_nan.eq(flags["s_nan"])
+        if "s_inf" in flags:
+            m.d.comb += [acc.s_inf.eq(flags["s_inf"]), acc.s_inf_neg.eq(flags["s_inf_neg"])]
         if self._rows > 1:
             m.d.comb += acc.row.eq(ctl.row)
         return m

@@ -51,7 +51,7 @@ from ..formats import get_format
 from ..fp.round import leading_zeros, pack_code
 from ..hier import BlockParams
 from .accumulate import beat_inputs
-from .numerics import dot_widths
+from .numerics import GUARD_BITS, dot_widths
 
 __all__ = ["ExactAccumulator", "ExactAccumulatorParams", "DRAIN_STEPS", "GUARD_BITS", "DRAIN_STAGES"]
 
@@ -59,8 +59,6 @@ FP32 = get_format("fp32")
 #: The drain's steps in order; ``drain_stages`` registers are spread over the boundaries between them.
 DRAIN_STEPS = ("carries", "resolve", "magnitude", "normalize", "round")
 _FP32_SIG = FP32.man_bits + 1  # significand bits of FP32 (hidden bit included)
-#: Default guard bits: an accumulation may be up to 2**16 beats long.
-GUARD_BITS = 16
 #: Default drain segments: one per step of :data:`DRAIN_STEPS`.
 DRAIN_STAGES = len(DRAIN_STEPS)
 

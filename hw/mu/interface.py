@@ -11,9 +11,9 @@ from amaranth.hdl import unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..designs import ACC_MODES, MU_WIDTHS
 from ..formats import BLOCK_FORMATS, MATRIX_FORMATS, get_block_format, get_format
 from ..payload import pack, unpack
+from .numerics import ACC_MODES, MU_WIDTHS
 
 __all__ = ["MatrixUnitSignature", "y_layout", "COUNTERS", "EXACT_COUNTERS", "COUNTER_BITS",
            "ACC_MODES"]

@@ -1,4 +1,5 @@
-"""Weight-stationary DxD matrix unit with FP8/FP4 inputs and exact dot products into FP32 rows.
+"""Weight-stationary DxD matrix unit with FP8/FP6/FP4 inputs, per-tensor or block-scaled, and exact
+dot products into FP32 rows.
 
 The contract (ports, bit layout, tiles, counters, latency, throughput) is ``docs/mu_interface.md``;
 the numerics are ``docs/numerics.md``. Structure:
@@ -8,6 +9,11 @@ the numerics are ``docs/numerics.md``. Structure:
   ``swap`` copies the loading buffers into the active ones as it is accepted (the last row is
   forwarded if it is being written in that cycle), and the next tile's first row may be accepted in
   the same cycle, so single-beat tiles stream at one tile per D cycles.
+* **Block scales** (block-scaled formats): a ``ws`` beat is registered (``sr_data``), then written
+  into scale i of every column's loading scale buffer; a tile is complete when its D ``w`` beats and
+  its D/B ``ws`` beats have both been written (either stream may run ahead within the loading tile;
+  each stream's ``ready`` is ``!complete | swap`` for its own part). The swap makes weights and
+  scales active together. The ``scales`` field of an ``x`` beat is registered beside ``xr``.
 * **Activations**: an accepted ``x`` beat goes into the activation register ``xr``, which feeds all
   D :class:`~hw.mu.column.Column` blocks (marked with :func:`hw.hier.place`, emitted once). A
   control pipeline (valid, first, last, row) runs beside the columns' ``stages`` registers.
@@ -27,6 +33,7 @@ The ports, payload layouts and counters are :class:`hw.mu.interface.MatrixUnitSi
 latency is composed from the blocks' (:attr:`MatrixUnit.latency`).
 """
 
+import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -42,38 +49,92 @@ from .column import Column, ColumnParams
 from .control import control_pipeline
 from .counters import event_counter
 from .exact_acc import GUARD_BITS
-from .interface import MatrixUnitSignature
+from .interface import MatrixUnitSignature, _check_int
 from .numerics import dot_widths
 from .tree import TREE_ARCHS, TreeParams, tree_levels
 
-__all__ = ["MatrixUnit", "MatrixUnitParams"]
+__all__ = ["MatrixUnit", "MatrixUnitParams", "max_stages"]
 
 #: The activation register between the ``x`` port and the columns (one cycle).
 X_REGISTER = 1
 
 
-def _check_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-
-
 @dataclass(frozen=True)
 class MatrixUnitParams(BlockParams):
-    """Everything that changes a :class:`MatrixUnit`'s logic (and its module name when a slice
-    places it)."""
+    """A matrix unit's parameters as one typed, immutable value, validated when it is made: the one
+    place that decides which combinations exist (the registry, the slice, the testbenches and the
+    flows build units from it). Also everything that changes a :class:`MatrixUnit`'s logic, so it
+    names the unit's module when a slice places it.
+
+    Fields are :class:`MatrixUnit`'s parameters.
+
+    Raises
+    ------
+    TypeError
+        A parameter of the wrong type.
+    ValueError
+        A parameter out of range or a combination that does not exist; the message names the
+        parameter, the value and what is allowed.
+    """
 
     MODULE: ClassVar[str] = "mu_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}{loop}"
     TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"], "acc": ColumnParams.TAGS["acc"],
                             "guard_bits": ColumnParams.TAGS["guard_bits"],
                             "loop": ColumnParams.TAGS["loop"]}
-    width: int
-    fmt: str
-    rows: int
-    stages: int
+    width: int = 64
+    fmt: str = "fp8_e4m3"
+    rows: int = 1
+    stages: int = 2
     tree: str = "dadda"
     acc: str = "fp32"
     guard_bits: int = GUARD_BITS
     loop: int = 1
+
+    def __post_init__(self):
+        if self.tree not in TREE_ARCHS:
+            raise ValueError(f"tree must be one of {', '.join(TREE_ARCHS)}, not {self.tree!r}")
+        self.signature()  # checks width, fmt (D % B), rows, acc
+        _check_int("stages", self.stages)
+        top = max_stages(self.width, self.acc, self.fmt)
+        if not 0 <= self.stages <= top:
+            trees = f" ({self.fmt}: trees of B lanes)" if self.fmt in BLOCK_FORMATS else ""
+            raise ValueError(f"stages must lie in 0..{top} for width {self.width} and "
+                             f"acc={self.acc!r}{trees}, not {self.stages}")
+        _check_int("guard_bits", self.guard_bits)
+        if self.guard_bits < 1 or (self.acc == "fp32" and self.guard_bits != GUARD_BITS):
+            raise ValueError(f"guard_bits must be an integer >= 1 with acc='exact' (and stay "
+                             f"{GUARD_BITS} with acc='fp32'), not {self.guard_bits}")
+        _check_int("loop", self.loop)
+        if self.loop not in LOOP_CYCLES or (self.acc != "fp32" and self.loop != 1):
+            raise ValueError(f"loop must be one of {LOOP_CYCLES} with acc='fp32' (and stay 1 with "
+                             f"acc='exact'), not {self.loop}")
+
+    def signature(self) -> MatrixUnitSignature:
+        """The unit's ports (:class:`hw.mu.interface.MatrixUnitSignature`)."""
+        return MatrixUnitSignature(self.width, self.fmt, self.rows, self.acc)
+
+    def options(self) -> dict:
+        """The parameters as keyword arguments of :class:`MatrixUnit`."""
+        return dataclasses.asdict(self)
+
+    @property
+    def column(self) -> ColumnParams:
+        """The parameters of every column (they are all alike)."""
+        return ColumnParams(**self.options())
+
+    @property
+    def latency(self) -> int:
+        """Cycles from accepting an ``x`` beat with ``last`` to ``y__valid``, without output
+        backpressure: the activation register + the column's latency (:attr:`MatrixUnit.latency`)."""
+        return X_REGISTER + self.column.latency
+
+
+def max_stages(width: int, acc: str = "fp32", fmt: str = "fp8_e4m3") -> int:
+    """Largest ``stages`` for width D: normalize + tree output + one per Dadda stage (``fp32``);
+    the tree's two rows + one per Dadda stage (``exact``). The trees of a block-scaled format are
+    B lanes wide."""
+    bf = BLOCK_FORMATS.get(fmt)
+    return (1 if acc == "exact" else 2) + tree_levels(width if bf is None else bf.block)
 
 
 class MatrixUnit(wiring.Component):
@@ -85,9 +146,12 @@ class MatrixUnit(wiring.Component):
     width : int
         D, a power of two from 8 to 128.
     fmt : str
-        Element format of ``w`` and ``x``: ``fp8_e4m3``, ``fp8_e5m2`` or ``fp4_e2m1``; a
-        block-scaled format (:data:`hw.formats.BLOCK_FORMATS`) builds a
-        :class:`hw.mu.block_unit.BlockMatrixUnit` instead.
+        Element format of ``w`` and ``x`` (:data:`hw.formats.MATRIX_FORMATS`), or a block-scaled
+        format (:data:`hw.formats.BLOCK_FORMATS`: D a multiple of its block B, ``acc = "fp32"``).
+        The block scale is an axis of the same unit: it adds the ``ws`` stream and its loading
+        state beside the weights', the activation scale register beside ``xr``, and in every
+        column the scale buffer, D/B trees of B lanes and the scaled window sum
+        (:mod:`hw.mu.scales`).
     rows : int
         R >= 1 accumulator rows (batch rows).
     stages : int
@@ -96,7 +160,7 @@ class MatrixUnit(wiring.Component):
         Column sum: ``dadda`` (bit-level compressor tree, the synthesis default) or ``words``
         (word-level adder tree: same exact result and latency, far faster to Verilate).
     acc : str
-        Accumulate mode (:data:`hw.designs.ACC_MODES`): ``fp32`` rounds ``acc + S`` to FP32 on every
+        Accumulate mode (:data:`hw.mu.numerics.ACC_MODES`): ``fp32`` rounds ``acc + S`` to FP32 on every
         beat; ``exact`` sums the beats first..last exactly and rounds once (``docs/numerics.md``).
     guard_bits : int
         ``exact`` mode: accumulations up to ``2**guard_bits`` beats are exact; longer ones give NaN
@@ -109,9 +173,10 @@ class MatrixUnit(wiring.Component):
 
     Members
     -------
-    w, x, y, cnt_* :
+    w, ws, x, y, cnt_* :
         As :class:`hw.mu.interface.MatrixUnitSignature` (``self.signature``) says: weight rows,
-        activation rows with flags, FP32 result rows, event counters.
+        weight-scale rows (block-scaled formats), activation rows with flags (and scale codes),
+        FP32 result rows, event counters.
 
     Raises
     ------
@@ -121,46 +186,23 @@ class MatrixUnit(wiring.Component):
         A parameter out of range; the message names the parameter, the value and what is allowed.
     """
 
-    def __new__(cls, *args, **kwargs):
-        # a block-scaled fmt builds the block-scaled unit (hw.mu.block_unit), same parameters
-        fmt = args[1] if len(args) > 1 else kwargs.get("fmt")
-        if cls is MatrixUnit and isinstance(fmt, str) and fmt in BLOCK_FORMATS:
-            from .block_unit import BlockMatrixUnit
-            if kwargs.pop("loop", 1) != 1:
-                raise ValueError(f"loop must stay 1 for the block-scaled format {fmt}")
-            return BlockMatrixUnit(*args, **kwargs)
-        return super().__new__(cls)
-
     def __init__(self, width: int = 64, fmt: str = "fp8_e4m3", rows: int = 1, stages: int = 2,
                  tree: str = "dadda", acc: str = "fp32", guard_bits: int = GUARD_BITS,
                  loop: int = 1):
-        if tree not in TREE_ARCHS:
-            raise ValueError(f"tree must be one of {', '.join(TREE_ARCHS)}, not {tree!r}")
+        self.params = MatrixUnitParams(width, fmt, rows, stages, tree, acc, guard_bits, loop)
         self._tree = tree
-        sig = MatrixUnitSignature(width, fmt, rows, acc)  # checks width, fmt, rows, acc
-        _check_int("stages", stages)
-        if not 0 <= stages <= self.max_stages(width, acc):
-            raise ValueError(f"stages must lie in 0..{self.max_stages(width, acc)} for width {width} "
-                             f"and acc={acc!r}, not {stages}")
-        _check_int("guard_bits", guard_bits)
-        if guard_bits < 1 or (acc == "fp32" and guard_bits != GUARD_BITS):
-            raise ValueError(f"guard_bits must be an integer >= 1 with acc='exact' (and stay "
-                             f"{GUARD_BITS} with acc='fp32'), not {guard_bits}")
-        _check_int("loop", loop)
-        if loop not in LOOP_CYCLES or (acc != "fp32" and loop != 1):
-            raise ValueError(f"loop must be one of {LOOP_CYCLES} with acc='fp32' (and stay 1 with "
-                             f"acc='exact'), not {loop}")
-        self._dw = dot_widths(fmt, width)
+        self._bf = BLOCK_FORMATS.get(fmt)
+        self._dw = dot_widths(fmt if self._bf is None else self._bf.element, width)
         self._rows, self._stages, self._acc, self._guard = rows, stages, acc, guard_bits
         self._loop = loop
-        self.params = MatrixUnitParams(width, fmt, rows, stages, tree, acc, guard_bits, loop)
-        super().__init__(sig)
+        super().__init__(self.params.signature())
 
-    @staticmethod
-    def max_stages(width: int, acc: str = "fp32") -> int:
-        """Largest ``stages`` for width D: normalize + tree output + one per Dadda stage
-        (``fp32``); the tree's two rows + one per Dadda stage (``exact``)."""
-        return (1 if acc == "exact" else 2) + tree_levels(width)
+    @classmethod
+    def from_params(cls, params: MatrixUnitParams) -> "MatrixUnit":
+        """The unit of a parameter value."""
+        return cls(**params.options())
+
+    max_stages = staticmethod(max_stages)
 
     @property
     def width(self) -> int:
@@ -190,8 +232,7 @@ class MatrixUnit(wiring.Component):
     @property
     def column(self) -> ColumnParams:
         """The parameters of every column (they are all alike)."""
-        return ColumnParams(self.width, self.fmt, self._rows, self._stages, self._tree, self._acc,
-                            self._guard, self._loop)
+        return self.params.column
 
     @property
     def latency(self) -> int:
@@ -199,7 +240,7 @@ class MatrixUnit(wiring.Component):
         without output backpressure: the activation register + the column's latency (tree,
         normalize register, accumulator register; the add register with ``loop = 2``; and the
         drain pipeline in the ``exact`` mode)."""
-        return X_REGISTER + self.column.latency
+        return self.params.latency
 
     @property
     def widths(self):
@@ -209,7 +250,6 @@ class MatrixUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         D, b, S, R = self._dw.width, self._dw.fmt.bits, self._stages, self._rows
-        kb = (D - 1).bit_length()
 
         # -- output buffer state (decides the pipeline enable) --------------------------------
         out_valid = Signal()  # the columns' result registers hold an unconsumed row
@@ -220,41 +260,64 @@ class MatrixUnit(wiring.Component):
         m.d.comb += en_next.eq(~stall_next)
         m.d.sync += en.eq(en_next)
 
-        # -- weights --------------------------------------------------------------------------
-        k = Signal(kb)  # row of the next accepted weight beat
-        we = Signal(D)  # one-hot: the beat in wr_data is written into this row now (0: none)
-        wr_data = Signal(D * b, reset_less=True)  # taken every cycle, read only under ``we``
-        pend = Signal()  # a complete tile waits in the loading buffers
+        # -- weights (and their block scales) --------------------------------------------------
+        loads = [_Load.make(self.w, D, D * b, ("k", "we", "wr_data", "pend"))]
+        if self._bf is not None:  # D/B weight-scale beats per tile, loaded beside the weights
+            nb = D // self._bf.block
+            loads.append(_Load.make(self.ws, nb, 8 * D, ("si", "swe", "sr_data", "pend_s"),
+                                    full="full_s"))
         act_valid = Signal()  # an active tile exists
-        full = Signal()  # complete, or its last row is being written now
-        m.d.comb += full.eq(pend | we[D - 1])
+        full = Signal()  # complete, or its last rows are being written now
+        if len(loads) == 1:
+            loads[0].full = full
+        else:
+            loads[0].full = Signal(name="full_w")
+        for ld in loads:
+            m.d.comb += ld.full.eq(ld.pend | ld.we[ld.n - 1])
+        if len(loads) > 1:
+            m.d.comb += full.eq(loads[0].full & loads[1].full)
 
         x = self.x.payload
         tile_ok = Signal()
-        x_fire, swap_fire, w_fire = Signal(), Signal(), Signal()
+        x_fire, swap_fire = Signal(), Signal()
+        loads[0].fire = Signal(name="w_fire")
+        w_fire = loads[0].fire
+        for ld in loads[1:]:
+            ld.fire = Signal(name="s_fire")
         hazard = Signal() if self._loop == 2 else None  # the beat would read the row being written
         m.d.comb += [
             tile_ok.eq(Mux(x.swap, full, act_valid)),
             self.x.ready.eq(en & tile_ok if hazard is None else en & tile_ok & ~hazard),
             x_fire.eq(self.x.valid & self.x.ready),
             swap_fire.eq(x_fire & x.swap),
-            self.w.ready.eq(~full | swap_fire),
-            w_fire.eq(self.w.valid & self.w.ready),
         ]
-        m.d.sync += [we.eq(Mux(w_fire, 1 << k, 0)), pend.eq(full & ~swap_fire),
-                     wr_data.eq(self.w.payload)]
-        with m.If(w_fire):
-            m.d.sync += k.eq(k + 1)
+        for ld in loads:  # either stream may run ahead within the loading tile
+            m.d.comb += [ld.stream.ready.eq(~ld.full | swap_fire),
+                         ld.fire.eq(ld.stream.valid & ld.stream.ready)]
+        for ld in loads:
+            m.d.sync += [ld.we.eq(Mux(ld.fire, 1 << ld.count, 0)), ld.pend.eq(ld.full & ~swap_fire),
+                         ld.data.eq(ld.stream.payload)]
+        for ld in loads:
+            with m.If(ld.fire):
+                m.d.sync += ld.count.eq(ld.count + 1)
         with m.If(swap_fire):
             m.d.sync += act_valid.eq(1)
         # the columns' swap permission: enabled and a complete tile waits, in the next cycle
         swap_ok_next = Signal()
-        m.d.comb += swap_ok_next.eq(en_next & ((full & ~swap_fire) | (w_fire & (k == D - 1))))
+        ok = en_next
+        for ld in loads:
+            ok = ok & ((ld.full & ~swap_fire) | (ld.fire & (ld.count == ld.n - 1)))
+        m.d.comb += swap_ok_next.eq(ok)
+        we, wr_data = loads[0].we, loads[0].data
 
         # -- activation register and control pipeline -----------------------------------------
         xr = Signal(D * b, reset_less=True)  # data registers carry no reset
+        x_regs = [xr.eq(x.data)]
+        if self._bf is not None:  # the beat's activation scale codes
+            xsr = Signal(len(x.scales), name="xsr", reset_less=True)
+            x_regs.append(xsr.eq(x.scales))
         with m.If(en):  # a bubble's data is never read (its control says it is not a beat)
-            m.d.sync += xr.eq(x.data)
+            m.d.sync += x_regs
         ctrl, acc_we, acc_next = control_pipeline(m, x, x_fire, en, R,
                                                   X_REGISTER + self.column.write_delay)
         acc_ctl = ctrl[-1]
@@ -289,7 +352,8 @@ class MatrixUnit(wiring.Component):
         # -- columns --------------------------------------------------------------------------
         ys = []
         for j in range(D):
-            col = Column(self._dw.fmt, D, R, S, self._tree, self._acc, self._guard, self._loop)
+            col = Column(self.fmt if self._bf is not None else self._dw.fmt, D, R, S, self._tree,
+                         self._acc, self._guard, self._loop)
             hier.place(m, f"col{j}", col)
             if exact and j == 0:
                 overflow = col.overflow
@@ -298,6 +362,9 @@ class MatrixUnit(wiring.Component):
                 col.en_next.eq(en_next), col.acc_next.eq(acc_next),
                 col.swap_ok_next.eq(swap_ok_next), col.swap_req.eq(swap_req),
             ]
+            if self._bf is not None:
+                m.d.comb += [col.sdata.eq(loads[1].data[j * 8:(j + 1) * 8]), col.swe.eq(loads[1].we),
+                             col.xs.eq(xsr)]
             ys.append(col.y)
         res = Cat(*ys)
 
@@ -340,3 +407,27 @@ class MatrixUnit(wiring.Component):
             m.d.comb += getattr(self, name).eq(
                 event_counter(m, name, self.signature.counter_bits, event, shift=shift))
         return m
+
+
+@dataclass
+class _Load:
+    """The loading state of one tile stream (the weights, or the block-scaled formats' weight
+    scales): the row counter, the one-hot row enable and the registered beat (registers), the
+    complete flag, ``full`` (complete, or its last row is being written now) and the stream's
+    handshake ``fire``."""
+
+    stream: object
+    n: int
+    count: Signal
+    we: Signal
+    data: Signal
+    pend: Signal
+    full: Signal | None = None
+    fire: Signal | None = None
+
+    @classmethod
+    def make(cls, stream, n: int, bits: int, names: tuple, full: str | None = None):
+        count, we, data, pend = names
+        return cls(stream, n, Signal((n - 1).bit_length(), name=count), Signal(n, name=we),
+                   Signal(bits, name=data, reset_less=True), Signal(name=pend),
+                   None if full is None else Signal(name=full))

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 
 from ..formats import MATRIX_FORMATS, FloatFormat, get_format
 
-__all__ = ["DotWidths", "dot_widths"]
+__all__ = ["DotWidths", "dot_widths", "MU_WIDTHS", "ACC_MODES", "GUARD_BITS"]
+
+#: Every width D a matrix unit can be generated at.
+MU_WIDTHS = (8, 16, 32, 64, 128)
+#: Accumulate modes of the matrix unit (docs/numerics.md): ``fp32`` rounds to FP32 on every beat,
+#: ``exact`` accumulates exactly and rounds each K-long dot product once.
+ACC_MODES = ("fp32", "exact")
+#: Default guard bits of the ``exact`` mode: an accumulation may be up to 2**16 beats long.
+GUARD_BITS = 16
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,28 @@
-"""Block scales of the block-scaled matrix unit: scale-code decode and the window sum of one column.
+"""The block-scale axis of the matrix unit: scale-code decode, a column's scaled beat sum (the
+window sum of its block terms) and the accumulator that takes a sum with an exponent.
 
 The contract is ``docs/numerics.md`` section 7: a scale code is ``m * 2**e`` (E8M0: ``m = 1``,
 ``e = c - 127``, NaN ``0xFF``; UE4M3: ``m`` the E4M3 significand, ``e = max(eeee, 1) - 10``, NaN with
 bit 7 set or ``0x7F``), and the block terms ``P_i * 2**E_i`` of a column are summed in a window of
 ``F + 1`` fraction bits below the largest contributing block, lower blocks rounded to odd.
+
+A column of a block-scaled unit (:class:`hw.mu.column.Column` with a block-scaled ``fmt``) has D/B
+trees of width B; :func:`scaled_beat_sum` decodes each block's scales at the lanes' stage, delays
+them beside the trees' registers, scales the trees' sums and sums them in the window, and
+:class:`ScaledAccumulator` adds ``S * 2**s_exp`` to the FP32 row with one rounding.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
-__all__ = ["WINDOW_FRAC_BITS", "SCALE_EXP_BITS", "decode_scale", "window_sum"]
+from ..formats import SCALE_FORMATS, get_block_format
+from ..fp.round import leading_zeros
+from .accumulate import EXP_W, Accumulator, AccumulatorParams
+from .numerics import dot_widths
+
+__all__ = ["WINDOW_FRAC_BITS", "SCALE_EXP_BITS", "decode_scale", "window_sum", "scaled_sum_widths",
+           "scaled_beat_sum", "ScaledAccumulator"]
 
 #: F, fraction bits of the window below the unit of the largest block term (docs/numerics.md 7.2).
 WINDOW_FRAC_BITS = 32
@@ -16,21 +30,27 @@ WINDOW_FRAC_BITS = 32
 SCALE_EXP_BITS = 9
 
 
-def decode_scale(m: Module, code, scale: str, *, name: str):
-    """Split an 8-bit scale code into ``(m, e, nan)``: integer significand (1 bit for E8M0, 4 for
-    UE4M3), signed exponent of :data:`SCALE_EXP_BITS` bits and the NaN flag."""
+def decode_scale(m: Module, code, scale, *, name: str):
+    """Split an 8-bit scale code into ``(m, e, nan)`` by its :class:`hw.formats.ScaleFormat` row
+    (``scale``, or its name): the integer significand (:attr:`~hw.formats.ScaleFormat.sig_bits`;
+    a constant 1 with no mantissa field and no subnormals), the signed exponent of
+    :data:`SCALE_EXP_BITS` bits and the NaN flag."""
+    sf = SCALE_FORMATS[scale] if isinstance(scale, str) else scale
     e = Signal(signed(SCALE_EXP_BITS), name=f"{name}_e")
     nan = Signal(name=f"{name}_nan")
-    if scale == "e8m0":
-        m.d.comb += [e.eq(code - 127), nan.eq(code == 0xFF)]
-        return Const(1, 1), e, nan
-    ex, man = code[3:7], code[0:3]
-    sig = Signal(4, name=f"{name}_m")
-    m.d.comb += [
-        sig.eq(Cat(man, ex != 0)),
-        e.eq(Mux(ex == 0, 1, ex) - 10),
-        nan.eq(code[7] | (code == 0x7F)),
-    ]
+    top = sf.exp_bits + sf.man_bits
+    ex, man = code[sf.man_bits:top], code[:sf.man_bits]
+    is_nan = (code[top:] != 0) if top < len(code) else Const(0, 1)
+    for c in sf.nan_codes:
+        is_nan = is_nan | (code == c)
+    if sf.subnormals:
+        m.d.comb += e.eq(Mux(ex == 0, 1, ex) - sf.bias - sf.man_bits)
+        sig = Signal(sf.sig_bits, name=f"{name}_m")
+        m.d.comb += sig.eq(Cat(man, ex != 0))
+    else:
+        m.d.comb += e.eq(ex - sf.bias - sf.man_bits)
+        sig = Const(1, 1) if sf.man_bits == 0 else Cat(man, Const(1, 1))
+    m.d.comb += nan.eq(is_nan)
     return sig, e, nan
 
 
@@ -105,3 +125,122 @@ def _to_odd(m, t, top, e, lw, frac_bits, *, name):
         v.eq((placed >> dc) | sticky),
     ]
     return v
+
+
+def scaled_sum_widths(fmt: str, width: int) -> tuple:
+    """``(sum_bits, lsb_exp)`` of a block-scaled column's beat sum ``S``: its signed width and the
+    weight exponent of its LSB when the exponent input is 0 (``docs/numerics.md`` 7.3)."""
+    bf = get_block_format(fmt)
+    dw = dot_widths(bf.element, bf.block)
+    pb = dw.sum_bits + 2 * (bf.scale_format.sig_bits - 1)  # the two scales' significand product
+    nb = width // bf.block
+    if nb == 1:
+        return pb, dw.lsb_exp
+    return pb + WINDOW_FRAC_BITS + 1 + (nb - 1).bit_length(), dw.lsb_exp - WINDOW_FRAC_BITS - 1
+
+
+def _block_scales(m, bf, xs, ws, en, delay: int):
+    """Per block: (scale significand product or None, exponent sum, NaN), from the activation scale
+    codes ``xs`` and the active weight scale codes ``ws``, delayed by ``delay`` registers enabled
+    by ``en``."""
+    sf = bf.scale_format
+    ue = sf.sig_bits > 1  # the block term is scaled by the two significands' product
+    out = []
+    for i in range(len(xs) // 8):
+        mx, ex, nx = decode_scale(m, xs[8 * i:8 * i + 8], sf, name=f"sx{i}")
+        mw, ew, nw = decode_scale(m, ws[8 * i:8 * i + 8], sf, name=f"sw{i}")
+        es = Signal(signed(SCALE_EXP_BITS + 1), name=f"es{i}")
+        nan = Signal(name=f"snan{i}")
+        vals = [es, nan]
+        m.d.comb += [es.eq(ex + ew), nan.eq(nx | nw)]
+        if ue:
+            mp = Signal(2 * sf.sig_bits, name=f"mp{i}")
+            m.d.comb += mp.eq(mx * mw)
+            vals.append(mp)
+        for r in range(delay):
+            regs = [Signal.like(v, name=f"{v.name}_d{r}", reset_less=True) for v in vals]
+            with m.If(en):
+                m.d.sync += [g.eq(v) for g, v in zip(regs, vals, strict=True)]
+            vals = regs
+        out.append((vals[2] if ue else None, vals[0], vals[1]))
+    return out
+
+
+def scaled_beat_sum(m, bf, trees, xs, ws, en, delay: int):
+    """A block-scaled column's beat sum: ``(s, s_exp, nan, inf, inf_neg)`` for
+    :class:`ScaledAccumulator`, from the block trees (:class:`hw.mu.tree.Tree` at width B), the
+    activation and active weight scale codes and the trees' latency ``delay``."""
+    f = bf.element_format
+    scales = _block_scales(m, bf, xs, ws, en, delay)
+    terms, exps, nans, pinfs, ninfs = [], [], [], [], []
+    for i, (tree, (mp, es, snan)) in enumerate(zip(trees, scales, strict=True)):
+        if mp is None:
+            terms.append(tree.s)
+        else:
+            t = Signal(signed(len(tree.s) + len(mp)), name=f"p{i}")
+            m.d.comb += t.eq(tree.s * mp)
+            terms.append(t)
+        exps.append(es)
+        nan = snan
+        if f.has_nan or f.has_inf:
+            nan = nan | tree.s_nan
+        if f.has_inf:
+            inf = tree.s_inf
+            if mp is not None:
+                nan = nan | (inf & (mp == 0))  # Inf times a zero scale
+            pinfs.append(inf & ~tree.s_inf_neg)
+            ninfs.append(inf & tree.s_inf_neg)
+        nans.append(nan)
+    if len(trees) == 1:
+        s, top = terms[0], exps[0]
+    else:
+        s, top = window_sum(m, terms, exps, frac_bits=WINDOW_FRAC_BITS)
+    pinf, ninf, nan = Signal(name="pinf"), Signal(name="ninf"), Signal(name="snan")
+    m.d.comb += [pinf.eq(_any(pinfs)), ninf.eq(_any(ninfs)), nan.eq(_any(nans) | (pinf & ninf))]
+    return s, top, nan, pinf | ninf, ninf
+
+
+def _any(bits):
+    out = Const(0, 1)
+    for v in bits:
+        out = out | v
+    return out
+
+
+class ScaledAccumulator(Accumulator):
+    """The FP32 accumulator of :mod:`hw.mu.accumulate` taking ``S * 2**(lsb_exp + s_exp)``: a beat
+    sum with a per-beat exponent ``s_exp`` (signed) and NaN/Inf flags whatever the element format.
+
+    Module name when placed: :class:`~hw.mu.accumulate.AccumulatorParams` with the block-scaled
+    format's name (``mu_acc_w{D}_{fmt}_r{R}_s{stages}``).
+    """
+
+    def __init__(self, fmt: str, width: int, rows: int = 1, *, stages: int, loop: int = 1):
+        self.params = AccumulatorParams(width, fmt, rows, stages, loop)
+        self._rows, self._norm_reg = rows, self.params.norm_reg
+        self._sum_bits, self._lsb_exp = scaled_sum_widths(fmt, width)
+        members = {"en": In(1), "s": In(signed(self._sum_bits)), "s_exp": In(signed(EXP_W)),
+                   "we": In(1), "first": In(1), "s_nan": In(1), "s_inf": In(1), "s_inf_neg": In(1)}
+        if rows > 1:
+            members["row"] = In(range(rows))
+        wiring.Component.__init__(self, {**members, "y": Out(32)})
+
+    def _normalize(self, m):
+        W = self._sum_bits
+        sign = Signal(name="s_sign")
+        mag = Signal(W - 1, name="s_mag")
+        m.d.comb += [sign.eq(self.s[-1]), mag.eq(Mux(sign, -self.s, self.s))]
+        lz = leading_zeros(m, mag, name="s_lz")
+        sig = Signal(W - 1, name="s_sig")
+        exp = Signal(signed(EXP_W), name="s_exp_n")
+        m.d.comb += [sig.eq(mag << lz), exp.eq(self._lsb_exp + W - 2 - lz + self.s_exp)]
+        fields = [sign, sig, exp, mag == 0, self.s_nan, self.s_inf, self.s_inf_neg]
+        if not self._norm_reg:
+            return fields
+        regs = [Signal.like(v, name=f"n_{n}", reset_less=True)
+                for v, n in zip(fields[:3], ("sign", "sig", "exp"), strict=True)]
+        regs += [Signal(1, name=f"n_{n}", reset_less=True)
+                 for n in ("zero", "nan", "inf", "inf_neg")]
+        with m.If(self.en):
+            m.d.sync += [r.eq(v) for r, v in zip(regs, fields, strict=True)]
+        return regs

@@ -23,7 +23,9 @@ from amaranth.lib.wiring import In, Out
 
 from .. import hier
 from ..formats import BLOCK_FORMATS, MATRIX_FORMATS, get_block_format, get_format
+from ..mu.exact_acc import GUARD_BITS
 from ..mu.interface import MatrixUnitSignature
+from ..mu.matrix_unit import MatrixUnit, MatrixUnitParams
 from ..stream import Fork
 from .feed import Gearbox, RequestGenerator, request_layout
 from .scratchpad import Scratchpad, ScratchpadParams
@@ -97,8 +99,13 @@ class Slice(wiring.Component):
     stages : int
         The units' pipeline option.
     acc : str
-        The units' accumulate mode (:data:`hw.designs.ACC_MODES`): ``fp32`` or ``exact`` (each unit
+        The units' accumulate mode (:data:`hw.mu.numerics.ACC_MODES`): ``fp32`` or ``exact`` (each unit
         rounds its K-long sums once; the ``acc = 1`` write-back still adds with one FP32 rounding).
+    tree, guard_bits, loop :
+        The units' column tree, ``exact``-mode guard bits and ``fp32`` accumulate-loop cycles
+        (:class:`hw.mu.matrix_unit.MatrixUnit`).
+    mu : MatrixUnitParams or None
+        The units' whole parameter value, instead of ``width`` .. ``loop`` (leave those unset).
     burst : int
         Maximum beats per HBM read request.
     hbm_addr_bits : int
@@ -107,7 +114,8 @@ class Slice(wiring.Component):
         Emit the scratchpad as a black-box SRAM placeholder (for synthesis; area from
         :func:`hw.slice.scratchpad.sram_area_um2`) instead of a behavioral memory.
     unit : callable, optional
-        Factory ``(width, fmt, rows, stages, acc) -> component`` for the units (default
+        Factory ``(width, fmt, rows, stages, tree, acc, guard_bits, loop) -> component`` (keywords:
+        :meth:`MatrixUnitParams.options`) for the units (default
         :class:`hw.mu.matrix_unit.MatrixUnit`): a component whose signature is
         ``MatrixUnitSignature(width, fmt, rows, acc)``, that follows the unit's stream contract and has
         :class:`hw.hier.BlockParams` ``params`` (its module name).
@@ -139,8 +147,19 @@ class Slice(wiring.Component):
 
     def __init__(self, *, units: int = 2, width: int = 8, fmt: str = "fp8_e4m3",
                  spad_bytes: int = 16384, feed_bytes: int | None = None, rows: int = 1,
-                 stages: int = 2, acc: str = "fp32", burst: int = 16, hbm_addr_bits: int = 32,
-                 spad_macro: bool = False, unit=None):
+                 stages: int = 2, acc: str = "fp32", tree: str = "dadda",
+                 guard_bits: int = GUARD_BITS, loop: int = 1, mu: MatrixUnitParams | None = None,
+                 burst: int = 16, hbm_addr_bits: int = 32, spad_macro: bool = False, unit=None):
+        if mu is not None:
+            given = {k: v for k, v in (("width", width), ("fmt", fmt), ("rows", rows),
+                                      ("stages", stages), ("acc", acc), ("tree", tree),
+                                      ("guard_bits", guard_bits), ("loop", loop))
+                     if v != Slice.__init__.__kwdefaults__[k]}
+            if not isinstance(mu, MatrixUnitParams) or given:
+                raise ValueError(f"mu must be a MatrixUnitParams and the unit options "
+                                 f"{', '.join(given) or ''} left unset with it, not {mu!r}")
+            width, fmt, rows, stages = mu.width, mu.fmt, mu.rows, mu.stages
+            acc, tree, guard_bits, loop = mu.acc, mu.tree, mu.guard_bits, mu.loop
         if not isinstance(units, int) or not 1 <= units <= 64:
             raise ValueError(f"units must be an integer in [1, 64], not {units!r}")
         if not isinstance(width, int) or width < 8 or width > 128 or width & (width - 1):
@@ -171,6 +190,9 @@ class Slice(wiring.Component):
         self.hbm_addr_bits = hbm_addr_bits
         self._unit = unit
         self.unit_signature = MatrixUnitSignature(width, fmt, rows, acc)  # checks acc, D % B
+        #: The units' parameters (validated: a combination the unit lacks is refused here).
+        self.mu = mu if mu is not None else MatrixUnitParams(width, fmt, rows, stages, tree, acc,
+                                                             guard_bits, loop)
         #: Block-scaled: scale rows per k-tile (D/B) and bytes per scale row (units * D); else 0.
         self.scale_rows = self.unit_signature.blocks
         self.scale_bytes = units * width if blk is not None else 0
@@ -215,13 +237,7 @@ class Slice(wiring.Component):
                  "model": SRAM_MODEL_NOTE}]
 
     def _make_unit(self):
-        if self._unit is not None:
-            unit = self._unit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages,
-                              acc=self.acc)
-        else:
-            from ..mu.matrix_unit import MatrixUnit
-            unit = MatrixUnit(width=self.width, fmt=self.fmt, rows=self.rows, stages=self.stages,
-                              acc=self.acc)
+        unit = (self._unit or MatrixUnit)(**self.mu.options())
         if unit.signature != self.unit_signature:
             unit._MustUse__silence = True
             raise TypeError(f"the slice's units must have the signature {self.unit_signature!r}, "

@@ -12,9 +12,11 @@ import time
 
 from hw import hier
 from hw.designs import get_design
+from hw.mu.matrix_unit import MatrixUnit, MatrixUnitParams
 from tb import sim
 
-__all__ = ["emit_unit", "run_unit", "unit_params", "SIM_HIER_BLOCKS", "SIM_BUILD_ARGS"]
+__all__ = ["emit_unit", "emit_params", "run_unit", "unit_params", "unit_knobs", "SIM_HIER_BLOCKS",
+           "SIM_BUILD_ARGS"]
 
 #: Verilog modules Verilator builds once as hierarchical blocks (tb/sim.py): the column
 #: (``hw.mu.column.Column``, placed D times). Without it a D=32 build takes 15+ minutes.
@@ -48,15 +50,24 @@ def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None,
     return get_design("mu").params(given)
 
 
+def unit_knobs(params: MatrixUnitParams, latency: int) -> dict:
+    """The environment knobs by which ``tb.mu.mu_cocotb`` learns the unit it drives: its parameter
+    value and its latency (the generator's property)."""
+    return {"MU_WIDTH": params.width, "MU_FMT": params.fmt, "MU_ROWS": params.rows,
+            "MU_LATENCY": latency, "MU_ACC": params.acc, "MU_GUARD_BITS": params.guard_bits,
+            "MU_LOOP": params.loop}
+
+
 @functools.lru_cache(maxsize=8)
-def _emit(width, fmt, rows, stages, tree, acc=None, guard_bits=None, loop=None):
+def emit_params(params: MatrixUnitParams):
+    """Verilog text, latency, variant name and generation seconds of the unit of one parameter
+    value (cached per process)."""
     design = get_design("mu")
-    params = unit_params(width, fmt, rows, stages, tree, acc, guard_bits, loop)
     t0 = time.perf_counter()
-    unit = design.build(params)
+    unit = MatrixUnit.from_params(params)
     latency = unit.latency          # the generator's property, never a number of our own
     verilog = hier.emit(unit, design.top_name).verilog  # == design.emit(params), built once
-    return verilog, latency, design.variant(params), time.perf_counter() - t0
+    return verilog, latency, design.variant(params.options()), time.perf_counter() - t0
 
 
 def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None,
@@ -81,7 +92,8 @@ def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None,
     tuple
         ``(verilog, latency, variant, seconds)``.
     """
-    return _emit(width, fmt, rows, stages, tree, acc, guard_bits, loop)
+    return emit_params(get_design("mu").typed(unit_params(width, fmt, rows, stages, tree, acc,
+                                                          guard_bits, loop)))
 
 
 def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int | None = None,
@@ -120,13 +132,10 @@ def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int
     AssertionError
         If a cocotb test failed (tb/sim.py names it and keeps the waveform).
     """
-    verilog, latency, variant, emit_s = emit_unit(width, fmt, rows, stages, tree=tree, acc=acc,
-                                                  guard_bits=guard_bits, loop=loop)
-    params = unit_params(width, fmt, rows, stages, tree=tree, acc=acc, guard_bits=guard_bits,
-                         loop=loop)
-    knobs = {"MU_WIDTH": width, "MU_FMT": fmt, "MU_ROWS": rows, "MU_LATENCY": latency,
-             "MU_ACC": params["acc"], "MU_GUARD_BITS": params["guard_bits"],
-             "MU_LOOP": params["loop"]}
+    params = get_design("mu").typed(unit_params(width, fmt, rows, stages, tree=tree, acc=acc,
+                                                guard_bits=guard_bits, loop=loop))
+    verilog, latency, variant, emit_s = emit_params(params)
+    knobs = unit_knobs(params, latency)
     knobs.update(env or {})
     t0 = time.perf_counter()
     xml = sim.run(variant + suffix + ("-flat" if flat else ""), verilog, get_design("mu").top_name,

@@ -101,7 +101,7 @@ def test_signature_parameter_errors():
 class _NarrowUnit(wiring.Component):
     """A unit with the wrong x payload (no flags): the slice must refuse it."""
 
-    def __init__(self, *, width, fmt, rows, stages, acc):
+    def __init__(self, *, width, fmt, rows, stages, acc, **_):
         self.params = None
         super().__init__({"w": In(stream.Signature(width * 8)), "x": In(stream.Signature(width * 8)),
                           "y": Out(stream.Signature(width * 32))})

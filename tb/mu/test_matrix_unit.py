@@ -130,6 +130,9 @@ LOOP_BUILDS = [
     pytest.param(8, "fp8_e4m3", 1, ["every_product"] + LOOP_TESTS, marks=quick, id="w8-e4m3-loop2"),
     pytest.param(8, "fp8_e5m2", 3, LOOP_TESTS, marks=quick, id="w8-e5m2-r3-loop2"),
     pytest.param(32, "fp8_e4m3", 3, LOOP_TESTS, marks=full, id="w32-e4m3-r3-loop2"),
+    # the block scale is an axis of the same unit: its accumulate loop over two cycles too
+    pytest.param(16, "nvfp4", 1, BLOCK, marks=quick, id="w16-nvfp4-loop2"),
+    pytest.param(64, "mxfp8_e4m3", 3, BLOCK, marks=full, id="w64-mxfp8_e4m3-r3-loop2"),
 ]
 
 
@@ -149,12 +152,40 @@ def test_matrix_unit_loop(width, fmt, rows, tests):
     ({"acc": "fp16"}, "acc.*allowed: fp32, exact"),
     ({"acc": "exact", "guard_bits": "0"}, "guard-bits.*minimum"),
     ({"loop": "0"}, "loop.*minimum"),
+    # combinations: refused by the unit's parameter value when the registry parses the options
+    ({"width": "16", "fmt": "mxfp8_e4m3"}, "multiple of 32"),
+    ({"width": "16", "fmt": "nvfp4", "acc": "exact"}, "acc='fp32' only"),
+    ({"acc": "exact", "loop": "2"}, "loop must be one of"),
+    ({"guard_bits": "8"}, "guard_bits.*acc='exact'"),
+    ({"width": "8", "stages": "9"}, "stages must lie in 0..8"),
 ])
 def test_bad_parameters_registry(given, match):
     """The CLI/registry path (option text, as from the command line) names the option and what is
-    allowed."""
+    allowed; a combination that does not exist is refused while the options are parsed, before any
+    generator runs."""
+    with pytest.raises(OptionError, match=match):
+        get_design("mu").params(given)
     with pytest.raises(OptionError, match=match):
         get_design("mu").build(given)
+
+
+@quick
+def test_one_parameter_value():
+    """The registry, the unit and the slice share one typed value: parsed options give the same
+    ``MatrixUnitParams`` the unit holds, it is immutable, and the unit rebuilt from it is the same."""
+    from dataclasses import FrozenInstanceError
+
+    from hw.mu.matrix_unit import MatrixUnit, MatrixUnitParams
+
+    d = get_design("mu")
+    parsed = d.params({"width": "32", "fmt": "mxfp4_e2m1", "loop": "2", "tree": "words"})
+    p = d.typed(parsed)
+    assert isinstance(p, MatrixUnitParams) and p.options() == parsed
+    unit = d.build(parsed)
+    unit._MustUse__silence = True
+    assert unit.params == p and MatrixUnit.from_params(p).params == p
+    with pytest.raises(FrozenInstanceError):
+        p.loop = 1
 
 
 @quick
@@ -172,7 +203,6 @@ def test_bad_parameters_registry(given, match):
     ({"loop": 3}, ValueError, "loop must be one of"),
     ({"loop": 2, "acc": "exact"}, ValueError, "loop.*acc='exact'"),
     ({"loop": 2.0}, TypeError, "loop"),
-    ({"loop": 2, "fmt": "nvfp4", "width": 16}, ValueError, "loop must stay 1"),
 ])
 def test_bad_parameters_generator(kw, exc, match):
     """The generator itself raises a clear error too."""

@@ -1,6 +1,5 @@
 """Build a slice for simulation and run cases on it (shared by the tests and the knee sweep)."""
 
-import functools
 import json
 import os
 from dataclasses import asdict
@@ -38,8 +37,7 @@ def make_slice(numerics: str = "mu", tree: str | None = None, **params):
         from tb.slice.stub_unit import StubUnit
         unit = StubUnit
     elif tree is not None:
-        from hw.mu.matrix_unit import MatrixUnit
-        unit = functools.partial(MatrixUnit, tree=tree)
+        params["tree"] = tree
     dut = Slice(unit=unit, **params)
     geom = SliceGeometry(units=dut.units, width=dut.width, fmt=dut.fmt, feed_bytes=dut.feed_bytes,
                          rows=dut.rows, addr_bits=dut.addr_bits, hbm_addr_bits=dut.hbm_addr_bits,

@@ -45,9 +45,13 @@ class StubUnit(wiring.Component):
     width, fmt, rows, stages, acc :
         As the matrix unit; ``rows`` must be 1, ``stages`` is ignored (latency 1) and ``acc`` only
         sets the ports (the numerics stay integer).
+    tree, guard_bits, loop :
+        The matrix unit's other options (:meth:`hw.mu.matrix_unit.MatrixUnitParams.options`, what
+        the slice passes its unit factory); they do not apply to the stub.
     """
 
-    def __init__(self, *, width: int, fmt: str, rows: int = 1, stages: int = 0, acc: str = "fp32"):
+    def __init__(self, *, width: int, fmt: str, rows: int = 1, stages: int = 0, acc: str = "fp32",
+                 tree: str = "dadda", guard_bits: int = 16, loop: int = 1):
         if rows != 1:
             raise ValueError(f"the stub unit supports rows=1 only, not {rows!r}")
         sig = MatrixUnitSignature(width, fmt, rows, acc)

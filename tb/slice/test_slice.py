@@ -11,6 +11,7 @@ several accumulator rows, NVFP4 at D=32 and on the FFN, and MXFP8 and MXFP4 at D
 import pytest
 
 from hw.formats import MATRIX_FORMATS
+from hw.mu.matrix_unit import MatrixUnitParams
 from hw.slice.slice import Slice
 from perf.contract import Product
 from tb.slice import knee, knee_mx
@@ -123,6 +124,31 @@ def test_block_nvfp4_ragged():
               **STALLS}]
     run_cases("slice-mu-u2w16-nvfp4", cases, numerics="mu", units=2, width=16, fmt="nvfp4",
               feed_bytes=20, spad_bytes=8192)
+
+
+@pytest.mark.quick
+def test_slice_takes_any_unit_variant():
+    """The slice takes its units' whole parameter value: NVFP4 units with the two-cycle accumulate
+    loop and the word-level tree (both options the slice's own keywords never had), ragged shapes
+    with ``acc = 1`` write-back and stalls, bit-exact against the block model."""
+    mu = MatrixUnitParams(width=16, fmt="nvfp4", rows=1, tree="words", loop=2)
+    cases = [{"shapes": RAGGED_BLOCK[:3], "rate": 7.0, "latency": 13, "seed": 5, **STALLS}]
+    _, dut = run_cases("slice-mu-u2w16-nvfp4-l2", cases, numerics="mu", units=2, mu=mu,
+                       feed_bytes=20, spad_bytes=8192)
+    assert dut.mu == mu and dut.fmt == "nvfp4" and dut.width == 16
+
+
+@pytest.mark.quick
+def test_slice_unit_parameters_are_validated_once():
+    """A unit combination that does not exist is refused by the unit's parameter value, whether
+    the slice gets it whole or as keywords; the two forms do not mix."""
+    with pytest.raises(ValueError, match="loop must be one of"):
+        Slice(width=8, acc="exact", loop=2)
+    with pytest.raises(ValueError, match="left unset"):
+        Slice(mu=MatrixUnitParams(width=8), width=16)
+    s = Slice(mu=MatrixUnitParams(width=8, stages=3, tree="words"))
+    s._MustUse__silence = True
+    assert (s.width, s.stages, s.mu.tree) == (8, 3, "words")
 
 
 @pytest.mark.full
