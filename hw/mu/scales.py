@@ -132,7 +132,8 @@ def scaled_sum_widths(fmt: str, width: int) -> tuple:
     weight exponent of its LSB when the exponent input is 0 (``docs/numerics.md`` 7.3)."""
     bf = get_block_format(fmt)
     dw = dot_widths(bf.element, bf.block)
-    pb = dw.sum_bits + 2 * (bf.scale_format.sig_bits - 1)  # the two scales' significand product
+    sf = bf.scale_format
+    pb = dw.sum_bits + (2 * sf.sig_bits if sf.man_bits else 0)  # times the scales' significands
     nb = width // bf.block
     if nb == 1:
         return pb, dw.lsb_exp

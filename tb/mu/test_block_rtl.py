@@ -4,15 +4,16 @@
 against ``docs/mu_interface.md``, and the parameter errors. The whole unit runs in
 ``tb/mu/test_matrix_unit.py`` (``BLOCK_BUILDS``)."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 from amaranth.hdl import Module, Signal, signed
 from amaranth.sim import Simulator
 
-from hw.formats import SCALE_FORMATS
+from hw.formats import BLOCK_FORMATS, SCALE_FORMATS
 from hw.mu.interface import MatrixUnitSignature
 from hw.mu.matrix_unit import MatrixUnit
-from hw.mu.scales import decode_scale, window_sum
+from hw.mu.scales import decode_scale, scaled_sum_widths, window_sum
 
 from .model_block import window_sum as model_window_sum
 
@@ -113,3 +114,20 @@ def test_window_matches_the_contract():
     from .model_block import WINDOW_FRAC_BITS as model_f
 
     assert rtl_f == model_f == 32
+
+
+@pytest.mark.parametrize("fmt", list(BLOCK_FORMATS))
+def test_scaled_sum_holds_the_largest_block_term(fmt):
+    """The beat sum of a column with one block (D = B) holds the largest block term: B products of
+    the element format's largest magnitude, times the largest product of two scale significands,
+    in units of the element format's smallest subnormal squared (from ml_dtypes, independently of
+    the generator's width arithmetic)."""
+    bf = BLOCK_FORMATS[fmt]
+    elem, sf = bf.element_format, bf.scale_format
+    top = float(ml_dtypes.finfo(elem.ml_dtype).max)
+    tiny = float(ml_dtypes.finfo(elem.ml_dtype).smallest_subnormal)
+    m, _, nan = sf.split(np.arange(256))  # checked against ml_dtypes above
+    sig = int(m[~nan].max())
+    largest = bf.block * (top / tiny) ** 2 * sig ** 2
+    bits, _ = scaled_sum_widths(fmt, bf.block)
+    assert largest < 2 ** (bits - 1), (fmt, largest, bits)
