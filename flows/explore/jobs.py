@@ -5,8 +5,8 @@ width, with stalls) in a subprocess, so ``flows`` never imports ``tb``. Its verd
 a candidate that fails is a *successful* job whose result says ``passed: false`` with the reason, so
 it is cached like a pass and never retried; only a gate that could not run (a crash, a bad request)
 raises, and the sweep retries it. The cache key covers the configuration, the gate's effort and
-seed, and the bytes of ``hw``, ``perf`` and the testbench files the check uses, so the verdict of
-an unchanged configuration costs nothing the second time.
+seed, and the bytes of every file the command imports (:func:`verify_inputs`), so the verdict of
+an unchanged configuration costs nothing the second time and any edit of a file it runs redoes it.
 
 Synthesis jobs are the sweeps' own (:func:`flows.sweep.synth_jobs.synth_jobs`), sharing their cache.
 
@@ -14,36 +14,31 @@ An energy job (objective ``energy_per_mac``) runs :func:`flows.power.run.run` on
 configuration: the hierarchical synthesis (cached by the synthesis flow), the stimulus from
 ``python -m tb.power_stim`` (a subprocess, as the power flow does), a gate-level simulation of
 sampled columns checked bit for bit against the model, and the energy sum. Its cache key covers the
-configuration, the run's settings and the bytes of ``hw``, ``perf``, the power and synthesis flows
-and the testbench files the stimulus comes from.
+configuration, the run's settings, the liberty and the bytes of every file the power flow and the
+stimulus command import (:func:`energy_inputs`).
 """
 
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
+from ..deps import closure
 from ..paths import REPO
 from ..sweep.runner import Job
-from ..sweep.synth_jobs import flow_inputs, liberty_input, synth_jobs
+from ..sweep.synth_jobs import REGISTRY, liberty_input, synth_jobs
 
-__all__ = ["verify_job", "verify_job_for", "synth_job_for", "energy_job", "energy_job_for", "VERIFY_FUNC",
-           "VERIFY_MODULE", "ENERGY_FUNC", "GateError", "TB_INPUTS"]
+__all__ = ["verify_job", "verify_job_for", "verify_inputs", "synth_job_for", "energy_job", "energy_job_for",
+           "energy_inputs", "VERIFY_FUNC", "VERIFY_MODULE", "ENERGY_FUNC", "ENERGY_MODULE", "GateError"]
 
 #: Worker function of a verification job.
 VERIFY_FUNC = "flows.explore.jobs:verify_job"
 #: Worker function of an energy job.
 ENERGY_FUNC = "flows.explore.jobs:energy_job"
-#: Files an energy run depends on besides ``hw``, ``perf`` and the synthesis flow.
-ENERGY_INPUTS = ("flows/power", "tb/__init__.py", "tb/power_stim.py", "tb/mu", "tb/tiles", "tb/lib")
+#: The module an energy job runs (it runs ``python -m tb.power_stim`` for the stimulus).
+ENERGY_MODULE = "flows.power.run"
 #: The command-line module that verifies one configuration (on the tb side).
 VERIFY_MODULE = "tb.verify"
-#: Testbench files the verdict of each design depends on (relative to the repository).
-TB_INPUTS = {
-    "mu": ("tb/__init__.py", "tb/sim.py", "tb/lib", "tb/mu"),
-    "bf16_mul": ("tb/__init__.py", "tb/sim.py", "tb/lib", "tb/fp"),
-}
 
 
 class GateError(RuntimeError):
@@ -93,16 +88,33 @@ def verify_job(design: str, params: dict, effort: str = "quick", seed: int = 1,
     return rec
 
 
-def _module_inputs(module: str) -> tuple:
-    p = Path(*module.split()[0].split(".")).with_suffix(".py")
-    return (str(p),) if (REPO / p).is_file() else ()
+def _factory(design: str) -> tuple:
+    from hw.designs import OptionError, get_design
+
+    try:
+        return (get_design(design).factory,)
+    except OptionError:     # the command refuses it; its verdict depends on no generator
+        return ()
+
+
+def verify_inputs(design: str, module: str = VERIFY_MODULE) -> tuple:
+    """Cache inputs of a verification of ``design`` by ``python -m <module>``: the import closure
+    (:func:`flows.deps.closure`) of the command, of :data:`VERIFY_MODULE` (a test double may stand
+    in front of it) and of the design's generator, without the other generators the registry names.
+    """
+    return closure(module, VERIFY_MODULE, *_factory(design), menus=(REGISTRY,))
+
+
+def energy_inputs() -> tuple:
+    """Cache inputs of an energy job: the import closure of :data:`ENERGY_MODULE` (which names
+    ``tb.power_stim``, its stimulus command) and of the matrix unit's generator."""
+    return closure(ENERGY_MODULE, *_factory("mu"), menus=(REGISTRY,))
 
 
 def verify_job_for(design: str, params: dict, name: str, effort: str, seed: int,
                     module: str = VERIFY_MODULE) -> Job:
     """The gate's :class:`~flows.sweep.runner.Job` for one configuration (``name``: its job name)."""
-    inputs = ("hw", "perf") + TB_INPUTS.get(design, ("tb",)) + _module_inputs(module) + \
-        _module_inputs(VERIFY_MODULE)
+    inputs = verify_inputs(design, module)
     kwargs = {"design": design, "params": {k: params[k] for k in sorted(params)}, "effort": effort,
               "seed": seed, "module": module}
     return Job(f"verify-{name}", VERIFY_FUNC, kwargs, inputs=tuple(dict.fromkeys(inputs)))
@@ -150,5 +162,5 @@ def energy_job_for(params: dict, name: str, settings: dict, liberty=None) -> Job
     liberty, lib_input = liberty_input(liberty)     # the liberty's bytes are part of the key
     kwargs = {"params": {k: params[k] for k in sorted(params)}, "workload": settings["workload"],
               "runs": int(settings["runs"]), "sample": int(settings["sample"]), "liberty": liberty}
-    inputs = ("hw", "perf") + ENERGY_INPUTS + tuple(flow_inputs()) + lib_input
+    inputs = energy_inputs() + lib_input
     return Job(f"energy-{name}", ENERGY_FUNC, kwargs, inputs=tuple(dict.fromkeys(inputs)))

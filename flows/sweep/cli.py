@@ -17,10 +17,11 @@ import re
 import sys
 import time
 
+from ..deps import closure, module_file
 from ..paths import REPO
 from .executors import EXECUTORS
 from .runner import SWEEP_DIR, Job, SweepError, run, summary
-from .synth_jobs import flow_inputs, synth_jobs
+from .synth_jobs import synth_jobs
 
 __all__ = ["main", "call_jobs", "add_run_args", "clock_from_env", "run_from_cli"]
 
@@ -28,9 +29,11 @@ __all__ = ["main", "call_jobs", "add_run_args", "clock_from_env", "run_from_cli"
 def call_jobs(func: str, grid: dict) -> list[Job]:
     """One :class:`Job` calling ``func(**point)`` per point of ``grid``.
 
-    Cache inputs: ``hw``, ``perf``, ``tb`` and the synthesis flow
-    (:func:`flows.sweep.synth_jobs.flow_inputs`).
+    Cache inputs: the import closure of ``func``'s module (:func:`flows.deps.closure`) when it is a
+    module of the repository, else every module of ``hw``, ``perf``, ``tb`` and ``flows``.
     """
+    mod = func.partition(":")[0]
+    inputs = closure(mod) if module_file(mod) else ("hw", "perf", "tb", "flows")
     keys = list(grid)
     base = func.rpartition(":")[2].replace(".", "_")
     jobs = []
@@ -38,7 +41,7 @@ def call_jobs(func: str, grid: dict) -> list[Job]:
         kw = dict(zip(keys, values, strict=True))
         varying = [k for k in keys if len(grid[k]) > 1]
         name = "-".join([base] + [re.sub(r"[^A-Za-z0-9_.+=-]", "_", f"{k}={kw[k]}") for k in varying])
-        jobs.append(Job(name, func, kw, inputs=("hw", "perf", "tb") + flow_inputs()))
+        jobs.append(Job(name, func, kw, inputs=inputs))
     return jobs
 
 

@@ -1,80 +1,36 @@
 """Synthesis jobs for :func:`flows.sweep.runner.run`: one flow run per design variant.
 
-A job's cache key covers the bytes of its inputs (:func:`synth_inputs`): the package holding the
-design's generator, the shared ``hw/*.py`` modules, and the synthesis flow (:func:`flow_inputs`:
-every file of ``flows/synth/`` plus the ``flows`` modules it imports, found by reading their
-imports), so editing a report, the sweep or the gate leaves cached syntheses valid while any edit
-of the flow or the generator reruns them.
+A job's cache key covers the bytes of its inputs (:func:`synth_inputs`): every file the design's
+generator and the synthesis flow import (their import closure, :func:`flows.deps.closure`), so
+editing a report, the sweep, the gate or another generator leaves cached syntheses valid while any
+edit of the flow or of a module the generator uses reruns them.
 """
 
-import ast
-import functools
 import itertools
 import json
 import os
 from pathlib import Path
 
+from ..deps import closure
 from ..paths import PUBLISHED_QOR, REPO, USER_QOR
 from .runner import Job
 
-__all__ = ["synth_job", "synth_jobs", "synth_inputs", "flow_inputs", "liberty_input", "SYNTH_FUNC"]
+__all__ = ["synth_job", "synth_jobs", "synth_inputs", "liberty_input", "SYNTH_FUNC", "SYNTH_FLOW", "REGISTRY"]
 
 #: The worker function of a synthesis job.
 SYNTH_FUNC = "flows.sweep.synth_jobs:synth_job"
-
-
-def _flows_imports(path: Path) -> set:
-    """Top-level ``flows`` modules or packages (``flows.paths``) a file imports, relative or absolute."""
-    pkg = path.relative_to(REPO).with_suffix("").parts[:-1]   # ("flows", "synth")
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = list(pkg[:len(pkg) - node.level + 1]) if node.level else []
-            mod = base + (node.module.split(".") if node.module else [])
-            names = [".".join(mod + [a.name]) for a in node.names] if not node.module else [".".join(mod)]
-        else:
-            continue
-        for n in names:
-            parts = n.split(".")
-            if parts[0] == "flows" and len(parts) > 1:
-                out.add(parts[1])
-    return out
-
-
-@functools.cache
-def flow_inputs() -> tuple:
-    """Repository-relative paths of the synthesis flow: ``flows/synth`` and what it imports in ``flows``."""
-    todo, seen = ["synth"], set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        p = REPO / "flows" / name
-        files = sorted(p.rglob("*.py")) if p.is_dir() else [p.with_suffix(".py")]
-        for f in files:
-            if f.is_file():
-                todo += sorted(_flows_imports(f) - seen)
-    out = []
-    for name in sorted(seen):
-        p = REPO / "flows" / name
-        out.append(f"flows/{name}" if p.is_dir() else f"flows/{name}.py")
-    return tuple(out)
+#: The module that runs a synthesis.
+SYNTH_FLOW = "flows.synth.flow"
+#: The design registry: it names every generator, a job builds one (see ``menus`` of
+#: :func:`flows.deps.closure`).
+REGISTRY = "hw.designs"
 
 
 def synth_inputs(design, root: Path = REPO) -> tuple:
-    """Cache inputs of a synthesis of ``design`` (a :class:`hw.designs.Design`).
-
-    The package holding its generator (``hw/mu`` for ``hw.mu.matrix_unit:MatrixUnit``), the shared
-    ``hw/*.py`` modules and :func:`flow_inputs`; other generators' edits leave its results valid.
-    """
-    pkg = design.factory.split(":")[0].rsplit(".", 1)[0].replace(".", "/")
-    if pkg == "hw" or not (root / pkg).is_dir():
-        return ("hw",) + flow_inputs()
-    shared = tuple(sorted(str(f.relative_to(root)) for f in (root / "hw").glob("*.py")))
-    return (pkg,) + shared + flow_inputs()
+    """Cache inputs of a synthesis of ``design`` (a :class:`hw.designs.Design`): the import closure
+    (:func:`flows.deps.closure`) of its generator and of the synthesis flow, without the other
+    generators the registry names, so their edits leave its results valid."""
+    return closure(design.factory, SYNTH_FLOW, root=root, menus=(REGISTRY,))
 
 
 def synth_job(design: str, params: dict, liberty: str | None = None, clock_ps: float | None = None,
