@@ -279,9 +279,8 @@ class MatrixUnit(wiring.Component):
 
         x = self.x.payload
         tile_ok = Signal()
-        x_fire, swap_fire = Signal(), Signal()
-        loads[0].fire = Signal(name="w_fire")
-        w_fire = loads[0].fire
+        x_fire, swap_fire, w_fire = Signal(), Signal(), Signal()
+        loads[0].fire = w_fire
         for ld in loads[1:]:
             ld.fire = Signal(name="s_fire")
         hazard = Signal() if self._loop == 2 else None  # the beat would read the row being written
