@@ -29,7 +29,7 @@ PYTEST_WORKERS ?= 2
 
 help:
 	@echo "make synth DESIGN=mu WIDTH=64 FMT=fp8_e4m3   synthesize, report area/timing (build/reports/qor/)"
-	@echo "make synth VERILOG=my.v TOP=my_top           the same flow on your own Verilog"
+	@echo "make synth VERILOG=my.sv TOP=my_top          the same flow on your own (System)Verilog"
 	@echo "make test                                    lint + unit tests + quick regression"
 	@echo "make test-full                               the whole regression"
 	@echo "make prove DESIGN=bf16_mul                   formal equivalence booth4 == behavioral"
