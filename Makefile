@@ -75,14 +75,16 @@ else
 	$(PY) -m flows synth --design $(DESIGN) $(SETS) $(SYNTH_WHERE)
 endif
 
-# make pnr DESIGN=bf16_mul [UTIL=0.6] (or VERILOG=... TOP=...): synthesize flat, place and route
+# make pnr DESIGN=bf16_mul [UTIL=0.6] [BLOCK=mu_col] (or VERILOG=... TOP=...): synthesize flat, place and route
 # (qflow: graywolf, qrouter), DRC/LVS (magic, netgen), post-route timing (OpenSTA with the SPEF)
 UTIL ?=
+BLOCK ?=
+PLACE_FAST ?=
 pnr: $(STAMP)
 ifneq ($(strip $(VERILOG)),)
 	$(PY) -m flows pnr $(foreach f,$(VERILOG),--verilog $(f)) $(if $(TOP),--top $(TOP)) $(SETS) $(if $(UTIL),--util $(UTIL))
 else
-	$(PY) -m flows pnr --design $(DESIGN) $(SETS) $(if $(UTIL),--util $(UTIL))
+	$(PY) -m flows pnr --design $(DESIGN) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(BLOCK),--block $(BLOCK)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST))
 endif
 
 # make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=tiles|random|zeros|all] [SAMPLE=k] [PUBLISH=1] [ROWS=16 ...]

@@ -88,6 +88,10 @@ def _parser():
     r.add_argument("--yosys-booth", action="store_true", help="map multipliers with Yosys's synth -booth")
     r.add_argument("--util", default=os.environ.get("UTIL") or None,
                    help="target utilization setting the die size (default 0.6)")
+    r.add_argument("--block", default=os.environ.get("BLOCK") or None,
+                   help="place and route one module of the hierarchy (name or unique prefix, e.g. mu_col)")
+    r.add_argument("--place-fast", type=int, default=int(os.environ.get("PLACE_FAST") or 0) or None,
+                   help="graywolf effort divisor TWSC*fast (large blocks; default: its full effort)")
     r.add_argument("--no-checks", action="store_true", help="skip magic DRC and netgen LVS")
     r.add_argument("--outdir", default=None, help="write exactly this report directory")
     c = sub.add_parser("check", help="QoR regression gate against reports/qor/rules-base.json")
@@ -125,10 +129,12 @@ def _pnr(args):
         if args.set:
             raise ValueError("--set applies to registered designs; with --verilog, give --top only")
         run_pnr(verilog=args.verilog, top=args.top, util=util, liberty=args.liberty, clock_ps=clock,
-                booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks)
+                booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks,
+                fast=args.place_fast)
     else:
-        run_pnr(args.design, _parse_sets(args.set), util=util, liberty=args.liberty, clock_ps=clock,
-                booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks)
+        run_pnr(args.design, _parse_sets(args.set), block=args.block, util=util, liberty=args.liberty,
+                clock_ps=clock, booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks,
+                fast=args.place_fast)
     return 0
 
 

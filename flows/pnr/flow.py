@@ -61,8 +61,56 @@ def _no_fill(verilog: str) -> str:
     return re.sub(r"^\s*FILL\w*\s+\S+\s*\(\s*\);\s*\n", "", verilog, flags=re.M)
 
 
-def run_pnr(design=None, given=None, *, verilog=(), top=None, util=DEFAULT_UTIL, liberty=None,
-            clock_ps=None, booth=False, outdir=None, checks=True, log=print) -> PnrOutput:
+def _block_verilog(netlist, block):
+    """Verilog of module ``block`` of an emitted hierarchy with every module below it."""
+    names = [n for n in netlist.modules if n == block or n.startswith(block)]
+    if len(names) != 1:
+        raise ValueError(f"BLOCK={block!r} names {len(names)} modules of the design; one of: "
+                         + ", ".join(netlist.modules))
+    todo, seen = [names[0]], []
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.append(n)
+            todo += list(netlist.modules[n].children)
+    return names[0], "\n".join(netlist.modules[n].verilog for n in reversed(seen))
+
+
+def synth_block(design, given, block, *, clock_ps=None, booth=False, log=print):
+    """Synthesize one block of a hierarchical design flat (children included) and time it with our
+    STA: ``(metrics, repaired netlist path)``; the metrics hold the pre-route numbers."""
+    from hw import hier
+    from hw.designs import get_design
+
+    from ..synth.flow import check_clock
+    from ..synth.hier import own_area
+    from ..synth.repair import repair, write_repaired
+    from ..synth.sta import Sta
+    from ..synth.yosys import run_yosys
+
+    clock_ps = check_clock(clock_ps)
+    d = get_design(design)
+    params = d.params(given or {})
+    netlist = hier.emit(d.build(params), d.top_name)
+    name, text = _block_verilog(netlist, block)
+    lib = _lib_of(None)
+    variant = f"{d.variant(params)}{'-ysbooth' if booth else ''}-{name}-{lib.short}"
+    log(f"{variant}: flat synthesis of block {name} with {lib.name}")
+    r = run_yosys(text, name, WORK / "synth-block" / variant, lib, booth=booth, clock_ps=clock_ps)
+    mapped, rep = repair(lib, r.netlist)
+    path = write_repaired(r.workdir, name, mapped)
+    area, seq, cells = own_area(lib, mapped)
+    worst = Sta(lib, mapped).run()
+    m = {"design": design, "variant": variant, "design__params": {**{k: str(v) for k, v in params.items()},
+                                                                   "block": name, "top": name},
+         K.AREA: round(area, 3), K.SEQ: round(seq, 3), K.CELLS: cells, K.CP_PS: round(worst.delay_ps, 1),
+         K.CP_KIND: worst.kind, K.FMAX: round(1e6 / worst.delay_ps, 2) if worst.delay_ps else None,
+         "flow__notes": [f"block {name} synthesized flat with its children; {rep.line()}"]}
+    return m, path
+
+
+def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=DEFAULT_UTIL, liberty=None,
+            clock_ps=None, booth=False, outdir=None, checks=True, fast=None, log=print) -> PnrOutput:
     """Synthesize, place, route, check and time one design; write its reports.
 
     Parameters
@@ -71,10 +119,16 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, util=DEFAULT_UTIL,
         A registered design (synthesized flat); or give ``verilog`` and ``top``.
     given : dict or None
         Its generator options.
+    block : str or None
+        Place and route only this module of the design's hierarchy (a name or a unique prefix,
+        e.g. ``mu_col`` for the matrix unit's column), synthesized flat with the modules below it.
     util : float
         Target utilization (cell area / core area) that sets the die size.
     checks : bool
         Run magic DRC and netgen LVS on the routed layout.
+    fast : int or None
+        graywolf effort divisor (``TWSC*fast``; None: its default effort). The report folder
+        name carries it (``-f<N>``).
     outdir : Path or None
         Exact report folder (default ``build/reports/pnr/<variant>-u<percent>/``).
 
@@ -88,30 +142,36 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, util=DEFAULT_UTIL,
     require()
     util = _check_util(util)
     synth_dir = WORK / "synth"
-    if verilog or top:
+    s = None
+    if block:
+        if liberty:
+            raise ToolError("place and route uses the OSU 0.18 um cells: leave LIBERTY unset")
+        m, netlist_json = synth_block(design, given, block, clock_ps=clock_ps, booth=booth, log=log)
+    elif verilog or top:
         s = run_verilog(list(verilog), top, liberty=liberty, clock_ps=clock_ps, booth=booth,
                         reports_dir=synth_dir, log=log)
     else:
         s = synth_run(design, given or {}, liberty=liberty, clock_ps=clock_ps, flow="flat", booth=booth,
                       reports_dir=synth_dir, log=log)
-    m = dict(s.metrics)
+    if s is not None:
+        m, netlist_json = dict(s.metrics), s.netlist_json
     variant = m["variant"]
     if "osu018" not in variant:
         raise ToolError(f"place and route uses the OSU 0.18 um cells (LEF from qflow-tech-osu018); "
                         f"{variant} was mapped to another library: leave LIBERTY unset")
-    tag = f"{variant}-u{round(util * 100)}"
+    tag = f"{variant}-u{round(util * 100)}" + (f"-f{int(fast)}" if fast else "")
     outdir = Path(outdir) if outdir else USER_PNR / tag
     outdir.mkdir(parents=True, exist_ok=True)
-    for f in s.outdir.iterdir():
+    for f in s.outdir.iterdir() if s is not None else ():
         if f.is_file():
             shutil.copyfile(f, outdir / f.name)
     top_name = m["design__params"].get("top") if "top" in m.get("design__params", {}) else None
-    mod_json = json.loads(s.netlist_json.read_text())["modules"]
+    mod_json = json.loads(netlist_json.read_text())["modules"]
     top_name = top_name or next(iter(mod_json))
     ph = physical(mod_json[top_name], top_name)
     log(f"{tag}: place and route of {len(ph.cells)} cells at target utilization {util:g}")
     t1 = time.monotonic()
-    q = run_qflow(ph, WORK / tag, density=util, checks=checks, log=log)
+    q = run_qflow(ph, WORK / tag, density=util, fast=fast, checks=checks, log=log)
     if q.failed_routes:
         raise ToolError(f"qrouter left {q.failed_routes} net(s) unrouted on {tag} (log "
                         f"{q.project / 'log' / 'route.log'}); lower the target utilization (UTIL=)")
@@ -136,7 +196,8 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, util=DEFAULT_UTIL,
     routed = run_opensta(lib_path, netlist_v, top_name, outdir / "sta_routed", spef=spef, **kw)
     (outdir / "timing_routed.txt").write_text(routed.report)
     m.update({
-        K.PNR_TARGET_UTIL: util, K.DIE_AREA: round(lay.die_area, 2), K.CORE_AREA: round(lay.core_area, 2),
+        K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1, K.DIE_AREA: round(lay.die_area, 2),
+        K.CORE_AREA: round(lay.core_area, 2),
         K.UTIL: round(lay.utilization, 4), K.ROUTE_WL: round(lay.wirelength, 1), K.ROUTE_VIAS: lay.vias,
         K.ROUTE_FAILED: q.failed_routes, K.ROUTE_NETS: lay.nets, K.ROUTE_SPEF_NETS: len(rc),
         K.ROUTE_WIRE_CAP: round(sum(n.wire_cap for n in rc), 5),

@@ -126,3 +126,41 @@ def test_routed_bf16_multiplier(tmp_path):
     with pytest.raises(tools.ToolError, match="not found"):
         run_opensta(lib.path, out.outdir / "bf16_mul.routed.v", "bf16_mul", tmp_path / "qsta",
                     spef=theirs, period_ps=pre, inputs=[], input_slew_ps=100, output_load_pf=0.05)
+
+
+def test_one_block_of_a_hierarchy_at_lower_placer_effort(tmp_path):
+    """``BLOCK=``: one module of a hierarchical design placed and routed alone (here a multiplier of
+    the BF16 bank), with graywolf's effort divided (``TWSC*fast``); a name matching no module is a
+    clear error listing the modules."""
+    from flows.pnr.flow import run_pnr
+
+    tools.require()
+    with pytest.raises(ValueError, match="BLOCK='nope' names 0 modules.*bf16_mul_booth4_s0"):
+        run_pnr("bf16_bank", {"lanes": "2"}, block="nope", outdir=tmp_path / "x", log=lambda *_: None)
+    out = run_pnr("bf16_bank", {"lanes": "2"}, block="bf16_mul", util=0.5, fast=4, checks=False,
+                  outdir=tmp_path / "rep", log=lambda *_: None)
+    m = out.metrics
+    assert m["design__params"]["block"] == "bf16_mul_booth4_s0" and m["place__graywolf__fast"] == 4
+    par = Path(m["route__project"]) / "layout" / "bf16_mul_booth4_s0.par"
+    assert "TWSC*fast : 4" in par.read_text()
+    assert m[K.ROUTE_FAILED] == 0 and m[K.ROUTE_SPEF_NETS] == m[K.ROUTE_NETS]
+    assert m[K.DRC_ERRORS] is None and m[K.LVS_MATCH] is None      # checks skipped, not faked
+    assert abs(m[K.UTIL] - 0.5) < 0.08
+    assert 1.0 < m[K.ROUTE_CP_PS] / m[K.CP_PS] < 1.25
+
+
+def test_opensta_agrees_with_our_sta_before_placement(tmp_path):
+    """OpenSTA (an independent timer) on the synthesized BF16 multiplier against our STA's number,
+    and a disagreement beyond the tolerance is an error, not a note."""
+    from flows.pnr.crosscheck import crosscheck
+    from flows.synth import liberty as L
+    from flows.synth.flow import run
+
+    tools.require()
+    lib = L.load(L.OSU018_DEFAULT)
+    s = run("bf16_mul", {}, lib=lib, outdir=tmp_path / "syn", log=lambda *_: None)
+    ours = s.metrics[K.CP_PS]
+    c = crosscheck(s.netlist_json, "bf16_mul", lib, ours, tmp_path / "x")
+    assert c.opensta_ps > 0 and abs(c.rel_diff) <= 0.02
+    with pytest.raises(tools.ToolError, match=r"beyond the 2% agreement"):
+        crosscheck(s.netlist_json, "bf16_mul", lib, ours * 1.05, tmp_path / "y")
