@@ -51,7 +51,7 @@ def crosscheck(netlist_json: Path, top: str, lib, ours_ps: float, workdir: Path,
     v = workdir / f"{top}.v"
     v.write_text(ph.verilog())
     d = sta_defaults(lib)
-    clocks = sorted({pins["CLK"] for _, _, pins in ph.cells if "CLK" in pins} & set(ph.inputs))
+    clocks = ph.clock_inputs()
     r = run_opensta(lib.path, v, top, workdir, period_ps=ours_ps, inputs=ph.inputs, clocks=clocks,
                     input_slew_ps=d["input_slew_ps"], output_load_pf=d["output_load_pf"])
     c = CrossCheck(ours_ps, r.critical_ps)

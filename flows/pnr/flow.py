@@ -185,7 +185,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     netlist_v = outdir / f"{top_name}.routed.v"
     netlist_v.write_text(_no_fill(q.netlist_v.read_text()))
     shutil.copyfile(q.routed_def, outdir / f"{top_name}.def")
-    clocks = sorted({pins["CLK"] for _, typ, pins in ph.cells if "CLK" in pins} & set(ph.inputs))
+    clocks = ph.clock_inputs()
     lib = _lib_of(liberty)
     d = sta_defaults(lib)
     period = m[K.CP_PS]

@@ -50,6 +50,10 @@ class Physical:
     port_bits: dict = field(default_factory=dict)
     buffers: int = 0
 
+    def clock_inputs(self, pin="CLK") -> list:
+        """Input ports wired to a flip-flop clock pin (``pin``), sorted."""
+        return sorted({pins[pin] for _, _, pins in self.cells if pin in pins} & set(self.inputs))
+
     def blif(self) -> str:
         """The netlist as BLIF (``.gate`` per cell), the input of qflow's ``blif2cel.tcl``."""
         out = [f".model {self.top}", ".inputs " + " ".join(self.inputs),

@@ -62,6 +62,10 @@ def test_physical_names_are_plain_and_feedthroughs_get_a_buffer():
     assert ph.cells[1] == ("ufeed0", "BUFX2", {"A": "a_0_", "Y": "y_1_"}) and ph.buffers == 1
     assert ".gate INVX1 A=a_1_ Y=y_0_" in ph.blif()
     assert "INVX1 u0 (.A(a_1_), .Y(y_0_));" in ph.verilog()
+    seq = _module({"clk": {"direction": "input", "bits": [2]}, "d": {"direction": "input", "bits": [3]},
+                   "q": {"direction": "output", "bits": [4]}},
+                  {"r": {"type": "DFFPOSX1", "connections": {"CLK": [2], "D": [3], "Q": [4]}}})
+    assert physical(seq, "t").clock_inputs() == ["clk"]
     with pytest.raises(PnrNetlistError, match="constant 0.*no tie cell"):
         physical(_module({"y": {"direction": "output", "bits": ["0"]}}, {}), "t")
 
