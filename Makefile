@@ -25,11 +25,12 @@ export FLOW ?= auto
 export JOBS ?= 2
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv test test-full lint synth prove qor qor-check qor-update power explore clean help
+.PHONY: venv test test-full lint synth pnr prove qor qor-check qor-update power explore clean help
 
 help:
 	@echo "make synth DESIGN=mu WIDTH=64 FMT=fp8_e4m3   synthesize, report area/timing (build/reports/qor/)"
-	@echo "make synth VERILOG=my.v TOP=my_top           the same flow on your own Verilog"
+	@echo "make synth VERILOG=my.sv TOP=my_top          the same flow on your own (System)Verilog"
+	@echo "make pnr DESIGN=bf16_mul [UTIL=0.6]           place, route, DRC/LVS, post-route timing (build/reports/pnr/)"
 	@echo "make test                                    lint + unit tests + quick regression"
 	@echo "make test-full                               the whole regression"
 	@echo "make prove DESIGN=bf16_mul                   formal equivalence booth4 == behavioral"
@@ -72,6 +73,18 @@ ifneq ($(strip $(VERILOG)),)
 	$(PY) -m flows synth $(foreach f,$(VERILOG),--verilog $(f)) $(if $(TOP),--top $(TOP)) $(SETS) $(SYNTH_WHERE)
 else
 	$(PY) -m flows synth --design $(DESIGN) $(SETS) $(SYNTH_WHERE)
+endif
+
+# make pnr DESIGN=bf16_mul [UTIL=0.6] [BLOCK=mu_col] (or VERILOG=... TOP=...): synthesize flat, place and route
+# (qflow: graywolf, qrouter), DRC/LVS (magic, netgen), post-route timing (OpenSTA with the SPEF)
+UTIL ?=
+BLOCK ?=
+PLACE_FAST ?=
+pnr: $(STAMP)
+ifneq ($(strip $(VERILOG)),)
+	$(PY) -m flows pnr $(foreach f,$(VERILOG),--verilog $(f)) $(if $(TOP),--top $(TOP)) $(SETS) $(if $(UTIL),--util $(UTIL))
+else
+	$(PY) -m flows pnr --design $(DESIGN) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(BLOCK),--block $(BLOCK)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST))
 endif
 
 # make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=tiles|random|zeros|all] [SAMPLE=k] [PUBLISH=1] [ROWS=16 ...]

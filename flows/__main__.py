@@ -10,6 +10,9 @@ Commands
     ``reports/qor/<variant>/``, ``--reports-dir DIR`` writes ``DIR/<variant>/``; the folder name
     adds ``-flat`` / ``-hier`` (a flow other than the design's default) and ``-clk<ps>`` (a clock
     target), so runs that can differ never share a folder.
+``pnr --design D [--set k=v ...] [--util U] [--no-checks]`` or ``pnr --verilog FILE --top NAME``
+    Synthesize (flat), place, route, check (DRC, LVS) and time one design with OpenSTA and the
+    routed parasitics (``make pnr``); reports in ``build/reports/pnr/<variant>-u<percent>/``.
 ``check [--update] [--variant NAME ...]``
     The QoR regression gate against ``reports/qor/rules-base.json`` (``make qor-check/qor-update``).
 ``bf16-compare``
@@ -77,6 +80,22 @@ def _parser():
                        "(default build/reports/qor/<variant>/)")
     where.add_argument("--reports-dir", default=None, help="write DIR/<variant>/")
     where.add_argument("--outdir", default=None, help="write exactly this report directory")
+    r = sub.add_parser("pnr", help="synthesize, place, route, check and time a design (qflow, OpenSTA)")
+    r.add_argument("--design", default=os.environ.get("DESIGN") or "mu")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="generator option")
+    r.add_argument("--verilog", action="append", default=[], metavar="FILE", help="user (System)Verilog")
+    r.add_argument("--top", default=None, help="top module of --verilog")
+    r.add_argument("--liberty", default=None, help="liberty file (must be the OSU 0.18 um one)")
+    r.add_argument("--clock-ps", default=None, help="target period for ABC in ps")
+    r.add_argument("--yosys-booth", action="store_true", help="map multipliers with Yosys's synth -booth")
+    r.add_argument("--util", default=os.environ.get("UTIL") or None,
+                   help="target utilization setting the die size (default 0.6)")
+    r.add_argument("--block", default=os.environ.get("BLOCK") or None,
+                   help="place and route one module of the hierarchy (name or unique prefix, e.g. mu_col)")
+    r.add_argument("--place-fast", type=int, default=int(os.environ.get("PLACE_FAST") or 0) or None,
+                   help="graywolf effort divisor TWSC*fast (large blocks; default: its full effort)")
+    r.add_argument("--no-checks", action="store_true", help="skip magic DRC and netgen LVS")
+    r.add_argument("--outdir", default=None, help="write exactly this report directory")
     c = sub.add_parser("check", help="QoR regression gate against reports/qor/rules-base.json")
     c.add_argument("--update", action="store_true", help="refresh the golden limits instead")
     c.add_argument("--variant", action="append", default=None, metavar="NAME",
@@ -103,6 +122,24 @@ def _synth(args):
     return 0
 
 
+def _pnr(args):
+    from .pnr.flow import DEFAULT_UTIL, run_pnr
+
+    clock = args.clock_ps if args.clock_ps is not None else os.environ.get("CLOCK_PS") or None
+    util = args.util if args.util is not None else DEFAULT_UTIL
+    if args.verilog or args.top:
+        if args.set:
+            raise ValueError("--set applies to registered designs; with --verilog, give --top only")
+        run_pnr(verilog=args.verilog, top=args.top, util=util, liberty=args.liberty, clock_ps=clock,
+                booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks,
+                fast=args.place_fast)
+    else:
+        run_pnr(args.design, _parse_sets(args.set), block=args.block, util=util, liberty=args.liberty,
+                clock_ps=clock, booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks,
+                fast=args.place_fast)
+    return 0
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in _DELEGATED:
@@ -113,6 +150,9 @@ def main(argv=None):
     from hw.designs import OptionError
 
     from .gate import GateError
+    from .pnr.netlist import PnrNetlistError
+    from .pnr.parasitics import ParasiticsError
+    from .pnr.tools import ToolError
     from .synth.liberty import LibertyError
     from .synth.sta import StaError
     from .synth.yosys import SynthError
@@ -120,6 +160,8 @@ def main(argv=None):
     try:
         if args.cmd == "synth":
             return _synth(args)
+        if args.cmd == "pnr":
+            return _pnr(args)
         if args.cmd == "check":
             from .gate import check
 
@@ -128,7 +170,8 @@ def main(argv=None):
             from .bf16_compare import main as compare_main
 
             return compare_main()
-    except (OptionError, LibertyError, SynthError, StaError, GateError) as e:
+    except (OptionError, LibertyError, SynthError, StaError, GateError, ToolError, PnrNetlistError,
+            ParasiticsError) as e:
         print(f"python -m flows {args.cmd}: error: {e}", file=sys.stderr)
         return 2
     except (ValueError, TypeError) as e:  # a generator refusing its parameters, a bad CLOCK_PS

@@ -8,7 +8,10 @@ real libraries, gate equivalents for the generic one), delays in ps.
 __all__ = ["AREA", "GE", "CELLS", "SEQ", "CP_PS", "CP_LV", "CP_KIND", "DEPTH", "FMAX", "YOSYS_TIME",
            "RUNTIME", "MEMORY", "CACHE_HIT", "BLOCK_AREA", "block_area", "MACRO_AREA", "AREA_WITH_MACROS",
            "MACROS", "CP_PS_TOP_OWN", "CP_LV_TOP_OWN", "SETUP_WS", "SETUP_STATUS", "MACS",
-           "AREA_PER_MAC", "PEAK_GMACS", "NETLIST_SHA"]
+           "AREA_PER_MAC", "PEAK_GMACS", "NETLIST_SHA", "PNR_TARGET_UTIL", "DIE_AREA", "CORE_AREA",
+           "UTIL", "ROUTE_WL", "ROUTE_VIAS", "ROUTE_FAILED", "ROUTE_NETS", "ROUTE_SPEF_NETS",
+           "ROUTE_WIRE_CAP", "DRC_ERRORS", "LVS_MATCH", "LVS_ERRORS", "ROUTE_WS", "ROUTE_CP_PS",
+           "ROUTE_FMAX", "ROUTE_CP_PS_NOWIRE", "PNR_RUNTIME"]
 
 #: Standard-cell area of the whole design.
 AREA = "synth__design__instance__area__stdcell"
@@ -66,3 +69,40 @@ PEAK_GMACS = "synth__design__throughput__peak_gmacs"
 #: sha256 (first 16 hex digits) of the mapped netlists (every block's, in order, for a
 #: hierarchical run): equal hashes mean identical netlists, e.g. with and without ``CLOCK_PS``.
 NETLIST_SHA = "synth__design__netlist__sha256"
+# ---- place and route (flows.pnr): post-route numbers beside the pre-route ones above
+#: Target utilization given to the placer (qflow ``initial_density``).
+PNR_TARGET_UTIL = "place__design__instance__utilization__target"
+#: Die area (the DEF's DIEAREA), um^2.
+DIE_AREA = "place__design__die__area"
+#: Core area (the standard-cell rows, fill cells included), um^2.
+CORE_AREA = "place__design__core__area"
+#: Cell area (LEF footprints, fill cells excluded) / core area.
+UTIL = "place__design__instance__utilization"
+#: Total routed wire length of the signal nets, um.
+ROUTE_WL = "route__wirelength"
+#: Vias on the signal nets.
+ROUTE_VIAS = "route__vias"
+#: Nets qrouter failed to route.
+ROUTE_FAILED = "route__net__failed"
+#: Routed nets.
+ROUTE_NETS = "route__net__count"
+#: Nets with parasitics in the SPEF OpenSTA read (each must be annotated: equal to ROUTE_NETS).
+ROUTE_SPEF_NETS = "route__net__annotated"
+#: Total extracted wire capacitance, pF.
+ROUTE_WIRE_CAP = "route__wire__capacitance_pf"
+#: magic DRC errors on the routed layout (cells as LEF abstracts).
+DRC_ERRORS = "route__drc_errors"
+#: netgen LVS: layout and synthesized netlist match uniquely.
+LVS_MATCH = "route__lvs__match"
+#: netgen LVS error count.
+LVS_ERRORS = "route__lvs__errors"
+#: OpenSTA worst setup slack against a clock of the pre-route critical path, ps.
+ROUTE_WS = "route__timing__setup__ws"
+#: Post-route critical path (OpenSTA, SPEF), ps.
+ROUTE_CP_PS = "route__timing__critical_path__delay_ps"
+#: 1 / post-route critical path.
+ROUTE_FMAX = "route__timing__fmax_mhz"
+#: OpenSTA on the same routed netlist without the SPEF (pin capacitances only), ps.
+ROUTE_CP_PS_NOWIRE = "route__timing__critical_path__delay_ps__no_wires"
+#: Wall time of placement, routing, checks and timing, s.
+PNR_RUNTIME = "route__runtime__seconds"

@@ -7,7 +7,7 @@
 
 from pathlib import Path
 
-__all__ = ["REPO", "PUBLISHED_QOR", "BUILD", "USER_QOR"]
+__all__ = ["REPO", "PUBLISHED_QOR", "BUILD", "USER_QOR", "USER_PNR"]
 
 REPO = Path(__file__).resolve().parent.parent
 #: Committed QoR reports, one folder per variant.
@@ -16,3 +16,5 @@ PUBLISHED_QOR = REPO / "reports" / "qor"
 BUILD = REPO / "build"
 #: Reports of a user's ``make synth`` run (not committed), one folder per variant.
 USER_QOR = BUILD / "reports" / "qor"
+#: Reports of ``make pnr`` (not committed), one folder per variant and placement option.
+USER_PNR = BUILD / "reports" / "pnr"

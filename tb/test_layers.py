@@ -5,7 +5,7 @@ read with :mod:`ast`; relative imports are resolved against the file's package. 
 
 * ``hw`` imports only ``hw``; ``perf`` only ``hw`` and ``perf``; ``flows`` never ``tb``.
 * Inside ``flows``, layers from the bottom: the shared names (``flows.metric_keys``, ``flows.deps``,
-  ``flows.paths``) < ``flows.synth`` < ``flows.report`` < ``flows.sweep`` < the commands
+  ``flows.paths``) < ``flows.synth`` < ``flows.pnr`` < ``flows.report`` < ``flows.sweep`` < the commands
   (``flows.gate``, ``flows.bf16_compare``, ``flows.prove``, ``flows.bench_mu``, ``flows.__main__``).
   A module imports only its own layer or lower ones, so reports never run the flow.
 * No cycle among the modules of these packages (a module importing its own package's
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("hw", "perf", "flows")
 #: flows layer of a module, by the longest matching prefix.
 FLOWS_LAYERS = {"flows.metric_keys": 0, "flows.paths": 0, "flows.qor_plan": 0, "flows.deps": 0,
-                "flows.synth": 1, "flows.report": 2,
-                "flows.sweep": 3, "flows": 4}
+                "flows.synth": 1, "flows.pnr": 2, "flows.report": 3,
+                "flows.sweep": 4, "flows": 5}
 ALLOWED_TOP = {"hw": {"hw"}, "perf": {"hw", "perf"}, "flows": {"hw", "perf", "flows"}}
 
 

@@ -146,9 +146,10 @@ def _dirs(name, outdir, reports_dir):
     return Path(reports_dir or USER_QOR) / name, WORK / name
 
 
-def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb) -> _Synthesized:
-    """One Yosys run of the whole design, timed flat."""
-    r = run_yosys(verilog, top, work / "flat", lib, booth=booth, clock_ps=clock_ps, limit_mb=limit_mb)
+def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb, sv=False) -> _Synthesized:
+    """One Yosys run of the whole design, timed flat (``sv``: read as SystemVerilog)."""
+    r = run_yosys(verilog, top, work / "flat", lib, booth=booth, clock_ps=clock_ps, limit_mb=limit_mb,
+                  sv=sv)
     netlist, rep = repair(lib, r.netlist)
     path = write_repaired(r.workdir, top, netlist)
     area, seq, cells = own_area(lib, netlist)
@@ -351,7 +352,8 @@ def run_verilog(files, top: str, *, liberty=None, clock_ps=None, booth=False, ou
                 reports_dir=None, log=print, limit_mb=None, lib=None) -> RunOutput:
     """Synthesize and time user Verilog with the same library, STA and metrics as :func:`run`.
 
-    The design is synthesized flat. Its variant (the report folder's name) is
+    The files (``.sv`` or plain Verilog) are read with Yosys's SystemVerilog front end
+    (``read_verilog -sv``) and synthesized flat. Its variant (the report folder's name) is
     ``<top>-<first 8 hex digits of the sha256 of the files>-<library>``, so a changed file gets a
     new folder. Parameters are those of :func:`run`; ``files`` is a list of Verilog paths and
     ``top`` the module to synthesize.
@@ -376,7 +378,7 @@ def run_verilog(files, top: str, *, liberty=None, clock_ps=None, booth=False, ou
     log(f"{name}: flat synthesis of {top} from {names} with {lib.name}"
         + (f", target {clock_ps} ps" if clock_ps else ""))
     try:
-        s = _flat(text, top, work, lib, booth, clock_ps, limit_mb)
+        s = _flat(text, top, work, lib, booth, clock_ps, limit_mb, sv=True)
     except SynthError as e:
         raise SynthError(f"synthesis of top {top!r} from {names} failed: {e}") from None
     if s.cells == 0:

@@ -10,7 +10,7 @@ the script, the liberty and the tool version.
 The script (liberty mode)::
 
     read_liberty -lib <lib>             # cell pin directions for write_json / blackbox children
-    read_verilog <design.v>             # (children of a hierarchical block: read_verilog -lib)
+    read_verilog [-sv] <design.v>       # -sv for user designs; children of a block: read_verilog -lib
     synth -top <top> -noabc [-flatten] [-booth]
     tee -o ltp.txt ltp -noff            # generic logic depth: Yosys's own gates, before ABC
     dfflibmap -liberty <lib>
@@ -95,15 +95,16 @@ def yosys_command() -> list:
                      "(it is a dependency in pyproject.toml)")
 
 
-def script(top, liberty, *, flatten=True, booth=False, clock_ps=None, children=(), ltp=True):
+def script(top, liberty, *, flatten=True, booth=False, clock_ps=None, children=(), ltp=True, sv=False):
     """The Yosys script text for one module (see module docstring); ``ltp=False`` leaves out the
-    logic-depth report."""
+    logic-depth report; ``sv`` reads ``design.v`` with the SystemVerilog front end
+    (``read_verilog -sv``)."""
     lines = []
     if liberty:
         lines.append(f"read_liberty -lib {liberty}")
     for c in children:
         lines.append(f"read_verilog -lib {c}")
-    lines += ["read_verilog design.v",
+    lines += ["read_verilog -sv design.v" if sv else "read_verilog design.v",
               f"hierarchy -check -top {top}",
               f"synth -top {top} -noabc" + (" -flatten" if flatten else "") + (" -booth" if booth else "")]
     if ltp:
@@ -186,7 +187,7 @@ def _parse_area(stat_text):
 
 def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth=False,
                clock_ps=None, children: dict | None = None, limit_mb=None, timeout_s=3600,
-               use_cache=True, ltp=True) -> SynthResult:
+               use_cache=True, ltp=True, sv=False) -> SynthResult:
     """Synthesize module ``top`` of ``verilog`` and map it to ``lib``.
 
     Parameters
@@ -210,6 +211,9 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
         it (the result's ``ltp_levels`` is None; its runtime and peak include the failed attempt,
         whose log is kept as ``yosys-ltp-failed.log``). The cache remembers the failure, so a
         later run of the same module goes straight to the run without ``ltp``.
+    sv : bool
+        Read the Verilog with Yosys's SystemVerilog front end (``read_verilog -sv``: user designs,
+        ``.sv`` or plain Verilog).
 
     Raises
     ------
@@ -222,7 +226,7 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
     liberty = None if lib.generic else lib.path
     child_files = [f"child_{n}.v" for n in children]
     text = script(top, "cells.lib" if liberty else None, flatten=flatten, booth=booth,
-                  clock_ps=clock_ps, children=child_files, ltp=ltp)
+                  clock_ps=clock_ps, children=child_files, ltp=ltp, sv=sv)
     key_src = [_SCRIPT_VERSION, text, verilog, yosys_version(), lib.sha256 or lib.name]
     key_src += [children[n] for n in children]
     key = hashlib.sha256("\0".join(key_src).encode()).hexdigest()[:32]
@@ -232,7 +236,7 @@ def run_yosys(verilog: str, top: str, workdir: Path, lib, *, flatten=True, booth
     def without_ltp(timeout):
         return run_yosys(verilog, top, workdir, lib, flatten=flatten, booth=booth, clock_ps=clock_ps,
                          children=children, limit_mb=limit_mb, timeout_s=timeout, use_cache=use_cache,
-                         ltp=False)
+                         ltp=False, sv=sv)
 
     if use_cache and (cache / "done.json").is_file():
         meta = json.loads((cache / "done.json").read_text())

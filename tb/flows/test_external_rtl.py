@@ -32,6 +32,18 @@ module add8r(input clk, input [7:0] a, input [7:0] b, output reg [8:0] s);
 endmodule
 """
 
+#: SystemVerilog: a ``localparam int`` in the parameter port list (a syntax error without ``-sv``),
+#: ``logic`` and ``always_ff``. The product is registered: 2 * W = 12 flip-flops at W = 6.
+SV_MUL = """
+module sv_mul #(parameter int W = 6, localparam int P = 2 * W) (
+  input  logic         clk,
+  input  logic [W-1:0] a, b,
+  output logic [P-1:0] p
+);
+  always_ff @(posedge clk) p <= a * b;
+endmodule
+"""
+
 
 def liberty_areas(path) -> dict:
     """``{cell: area}`` read straight from the liberty text (each cell group states its area first)."""
@@ -75,6 +87,21 @@ def test_cli_writes_to_the_reports_dir_and_says_where(tmp_path, capsys):
     folders = list((tmp_path / "out").iterdir())
     assert len(folders) == 1 and (folders[0] / "metrics.json").is_file()
     assert folders[0].name in capsys.readouterr().out.strip().splitlines()[-1]
+
+
+@needs_osu
+def test_systemverilog_is_read_with_the_sv_front_end(tmp_path):
+    from flows.synth.yosys import run_yosys
+
+    src = tmp_path / "sv_mul.sv"
+    src.write_text(SV_MUL)
+    out = run_verilog([src], "sv_mul", lib=L.load(OSU), outdir=tmp_path / "rep", log=quiet)
+    cells = json.loads(out.netlist_json.read_text())["modules"]["sv_mul"]["cells"].values()
+    assert sum(c["type"].startswith("DFF") for c in cells) == 12   # P = 2 * W output bits registered
+    assert out.metrics[K.CP_KIND] == "in->reg" and out.metrics[K.CP_PS] > 0
+    # the same text without -sv is the syntax error users met: the front end is what makes it pass
+    with pytest.raises(SynthError, match="syntax error"):
+        run_yosys(SV_MUL, "sv_mul", tmp_path / "plain", L.generic_library(), use_cache=False)
 
 
 def test_user_runs_default_to_the_build_tree():

@@ -1,0 +1,133 @@
+"""Placement (graywolf), routing (qrouter), DRC (magic) and LVS (netgen) through qflow's scripts.
+
+:func:`run_qflow` makes a qflow project from a :class:`flows.pnr.netlist.Physical` netlist (the
+BLIF our synthesis mapped, so qflow's own synthesis is skipped) and runs ``qflow place route
+migrate drc lvs`` on it with the OSU 0.18 um technology. qflow's steps do: ``blif2cel`` (cells and
+pins from the LEF), ``decongest`` (fill cells added to reach ``initial_density``: this sets the die
+size from the target utilization), ``graywolf`` (placement), ``place2def``, ``addspacers`` (fill to
+the row ends and power stripes: ``-stripe 2.0 50.0 PG``, 2 um wide every 50 um), ``arrangepins``
+(pins on the die edge), ``qrouter`` (detailed routing on metal1-6, writes the routed DEF and RC
+trees), ``migrate`` (magic reads the routed DEF over the cells' LEF abstracts), ``drc`` (magic's DRC
+over that layout) and ``lvs`` (netgen compares magic's extracted netlist with the synthesized one).
+
+The Debian package ships no cell GDS: the layout magic checks holds the cells as LEF abstracts
+(pins and obstructions), so DRC covers the routing and the pin/obstruction geometry, not the
+transistor-level inside of the cells; LVS compares connectivity of cell instances, not devices.
+"""
+
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .tools import TECH, ToolError
+
+__all__ = ["QflowResult", "run_qflow"]
+
+
+@dataclass
+class QflowResult:
+    """Files and checks of one qflow run (paths inside the project)."""
+
+    project: Path
+    routed_def: Path
+    rc: Path
+    netlist_v: Path
+    failed_routes: int
+    drc_errors: int | None
+    lvs_match: bool | None
+    lvs_errors: int | None
+    seconds: dict
+
+
+def _project_vars(density, extra) -> str:
+    lines = ["#!/usr/bin/tcsh -f", "# written by flows.pnr"]
+    if density is not None:
+        lines.append(f"set initial_density = {density}")
+    lines += [f"set {k} = {v}" for k, v in extra.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _log(project: Path, name: str) -> str:
+    p = project / "log" / f"{name}.log"
+    return p.read_text(errors="replace") if p.exists() else ""
+
+
+def run_qflow(ph, project: Path, *, density=None, fast=None, checks=True, extra_vars=None, timeout_s=3600,
+              log=print) -> QflowResult:
+    """Place and route ``ph`` in the qflow project directory ``project`` (made afresh).
+
+    Parameters
+    ----------
+    ph : flows.pnr.netlist.Physical
+    density : float or None
+        Target utilization (qflow's ``initial_density``); None: graywolf's own packing.
+    fast : int or None
+        graywolf's ``TWSC*fast N``: N times fewer annealing moves per cell and temperature (its
+        default effort grows as cells^(4/3); this is the knob for large blocks).
+    checks : bool
+        Also run ``migrate``, ``drc`` and ``lvs``.
+
+    Raises
+    ------
+    ToolError
+        A step failed (the message names the step's log), or routes failed.
+    """
+    if project.exists():
+        shutil.rmtree(project)
+    for d in ("source", "synthesis", "layout"):
+        (project / d).mkdir(parents=True)
+    top = ph.top
+    (project / "source" / f"{top}.v").write_text(ph.verilog())
+    (project / "synthesis" / f"{top}.blif").write_text(ph.blif())
+    (project / "synthesis" / f"{top}.rtl.v").write_text(ph.verilog())
+    (project / "synthesis" / f"{top}.rtlnopwr.v").write_text(ph.verilog())
+    (project / "synthesis" / f"{top}_powerground").write_text('set vddnet="vdd"\nset gndnet="gnd"\n')
+    if fast:
+        par = (TECH / "osu018.par").read_text()
+        (project / "layout" / f"{top}.par").write_text(par + f"\nTWSC*fast : {int(fast)}\n")
+    (project / "project_vars.sh").write_text(_project_vars(density, extra_vars or {}))
+    steps = ["place", "route"] + (["migrate", "drc", "lvs"] if checks else [])
+    seconds = {}
+    for step in steps:
+        t0 = time.monotonic()
+        with open(project / f"qflow_{step}.out", "w") as out:
+            r = subprocess.run(["qflow", step, "-T", "osu018", top], cwd=project, stdout=out,
+                               stderr=subprocess.STDOUT, timeout=timeout_s)
+        seconds[step] = round(time.monotonic() - t0, 2)
+        text = (project / f"qflow_{step}.out").read_text(errors="replace")
+        failed = r.returncode != 0 or "Premature exit" in text or "Synthesis flow stopped" in text
+        if step == "drc" and re.search(r"^drc = \d+", _log(project, "drc"), re.M):
+            failed = False   # DRC errors are counted below (a result, not a failed run); LVS still runs
+        if failed:
+            tail = "\n".join(text.strip().splitlines()[-8:])
+            raise ToolError(f"qflow {step} failed on {top} (output {project / f'qflow_{step}.out'}, "
+                            f"logs in {project / 'log'}):\n{tail}")
+        log(f"  {step}: {seconds[step]:.1f} s")
+    route = _log(project, "route")
+    m = re.findall(r"Final: (No failed routes!|Failed net routes: (\d+))", route)
+    if not m:
+        m2 = re.findall(r"Final:.*?(\d+)\s+(?:unrouted|failed)", route)
+        if not m2:
+            raise ToolError(f"qrouter's final result not found in {project / 'log' / 'route.log'}")
+        failed = int(m2[-1])
+    else:
+        failed = 0 if m[-1][0].startswith("No") else int(m[-1][1])
+    lay = project / "layout"
+    drc = lvs_match = lvs_err = None
+    if checks:
+        d = re.findall(r"^drc = (\d+)", _log(project, "drc"), re.M)
+        drc = int(d[-1]) if d else None
+        lv = _log(project, "lvs")
+        lvs_match = "Circuits match uniquely" in lv
+        e = re.findall(r"Total errors = (\d+)", lv)
+        lvs_err = int(e[-1]) if e else None
+    return QflowResult(project, lay / f"{top}.def", lay / f"{top}.rc",
+                       project / "synthesis" / f"{top}.rtlnopwr.v", failed, drc, lvs_match, lvs_err, seconds)
+
+
+def tech_lef() -> Path:
+    """The standard cells' LEF."""
+    return TECH / "osu018_stdcells.lef"
