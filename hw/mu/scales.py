@@ -43,12 +43,13 @@ def decode_scale(m: Module, code, scale, *, name: str):
     is_nan = (code[top:] != 0) if top < len(code) else Const(0, 1)
     for c in sf.nan_codes:
         is_nan = is_nan | (code == c)
+    offset = sf.bias + sf.man_bits  # one constant: e is a single subtraction
     if sf.subnormals:
-        m.d.comb += e.eq(Mux(ex == 0, 1, ex) - sf.bias - sf.man_bits)
+        m.d.comb += e.eq(Mux(ex == 0, 1, ex) - offset)
         sig = Signal(sf.sig_bits, name=f"{name}_m")
         m.d.comb += sig.eq(Cat(man, ex != 0))
     else:
-        m.d.comb += e.eq(ex - sf.bias - sf.man_bits)
+        m.d.comb += e.eq(ex - offset)
         sig = Const(1, 1) if sf.man_bits == 0 else Cat(man, Const(1, 1))
     m.d.comb += nan.eq(is_nan)
     return sig, e, nan
