@@ -23,8 +23,9 @@ the rows (``RAW``) and S >= 2 puts S - 1 registers between Dadda stages.
 
 A block-scaled ``fmt`` (:data:`hw.formats.BLOCK_FORMATS`) composes the scale axis in: a second
 :class:`WeightBuffer` of D/B scale codes (loaded by ``ws`` beats, swapped with the weights), D/B
-trees of B lanes instead of one of D, and :func:`hw.mu.scales.scaled_beat_sum` (the block scales
-decoded beside the trees, the block terms summed in a window) into
+trees of B lanes instead of one of D, and :func:`hw.mu.scales.block_terms` and
+:func:`~hw.mu.scales.scaled_sum` (the block scales decoded beside the trees, the block terms summed
+in a window) into
 :class:`~hw.mu.scales.ScaledAccumulator`; the pipeline placement is the same with the trees at
 width B.
 
@@ -50,7 +51,7 @@ from .control import column_control, column_control_members
 from .exact_acc import GUARD_BITS, ExactAccumulator, ExactAccumulatorParams
 from .lane import Lane
 from .numerics import ACC_MODES, dot_widths
-from .scales import ScaledAccumulator, scaled_beat_sum
+from .scales import ScaledAccumulator, block_terms, scaled_sum
 from .tree import Tree, TreeParams
 
 __all__ = ["WeightBuffer", "WeightBufferParams", "Column", "ColumnParams"]
@@ -305,12 +306,11 @@ class Column(wiring.Component):
 
         p = self.params.acc_params
         if bf is not None:  # block terms scaled and summed in the window, with an exponent
-            s, s_exp, s_nan, s_inf, s_inf_neg = scaled_beat_sum(m, bf, trees, self.xs, sbuf.wa, en,
-                                                                tp.latency)
+            terms = block_terms(m, bf, trees, self.xs, sbuf.wa, en, tp.latency)
             acc = ScaledAccumulator(bf.name, D, self._rows, stages=S, loop=p.loop)
             hier.place(m, "acc", acc)
-            sums = [acc.s.eq(s), acc.s_exp.eq(s_exp)]
-            flags = {"s_nan": s_nan, "s_inf": s_inf, "s_inf_neg": s_inf_neg}
+            m.d.comb += scaled_sum(m, acc, *terms) + [
+                acc.en.eq(en), acc.we.eq(acc_we), acc.first.eq(ctl.first), self.y.eq(acc.y)]
         else:
             tree = trees[0]
             if exact:
@@ -323,14 +323,12 @@ class Column(wiring.Component):
                 acc = Accumulator(f, D, self._rows, stages=S, loop=p.loop)
                 hier.place(m, "acc", acc)
             sums = [acc.s0.eq(tree.s0), acc.s1.eq(tree.s1)] if exact else [acc.s.eq(tree.s)]
-            flags = {n: getattr(tree, n) for n in ("s_nan", "s_inf", "s_inf_neg")
-                     if n in tree.signature.members}
-        m.d.comb += sums + [acc.en.eq(en), acc.we.eq(acc_we), acc.first.eq(ctl.first),
-                            self.y.eq(acc.y)]
-        if "s_nan" in flags:
-            m.d.comb += acc.s_nan.eq(flags["s_nan"])
-        if "s_inf" in flags:
-            m.d.comb += [acc.s_inf.eq(flags["s_inf"]), acc.s_inf_neg.eq(flags["s_inf_neg"])]
+            m.d.comb += sums + [acc.en.eq(en), acc.we.eq(acc_we), acc.first.eq(ctl.first),
+                                self.y.eq(acc.y)]
+            if f.has_nan or f.has_inf:
+                m.d.comb += acc.s_nan.eq(tree.s_nan)
+            if f.has_inf:
+                m.d.comb += [acc.s_inf.eq(tree.s_inf), acc.s_inf_neg.eq(tree.s_inf_neg)]
         if self._rows > 1:
             m.d.comb += acc.row.eq(ctl.row)
         return m

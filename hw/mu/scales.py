@@ -7,9 +7,9 @@ bit 7 set or ``0x7F``), and the block terms ``P_i * 2**E_i`` of a column are sum
 ``F + 1`` fraction bits below the largest contributing block, lower blocks rounded to odd.
 
 A column of a block-scaled unit (:class:`hw.mu.column.Column` with a block-scaled ``fmt``) has D/B
-trees of width B; :func:`scaled_beat_sum` decodes each block's scales at the lanes' stage, delays
-them beside the trees' registers, scales the trees' sums and sums them in the window, and
-:class:`ScaledAccumulator` adds ``S * 2**s_exp`` to the FP32 row with one rounding.
+trees of width B; :func:`block_terms` decodes each block's scales at the lanes' stage, delays them
+beside the trees' registers and scales the trees' sums, :func:`scaled_sum` sums them in the window,
+and :class:`ScaledAccumulator` adds ``S * 2**s_exp`` to the FP32 row with one rounding.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
@@ -22,7 +22,7 @@ from .accumulate import EXP_W, Accumulator, AccumulatorParams
 from .numerics import dot_widths
 
 __all__ = ["WINDOW_FRAC_BITS", "SCALE_EXP_BITS", "decode_scale", "window_sum", "scaled_sum_widths",
-           "scaled_beat_sum", "ScaledAccumulator"]
+           "block_terms", "scaled_sum", "ScaledAccumulator"]
 
 #: F, fraction bits of the window below the unit of the largest block term (docs/numerics.md 7.2).
 WINDOW_FRAC_BITS = 32
@@ -39,19 +39,23 @@ def decode_scale(m: Module, code, scale, *, name: str):
     e = Signal(signed(SCALE_EXP_BITS), name=f"{name}_e")
     nan = Signal(name=f"{name}_nan")
     top = sf.exp_bits + sf.man_bits
-    ex, man = code[sf.man_bits:top], code[:sf.man_bits]
-    is_nan = (code[top:] != 0) if top < len(code) else Const(0, 1)
-    for c in sf.nan_codes:
-        is_nan = is_nan | (code == c)
+    nans = ([code[top] if len(code) == top + 1 else code[top:].any()] if top < len(code) else [])
+    nans += [code == c for c in sf.nan_codes]
+    is_nan = nans[0]
+    for v in nans[1:]:
+        is_nan = is_nan | v
     offset = sf.bias + sf.man_bits  # one constant: e is a single subtraction
-    if sf.subnormals:
-        m.d.comb += e.eq(Mux(ex == 0, 1, ex) - offset)
-        sig = Signal(sf.sig_bits, name=f"{name}_m")
-        m.d.comb += sig.eq(Cat(man, ex != 0))
-    else:
-        m.d.comb += e.eq(ex - offset)
-        sig = Const(1, 1) if sf.man_bits == 0 else Cat(man, Const(1, 1))
-    m.d.comb += nan.eq(is_nan)
+    if not sf.subnormals and sf.man_bits == 0:  # a power of two: the code is the exponent field
+        m.d.comb += [e.eq((code if top == len(code) else code[:top]) - offset), nan.eq(is_nan)]
+        return Const(1, 1), e, nan
+    ex, man = code[sf.man_bits:top], code[0:sf.man_bits]
+    sig = Signal(sf.sig_bits, name=f"{name}_m")
+    hidden = (ex != 0) if sf.subnormals else Const(1, 1)
+    m.d.comb += [
+        sig.eq(Cat(man, hidden)),
+        e.eq((Mux(ex == 0, 1, ex) if sf.subnormals else ex) - offset),
+        nan.eq(is_nan),
+    ]
     return sig, e, nan
 
 
@@ -168,10 +172,11 @@ def _block_scales(m, bf, xs, ws, en, delay: int):
     return out
 
 
-def scaled_beat_sum(m, bf, trees, xs, ws, en, delay: int):
-    """A block-scaled column's beat sum: ``(s, s_exp, nan, inf, inf_neg)`` for
-    :class:`ScaledAccumulator`, from the block trees (:class:`hw.mu.tree.Tree` at width B), the
-    activation and active weight scale codes and the trees' latency ``delay``."""
+def block_terms(m, bf, trees, xs, ws, en, delay: int) -> tuple:
+    """A block-scaled column's block terms from its block trees (:class:`hw.mu.tree.Tree` at width
+    B), the activation and active weight scale codes and the trees' latency ``delay``: lists of the
+    terms (tree sums times the scales' significand product), their exponents, NaN flags and the
+    +Inf / -Inf flags (for :func:`scaled_sum`)."""
     f = bf.element_format
     scales = _block_scales(m, bf, xs, ws, en, delay)
     terms, exps, nans, pinfs, ninfs = [], [], [], [], []
@@ -193,18 +198,27 @@ def scaled_beat_sum(m, bf, trees, xs, ws, en, delay: int):
             pinfs.append(inf & ~tree.s_inf_neg)
             ninfs.append(inf & tree.s_inf_neg)
         nans.append(nan)
-    if len(trees) == 1:
-        s, top = terms[0], exps[0]
+    return terms, exps, nans, pinfs, ninfs
+
+
+def scaled_sum(m, acc, terms, exps, nans, pinfs, ninfs) -> list:
+    """Drive :class:`ScaledAccumulator` ``acc`` with the window sum of the block terms (the term
+    itself for one block) and its exponent; returns the statements of its special-value inputs."""
+    if len(terms) == 1:
+        m.d.comb += [acc.s.eq(terms[0]), acc.s_exp.eq(exps[0])]
     else:
         s, top = window_sum(m, terms, exps, frac_bits=WINDOW_FRAC_BITS)
-    pinf, ninf, nan = Signal(name="pinf"), Signal(name="ninf"), Signal(name="snan")
-    m.d.comb += [pinf.eq(_any(pinfs)), ninf.eq(_any(ninfs)), nan.eq(_any(nans) | (pinf & ninf))]
-    return s, top, nan, pinf | ninf, ninf
+        m.d.comb += [acc.s.eq(s), acc.s_exp.eq(top)]
+    pinf = Signal(name="pinf")
+    ninf = Signal(name="ninf")
+    m.d.comb += [pinf.eq(0 if not pinfs else _any(pinfs)), ninf.eq(0 if not ninfs else _any(ninfs))]
+    return [acc.s_nan.eq(_any(nans) | (pinf & ninf)), acc.s_inf.eq(pinf | ninf),
+            acc.s_inf_neg.eq(ninf)]
 
 
 def _any(bits):
-    out = Const(0, 1)
-    for v in bits:
+    out = bits[0]
+    for v in bits[1:]:
         out = out | v
     return out
 
