@@ -64,8 +64,11 @@ def main(argv=None) -> int:
     wanted = {corpus._run_id(s) for s in _runs(args)}
     recs = {k: v for k, v in recs.items() if k in wanted}
     n_rtl = sum(r["rtl_match"] is not None for r in recs.values())
+    from flows.synth.metrics import git_revision
+
     note = (f"harness available; {n_rtl} runs have an RTL record (they come from `make test` / "
-            "`make test-full` or `python -m tb.tiles report --rtl`)")
+            "`make test-full` or `python -m tb.tiles report --rtl`); generated at revision "
+            f"`{git_revision()}`")
     REPORTS.mkdir(exist_ok=True)
     (REPORTS / "regression.md").write_text(report.regression_md(recs, note, report.forward_check()))
     print(f"wrote {REPORTS / 'regression.md'} ({len(recs)} runs, "

@@ -124,7 +124,13 @@ def regression_md(recs: dict, rtl_note: str, fwd: dict | None = None) -> str:
     small = [r for r in runs if r["width"] < 32]
     rtl = [r for r in main if r["rtl_match"] is not None]
     rtl_small = [r for r in small if r["rtl_match"] is not None]
-    out = [_HEADER.format(cmd="report"), "# Real-tile regression: all-MiniLM-L6-v2 through the matrix unit\n",
+    out = [_HEADER.format(cmd="report"), "# Real-tile regression: all-MiniLM-L6-v2 through the matrix unit\n"]
+    if len(rtl) < len(main):  # say it first: a partial RTL run must not read as the full regression
+        out.append(f"**Partial run: {len(rtl)} of {len(main)} runs went through the RTL**; the others "
+                   "are checked on the numerics model only (`make test` sends only its quick set "
+                   "through the RTL). The complete RTL regression is `make test-full`, then "
+                   "`python -m tb.tiles report`.\n")
+    out += [
            "Tiles are slices of the real matmuls of all-MiniLM-L6-v2 on real sentences (tb/tiles/), "
            "quantized per tensor with amax scaling; K runs over the whole reduction (several D x D "
            "tiles accumulated in FP32). Every run is bit-exact between `tb/mu/model.py` (the numerics "
