@@ -36,7 +36,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Schedule", "Product", "load_cycles"]
+from hw.formats import BLOCK_FORMATS, get_block_format, get_format
+
+__all__ = ["Schedule", "Product", "load_cycles", "tile_bytes", "knee_feed", "slice_load_cycles",
+           "slice_knee_feed", "slice_macs_per_cycle"]
 
 
 def _positive(name: str, value) -> int:
@@ -280,3 +283,58 @@ class Product:
         ``min(feed * 8 / bits, units * D) * weights_useful / weights_streamed``.
         """
         return self.macs_useful / self.steady_cycles(bits, feed)
+
+
+# -- the slice's weight feed, element rows and (block-scaled formats) scale rows --------------------
+# A weight tile is ``D`` element rows of ``D * b / 8`` bytes and, on a block-scaled format, ``D / B``
+# scale rows of ``D`` one-byte codes per unit (``docs/slice.md``), so a unit consumes
+# ``D * (b + 8/B) / 8`` bytes per cycle when it takes one weight row per cycle (:func:`knee_feed`).
+# The slice's gearbox gives one row per cycle, element or scale, so a tile holds the fork for
+# ``D + D/B`` cycles and the slice's own knee is ``tile_bytes / (D + D/B)`` (:func:`slice_knee_feed`),
+# a factor ``B / (B + 1)`` below the contract's. Per-tensor formats have no scale rows (``D/B = 0``).
+
+
+def _shape(width: int, fmt: str) -> tuple:
+    """``(b, B, D/B)`` of a block-scaled format; ``(b, None, 0)`` of a per-tensor one (no scale rows)."""
+    if fmt not in BLOCK_FORMATS:
+        return get_format(fmt).bits, None, 0
+    bf = get_block_format(fmt)
+    nb = bf.check_width(width)
+    return get_format(bf.element).bits, bf.block, nb
+
+
+def tile_bytes(width: int, fmt: str, units: int = 1) -> int:
+    """HBM bytes of one weight tile per unit, scales included, times ``units``:
+    ``units * (D * D * b / 8 + D * D / B)``."""
+    b, _, nb = _shape(width, fmt)
+    return units * (width * width * b // 8 + nb * width)
+
+
+def knee_feed(width: int, fmt: str, units: int = 1) -> float:
+    """The unit contract's knee: ``units * D * (b + 8/B) / 8`` bytes per cycle (one weight row per
+    cycle per unit, the scales riding along)."""
+    return tile_bytes(width, fmt, units) / width
+
+
+def slice_load_cycles(width: int, fmt: str, feed: float | None = None, units: int = 1) -> float:
+    """Cycles the slice takes to deliver one tile to each of ``units`` units: ``D + D/B`` rows at one
+    per cycle, or the feed's ``tile_bytes / feed`` if that is longer (None: unlimited feed)."""
+    _, _, nb = _shape(width, fmt)
+    rows = width + nb
+    if feed is None:
+        return float(rows)
+    if not feed > 0:
+        raise ValueError(f"feed must be a positive number of bytes per cycle, not {feed!r}")
+    return max(float(rows), tile_bytes(width, fmt, units) / feed)
+
+
+def slice_knee_feed(width: int, fmt: str, units: int = 1) -> float:
+    """The slice's knee: ``tile_bytes / (D + D/B)`` bytes per cycle (rows one per cycle)."""
+    return tile_bytes(width, fmt, units) / slice_load_cycles(width, fmt)
+
+
+def slice_macs_per_cycle(product: Product, fmt: str, feed: float | None = None) -> float:
+    """Useful MACs per cycle of ``product`` on a slice in steady state: the product's schedule with
+    every tile loading in :func:`slice_load_cycles` (scale rows included for block-scaled formats)."""
+    load = slice_load_cycles(product.width, fmt, feed, product.units)
+    return product.macs_useful / product.schedule().steady_cycles(load)

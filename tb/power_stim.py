@@ -22,7 +22,7 @@ Block-scaled formats (``mxfp8_e4m3``, ``mxfp4_e2m1``, ``nvfp4``, ...) take their
 :mod:`tb.tiles.block_tiles` (operands quantized with the block quantizers, blocks along K) and send
 them as the block tile replay does (:func:`tb.tiles.block_rtl.block_program`: per k-tile D ``w``
 beats, D/B ``ws`` beats, the ``x`` beats with their activation scale codes). ``random`` draws the
-element codes as above and the scale codes with :func:`tb.mu.block_stimulus.random_scales` (E8M0
+element codes as above and the scale codes with :func:`tb.mu.stimulus.random_scales` (E8M0
 exponents within +-8 of 1, seed 1); ``zeros`` sends zero codes with unit scales (1.0). The expected
 results come from the block model (:meth:`Program.expected` runs it for these formats).
 
@@ -43,9 +43,9 @@ import numpy as np
 
 from hw.formats import BLOCK_FORMATS, get_block_format
 
-from .mu.block_stimulus import random_scales
 from .mu.model import ElementCodec
 from .mu.program import Program, Tile
+from .mu.stimulus import random_scales
 from .tiles import block_tiles, corpus
 from .tiles.block_rtl import block_program
 from .tiles.replay import beats

@@ -337,14 +337,14 @@ async def block_dots(dut):
     (E8M0) or any UE4M3 code, a few NaN scales and element specials, then scales at the ends of
     their range and across the window's edge; bit-exact against the block model, latency checked,
     every finite result within the contract's bound of the float64 reference."""
-    from .block_stimulus import extreme_block_program, random_block_program
     from .model import error_metrics
+    from .stimulus import extreme_block_program, random_program
 
     tb = await _tb(dut)
     for i, (spread, p_nan) in enumerate(((3, 0.0), (30, 0.01))):
-        prog = random_block_program(WIDTH, FMT, ROWS, seed=SEED + 40 + i, spread=spread,
-                                    p_nan=p_nan, groups=max(1, int(round(2 * SCALE))),
-                                    p_special=0.002 if i else 0.0)
+        prog = random_program(WIDTH, FMT, ROWS, seed=SEED + 40 + i, spread=spread,
+                              p_nan=p_nan, groups=max(1, int(round(2 * SCALE))),
+                              p_special=0.002 if i else 0.0)
         res, expected = await _run_checked(tb, prog, f"block_random_{spread}")
         met = error_metrics(np.array([r[1] for r in res.y]), np.array([e.ref for e in expected]),
                             np.array([e.bound for e in expected]))
@@ -357,7 +357,7 @@ async def block_dots(dut):
 async def block_backpressure(dut):
     """Block-scaled formats: random and bursty pauses on w, ws, x and y (ws running ahead of w and
     behind it): rows neither lost, duplicated nor reordered, counters as observed."""
-    from .block_stimulus import random_block_program
+    from .stimulus import random_program
 
     tb = await _tb(dut)
     patterns = [
@@ -369,9 +369,8 @@ async def block_backpressure(dut):
              y_pause=cycle_pause([0, 1])),
     ]
     for i, pauses in enumerate(patterns):
-        prog = random_block_program(WIDTH, FMT, ROWS, seed=SEED + 50 + i, groups=2,
-                                    tiles_per_group=2, beats_per_tile=max(ROWS, 16),
-                                    p_nan=0.01)
+        prog = random_program(WIDTH, FMT, ROWS, seed=SEED + 50 + i, groups=2,
+                              tiles_per_group=2, beats_per_tile=max(ROWS, 16), p_nan=0.01)
         res, _ = await _run_checked(tb, prog, f"block_backpressure_{i}", **pauses)
         assert res.counters["stall_y"] > 0 or pauses["y_pause"] is None
 

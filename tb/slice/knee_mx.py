@@ -3,9 +3,9 @@
 A slice of two MX units of D = 32 (``mxfp8_e4m3`` and ``mxfp4_e2m1``, beats of twice the units'
 consumption) runs the real MiniLM layer-0 FFN up projection (384 x 1536, M = 1, OCP MX quantized,
 bit-exact against the block model) with the testbench's HBM model limited to ``rate`` times the
-contract's knee ``units * D * (b + 8/B) / 8`` bytes per cycle (:func:`perf.block_feed.knee_feed`).
+contract's knee ``units * D * (b + 8/B) / 8`` bytes per cycle (:func:`perf.contract.knee_feed`).
 Each row gives the measured useful MACs per command cycle, the block feed model
-(:func:`perf.block_feed.block_macs_per_cycle`, scale bytes counted, rows one per cycle) and the
+(:func:`perf.contract.slice_macs_per_cycle`, scale bytes counted, rows one per cycle) and the
 plain model that ignores the scales (:meth:`perf.contract.Product.macs_per_cycle` at ``b`` bits).
 
 Usage: ``python -m tb.slice.knee_mx [--fmts mxfp8_e4m3 mxfp4_e2m1] [--rates 0.9 1.1]``; writes
@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 
 from hw.formats import get_block_format, get_format
-from perf.block_feed import block_macs_per_cycle, knee_feed, slice_knee_feed
-from perf.contract import Product
+from perf.contract import Product, knee_feed, slice_knee_feed, slice_macs_per_cycle
 from tb import sim
 from tb.slice.harness import run_cases
 from tb.slice.knee import SHAPE  # the same MiniLM FFN up tile as the plain knee
@@ -61,7 +60,7 @@ def measure(fmt: str, rates, latency: int = 20) -> list:
                      "feed_bytes_per_cycle": round(case["rate"], 4), "rate_over_knee": rate,
                      "knee_feed": knee, "slice_knee_feed": round(slice_knee_feed(WIDTH, fmt, UNITS), 4),
                      "measured_macs_per_cycle": round(r["macs"][0] / r["cmd_cycles"][0], 4),
-                     "model_macs_per_cycle": round(block_macs_per_cycle(prod, fmt, case["rate"]), 4),
+                     "model_macs_per_cycle": round(slice_macs_per_cycle(prod, fmt, case["rate"]), 4),
                      "model_without_scales": round(prod.macs_per_cycle(bits, case["rate"]), 4)})
     return rows
 

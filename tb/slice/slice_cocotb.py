@@ -150,7 +150,7 @@ def _matmuls(g: SliceGeometry, case: dict, rng) -> list:
         if g.fmt in ("fp8_e4m3", "mxfp8_e4m3") and case.get("numerics", "mu") == "mu":
             shapes = [(_finite_e4m3(x), _finite_e4m3(w)) for x, w in shapes]
         if g.block:   # scale codes: E8M0 within +-10 binades of 1, UE4M3 any non-NaN code
-            from tb.mu.block_stimulus import random_scales
+            from tb.mu.stimulus import random_scales
             B = g.block
             shapes = [(x, w, random_scales(g.fmt, rng, (x.shape[0], -(-x.shape[1] // B)), spread=10),
                        random_scales(g.fmt, rng, (-(-w.shape[0] // B), w.shape[1]), spread=10))

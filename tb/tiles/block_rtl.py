@@ -34,8 +34,8 @@ BLOCK_UNITS = {
 def block_program(tile, rows: int):
     """The :class:`tb.mu.program.Program` of ``tile`` (or of a list of tiles of one format and
     width, one after the other) on a unit with ``rows`` accumulator rows."""
-    from tb.mu.block_stimulus import with_scales
     from tb.mu.program import Program, Tile
+    from tb.mu.stimulus import with_scales
 
     runs = [tile] if isinstance(tile, BlockTile) else list(tile)
     tiles, wss, xss = [], [], []

@@ -1,15 +1,16 @@
-"""The block-scaled feed model (perf.block_feed) against numbers worked out by hand."""
+"""The slice feed model of perf.contract (element rows, and scale rows for block-scaled formats)
+against numbers worked out by hand."""
 
 import pytest
 
-from perf.block_feed import (
-    block_macs_per_cycle,
+from perf.contract import (
+    Product,
     knee_feed,
     slice_knee_feed,
     slice_load_cycles,
+    slice_macs_per_cycle,
     tile_bytes,
 )
-from perf.contract import Product
 
 
 def test_tile_bytes_and_knee_by_hand():
@@ -28,9 +29,9 @@ def test_tile_bytes_and_knee_by_hand():
 def test_macs_per_cycle_by_hand():
     # M = 1, K = N = 64 on one MXFP4 unit of D = 32: 4 tiles, each bound by the feed at 8.5 B/cycle
     p = Product(1, 64, 64, 32)
-    assert block_macs_per_cycle(p, "mxfp4_e2m1", feed=8.5) == pytest.approx(64 * 64 / (4 * 64))
+    assert slice_macs_per_cycle(p, "mxfp4_e2m1", feed=8.5) == pytest.approx(64 * 64 / (4 * 64))
     # unlimited feed: 33 cycles per tile
-    assert block_macs_per_cycle(p, "mxfp4_e2m1") == pytest.approx(64 * 64 / (4 * 33))
+    assert slice_macs_per_cycle(p, "mxfp4_e2m1") == pytest.approx(64 * 64 / (4 * 33))
 
 
 def test_bad_inputs():
@@ -39,4 +40,14 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="16"):
         knee_feed(16, "mxfp8_e4m3")   # MX needs D a multiple of 32
     with pytest.raises(ValueError, match="unknown"):
-        tile_bytes(32, "fp8_e4m3")
+        tile_bytes(32, "fp16_e5m10")   # neither an element nor a block-scaled format
+
+
+def test_per_tensor_formats_have_no_scale_rows():
+    """E4M3 at D = 32: 32 rows of 32 bytes, no scale row; at 16 bytes per cycle a tile takes 64
+    cycles, as the unit contract's load_cycles says."""
+    from perf.contract import load_cycles
+
+    assert tile_bytes(32, "fp8_e4m3") == 1024 and knee_feed(32, "fp8_e4m3") == 32.0
+    assert slice_load_cycles(32, "fp8_e4m3") == 32
+    assert slice_load_cycles(32, "fp8_e4m3", feed=16.0) == 64 == load_cycles(32, 8, feed=16.0)
