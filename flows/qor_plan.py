@@ -11,10 +11,10 @@ whatever the stages.
 """
 
 from hw.designs import ACC_MODES, STUDY_WIDTHS
-from hw.formats import BLOCK_FORMATS, MATRIX_FORMATS
+from hw.formats import BLOCK_FORMATS, MATRIX_FORMATS, get_format
 
 __all__ = ["QOR_ACC_MODES", "QOR_BLOCK_FORMATS", "QOR_FORMATS", "DEFAULT_STAGES", "EXACT_STAGES",
-           "EXACT_GOAL_PS", "EXACT_AREA_GOAL", "qor_stages", "qor_points"]
+           "EXACT_GOAL_PS", "EXACT_AREA_GOAL", "qor_stages", "in_study", "qor_points"]
 
 #: Accumulate modes in the study, the contract's default first.
 QOR_ACC_MODES = ACC_MODES
@@ -50,8 +50,17 @@ def qor_stages(acc: str, fmt: str, width: int) -> int:
     return DEFAULT_STAGES
 
 
+def in_study(acc: str, fmt: str) -> bool:
+    """Whether the study measures format ``fmt`` in mode ``acc``: block formats in ``fp32`` only (the
+    unit takes them in that mode only), integers in ``exact`` only (their dot product is exact, so the
+    mode that keeps it exact is theirs; the unit builds them in ``fp32`` too, with its own tests)."""
+    if fmt in BLOCK_FORMATS:
+        return acc == "fp32"
+    return acc == "exact" or not get_format(fmt).is_integer
+
+
 def qor_points(widths=STUDY_WIDTHS, formats=QOR_FORMATS, modes=QOR_ACC_MODES) -> list:
-    """The study's matrix-unit points as ``(acc, width, fmt, stages)``, smallest width first (block
-    formats in the ``fp32`` mode only)."""
+    """The study's matrix-unit points as ``(acc, width, fmt, stages)``, smallest width first (which
+    modes a format is measured in: :func:`in_study`)."""
     return [(acc, d, f, qor_stages(acc, f, d)) for d in sorted(widths) for acc in modes
-            for f in formats if acc == "fp32" or f not in BLOCK_FORMATS]
+            for f in formats if in_study(acc, f)]

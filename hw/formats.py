@@ -232,6 +232,17 @@ class FloatFormat:
         return (1 << (self.bits - 1)) if self.signed else 0
 
     @property
+    def is_integer(self) -> bool:
+        """A two's-complement integer row (:class:`IntFormat`), not a floating-point one."""
+        return False
+
+    @property
+    def lsb(self) -> int:
+        """Exponent of the smallest step of the format: every finite value is an integer multiple
+        of ``2**lsb`` (the smallest subnormal; 0 for an integer format)."""
+        return self.emin - self.man_bits
+
+    @property
     def is_binary32(self) -> bool:
         """The format is IEEE binary32 itself (float32 inputs encode to their own bits)."""
         return (self.exp_bits, self.man_bits, self.bias, self.specials) == (8, 23, 127, Specials.IEEE)
@@ -344,10 +355,104 @@ class FloatFormat:
             mag = np.where(is_nan, self.nan_code, mag)
         return ((sign << (self.bits - 1)) | mag).astype(np.int64)
 
+    def negate(self, codes) -> np.ndarray:
+        """Codes of the negated values (the sign bit flipped)."""
+        return self._codes(codes) ^ self.sign_bit
+
+    def integers(self, codes) -> np.ndarray:
+        """Exact signed integers ``n`` with value ``n * 2**lsb`` per code (0 for Inf and NaN codes)."""
+        sign, exp, man = self.fields(codes)
+        cls = self.classify(codes)
+        hidden = np.where((exp == 0) & self.has_subnormals, 0, 1 << self.man_bits)
+        mag = (hidden + man) << np.maximum(exp - 1 if self.has_subnormals else exp, 0)
+        finite = (cls != INF) & (cls != NAN)
+        return np.where(finite, np.where(sign == 1, -mag, mag), 0).astype(np.int64)
+
     def to_ml(self, codes) -> np.ndarray:
         """View codes as the ``ml_dtypes`` array (for cross-checks; sub-byte formats in a byte)."""
         storage = np.uint16 if self.bits == 16 else (np.uint32 if self.bits == 32 else np.uint8)
         return self._codes(codes).astype(storage).view(self.ml_dtype)
+
+
+@dataclass(frozen=True)
+class IntFormat(FloatFormat):
+    """A two's-complement integer element format (INT8, INT4): every code is a finite integer.
+
+    As a row of the table it is the fixed-point corner of a float: no exponent field, one binade,
+    so the value of a code is its integer ``n = sig * 2**(e - man_bits)`` with ``e = emin = emax =
+    man_bits`` and ``|n| <= 2**(bits-1)``; the generators' widths (:mod:`hw.mu.numerics`) follow from
+    that. The encoding differs from a sign-magnitude float: ``fields`` gives (sign bit, 0, the low
+    bits), and :meth:`integers` / :meth:`decode` read the code as two's complement. No Inf, NaN or
+    subnormals; :meth:`encode` rounds to nearest, ties to even, and saturates to
+    ``[-2**(bits-1), 2**(bits-1) - 1]`` (NaN is an error). Build rows with :meth:`row`.
+    """
+
+    @classmethod
+    def row(cls, name: str, bits: int, ml_dtype, *, matrix: bool = True) -> "IntFormat":
+        """An integer row of ``bits`` bits (``ml_dtype``: the numpy / ``ml_dtypes`` integer type)."""
+        return cls(name, 0, bits - 1, 2 - bits, True, Specials.NONE, Overflow.SATURATE, ml_dtype,
+                   matrix=matrix)
+
+    @property
+    def is_integer(self) -> bool:
+        return True
+
+    @property
+    def emin(self) -> int:
+        return self.man_bits
+
+    @property
+    def emax(self) -> int:
+        return self.man_bits
+
+    @property
+    def has_subnormals(self) -> bool:
+        return False
+
+    @property
+    def max_code(self) -> int:
+        return (1 << self.man_bits) - 1
+
+    @property
+    def min_int(self) -> int:
+        """The most negative value, ``-2**(bits-1)`` (its magnitude is one above :attr:`max_finite`)."""
+        return -(1 << self.man_bits)
+
+    def integers(self, codes) -> np.ndarray:
+        c = self._codes(codes)
+        return np.where(c >= 1 << self.man_bits, c - (1 << self.bits), c).astype(np.int64)
+
+    def negate(self, codes) -> np.ndarray:
+        """Codes of the negated values (two's complement).
+
+        Raises
+        ------
+        ValueError
+            For the most negative code, whose negation is out of range.
+        """
+        n = self.integers(codes)
+        if (n == self.min_int).any():
+            raise ValueError(f"{self.name}: {self.min_int} has no negation in range; "
+                             "leave the most negative code out")
+        return (-n) & ((1 << self.bits) - 1)
+
+    def classify(self, codes) -> np.ndarray:
+        return np.where(self._codes(codes) == 0, ZERO, NORMAL).astype(np.int8)
+
+    def decode(self, codes) -> np.ndarray:
+        return self.integers(codes).astype(np.float64)
+
+    def encode(self, values) -> np.ndarray:
+        x = np.asarray(values, dtype=np.float32).astype(np.float64)
+        if np.isnan(x).any():
+            raise ValueError(f"{self.name} has no NaN: cannot encode NaN inputs; "
+                             "clean the data or pick a format with NaN")
+        n = np.clip(np.rint(x), self.min_int, self.max_code).astype(np.int64)  # rint: ties to even
+        return n & ((1 << self.bits) - 1)
+
+    def to_ml(self, codes) -> np.ndarray:
+        """View codes as the numpy / ``ml_dtypes`` integer array (INT4 in the low half of a byte)."""
+        return self._codes(codes).astype(np.uint8).view(self.ml_dtype)
 
 
 _S, _O = Specials, Overflow
@@ -362,6 +467,8 @@ FORMATS: dict[str, FloatFormat] = {
                     matrix=True),
         FloatFormat("fp6_e2m3", 2, 3, 1, True, _S.NONE, _O.SATURATE, ml_dtypes.float6_e2m3fn,
                     matrix=True),
+        IntFormat.row("int8", 8, np.int8),
+        IntFormat.row("int4", 4, ml_dtypes.int4),
         FloatFormat("bf16", 8, 7, 127, True, _S.IEEE, _O.INF, ml_dtypes.bfloat16),
         FloatFormat("fp32", 8, 23, 127, True, _S.IEEE, _O.INF, np.float32),
         FloatFormat("e8m0", 8, 0, 127, False, _S.E8M0, _O.NAN, ml_dtypes.float8_e8m0fnu,

@@ -52,6 +52,8 @@ def _points() -> dict:
                     why = f"{fmt} has no NaN code"
                 if cls == "inf" and not f.has_inf:
                     why = f"{fmt} has no Inf code"
+                if cls == "subnormal" and not f.has_subnormals:
+                    why = f"{fmt} has no subnormals"
                 p[f"operand.{fmt}.{pos}.{cls}"] = ("operands", f"a {cls} {pos} operand reaches a lane", why)
         special = None if f.has_inf else f"{fmt} has no Inf code"
         p[f"special.{fmt}.inf_times_zero"] = ("specials", "Inf x 0 in a product (NaN)", special)

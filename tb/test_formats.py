@@ -8,7 +8,8 @@ from hw.formats import CLASSES, FORMATS, MATRIX_FORMATS, FloatFormat, Overflow, 
 
 pytestmark = pytest.mark.quick
 
-SMALL = [f for f in FORMATS.values() if f.bits <= 16]
+SMALL = [f for f in FORMATS.values() if f.bits <= 16 and not f.is_integer]
+INTS = [f for f in FORMATS.values() if f.is_integer]
 
 
 def _same(x, y):
@@ -75,7 +76,7 @@ def test_encode_matches_ml_dtypes(fmt):
     assert bad.size == 0, f"{fmt.name}: encode({x[bad[0]]!r}) = {got[bad[0]]}, ml_dtypes {want[bad[0]]}"
 
 
-NO_NAN = [f for f in FORMATS.values() if not f.has_nan]
+NO_NAN = [f for f in FORMATS.values() if not f.has_nan and not f.is_integer]
 
 
 @pytest.mark.parametrize("fmt", NO_NAN, ids=lambda f: f.name)
@@ -116,6 +117,8 @@ def test_matrix_formats_come_from_the_table():
     fmt_option = next(o for o in get_design("mu").options if o.name == "fmt")
     assert set(MATRIX_FORMATS) <= set(fmt_option.choices)
     for name in MATRIX_FORMATS:
+        if get_format(name).is_integer:
+            continue  # test_integer_rows
         f, fi = get_format(name), ml_dtypes.finfo(FORMATS[name].ml_dtype)
         assert (f.bits, f.exp_bits, f.man_bits) == (fi.bits, fi.nexp, fi.nmant), name
         assert f.decode(np.array([1 << f.man_bits]))[0] == float(fi.smallest_normal) == 2.0 ** (1 - f.bias)
@@ -124,6 +127,28 @@ def test_matrix_formats_come_from_the_table():
     for name in set(SPEC) & set(MATRIX_FORMATS):
         f = get_format(name)
         assert (f.bias, f.max_finite, f.decode(np.array([1]))[0]) == SPEC[name], name
+
+
+@pytest.mark.parametrize("fmt", INTS, ids=lambda f: f.name)
+def test_integer_rows(fmt):
+    """An integer row against numpy / ``ml_dtypes``: every code read as two's complement, the range
+    of ``iinfo``, no special classes, and encoding as Python's round-half-even with saturation."""
+    codes = np.arange(1 << fmt.bits)
+    want = codes.astype(np.uint8).view(fmt.ml_dtype).astype(np.int64)  # sign-extends INT4's nibble
+    assert np.array_equal(fmt.integers(codes), want)
+    assert np.array_equal(fmt.decode(codes), want.astype(np.float64))
+    ii = ml_dtypes.iinfo(fmt.ml_dtype)
+    assert (fmt.bits, fmt.max_finite, fmt.min_int, fmt.lsb) == (ii.bits, ii.max, ii.min, 0)
+    assert np.array_equal(fmt.classify(codes), np.where(want == 0, CLASSES.index("zero"),
+                                                        CLASSES.index("normal")))
+    rng = np.random.default_rng(5)
+    x = np.r_[np.arange(-2 * ii.max - 3, 2 * ii.max + 4) / 2.0, rng.normal(0, ii.max, 2000),
+              [1e30, -1e30, np.inf, -np.inf, -0.0, 0.5000001, -0.4999999]].astype(np.float32)
+    ref = [max(ii.min, min(ii.max, round(float(v)))) if np.isfinite(v) else (ii.max if v > 0 else ii.min)
+           for v in x]
+    assert fmt.integers(fmt.encode(x)).tolist() == ref
+    with pytest.raises(ValueError, match="no NaN"):
+        fmt.encode(np.float32([np.nan]))
 
 
 def test_bad_rules_are_rejected():

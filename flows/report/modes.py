@@ -12,7 +12,10 @@ from ..qor_plan import EXACT_AREA_GOAL, EXACT_GOAL_PS, QOR_ACC_MODES, qor_stages
 from .common import NOT_MEASURED, WIDTHS, Point, measured_formats, sig
 from .common import fmt_value as fv
 
-__all__ = ["modes_section", "path_location"]
+__all__ = ["modes_section", "path_location", "int_section", "INT_PAIRS"]
+
+#: (float format, integer format) pairs of the integer comparison: the same operand width.
+INT_PAIRS = (("fp8_e4m3", "int8"), ("fp4_e2m1", "int4"))
 
 _WORST = re.compile(r"^worst path: (\S+)\s+(.*)$", re.MULTILINE)
 _BLOCK = re.compile(r"\((mu_[a-z0-9_]+)\)")
@@ -75,4 +78,29 @@ def modes_section(grids: dict) -> list[str]:
             g = grids.get(acc, {})
             L.append(f"| {acc} | {fmt} | " + " | ".join(
                 sig(g[(d, fmt)].get(FMAX)) if (d, fmt) in g else NOT_MEASURED for d in WIDTHS) + " |")
+    return L + [""]
+
+
+def int_section(grids: dict, acc: str = "exact") -> list[str]:
+    """Markdown lines: each float format against the integer format of its width (:data:`INT_PAIRS`)
+    in mode ``acc``, per D: area per MAC, the float / integer area ratio, critical paths."""
+    g = grids.get(acc, {})
+    L = [f"## Floats against integers of the same width (`{acc}` mode)", "",
+         "The unit built on INT8 and INT4 (two's complement, the same lanes, tree and exact "
+         "accumulator; the lane is a signed multiplier) beside FP8 E4M3 and FP4 E2M1 at the same D, "
+         "mode and flow: one row of D x D MACs per cycle in every format, so area per MAC compares "
+         "equal throughput at equal clock. INT8 is what Gemmini, the TPU v1 and NVDLA compute.", "",
+         "| D | float | integer | float area / MAC (um^2) | integer area / MAC (um^2) | "
+         "float / integer area | float path (ps) | integer path (ps) | float / integer path |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    for fl, it in INT_PAIRS:
+        for d in WIDTHS:
+            pf, pi = g.get((d, fl)), g.get((d, it))
+            af = pf.get(AREA) / (d * d) if pf is not None and pf.get(AREA) else None
+            ai = pi.get(AREA) / (d * d) if pi is not None and pi.get(AREA) else None
+            tf = pf.get(CP_PS) if pf is not None else None
+            ti = pi.get(CP_PS) if pi is not None else None
+            L.append(f"| {d} | {fl} | {it} | {fv(af, 1)} | {fv(ai, 1)} | "
+                     f"{f'{af / ai:.3f}' if af and ai else NOT_MEASURED} | {fv(tf)} | {fv(ti)} | "
+                     f"{f'{tf / ti:.3f}' if tf and ti else NOT_MEASURED} |")
     return L + [""]

@@ -6,6 +6,10 @@ negative, with ``neg`` = the product's sign. The tree then adds ``neg`` once at 
 every ones' complement into the two's complement without an incrementer per lane (see
 :mod:`hw.mu.tree`). A zero product with ``neg = 1`` gives ``t = 2**P - 1`` plus 1: zero again.
 
+An integer format (INT8, INT4) hands over the two's-complement product instead: ``t`` its low P
+bits and ``neg`` its sign bit (:attr:`hw.mu.numerics.DotWidths.ones_complement` is False), so a lane
+is a plain signed multiplier and the tree adds nothing at the LSB.
+
 Specials (only ports the format needs exist): ``nan`` is set for a NaN operand or Inf x 0, ``inf``
 for an infinite product (E5M2 Inf x nonzero finite); ``t`` is then meaningless.
 """
@@ -13,7 +17,7 @@ for an infinite product (E5M2 Inf x nonzero finite); ``t`` is then meaningless.
 from dataclasses import dataclass
 from typing import ClassVar
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -67,7 +71,8 @@ class Lane(wiring.Component):
     x, w : In(fmt.bits)
         The operand codes.
     t : Out(P)
-        Product magnitude in LSBs of ``2**lsb_exp``, bitwise inverted when ``neg``.
+        Product magnitude in LSBs of ``2**lsb_exp``, bitwise inverted when ``neg`` (integer
+        formats: the low P bits of the two's-complement product).
     neg : Out(1)
         Sign of the product (``x.sign ^ w.sign``).
     nan : Out(1)
@@ -102,6 +107,11 @@ class Lane(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         dw, f = self._dw, self._dw.fmt
+        if not dw.ones_complement:  # integers: the signed product, its sign bit is neg
+            prod = Signal(signed(dw.prod_bits + 1))
+            m.d.comb += [prod.eq(self.x.as_signed() * self.w.as_signed()),
+                         self.t.eq(prod[:dw.prod_bits]), self.neg.eq(prod[-1])]
+            return m
         xs, xsig, xoff, xzero, xinf, xnan = decode_element(m, self.x, f, name="x")
         ws, wsig, woff, wzero, winf, wnan = decode_element(m, self.w, f, name="w")
         prod = Signal(dw.prod_sig_bits)

@@ -5,6 +5,10 @@ included, 0 for subnormals) and ``e`` in ``[f.emin, f.emax]``. A product of two 
 ``(sig_a * sig_b) * 2**(e_a + e_b - 2m)``: an integer of at most ``2m + 2`` bits shifted left by
 ``(e_a - emin) + (e_b - emin)`` above the fixed LSB ``2**(2 emin - 2m)``. Every product, and so every
 D-term sum, is an exact integer multiple of that LSB; :class:`DotWidths` gives the widths.
+
+An integer format (:class:`hw.formats.IntFormat`: INT8, INT4) is the case of one binade: ``m = b - 1``,
+``e = emin = emax = m``, so an element is its two's-complement integer (``|n| <= 2**(b-1)``), the
+shift is 0, the LSB is ``2**0`` and a product is below ``2**(2b-2)`` in magnitude: ``2b - 1`` bits.
 """
 
 from dataclasses import dataclass
@@ -34,7 +38,7 @@ class DotWidths:
     sig_bits : int
         ``m + 1``: element significand with the hidden bit.
     prod_sig_bits : int
-        ``2m + 2``: bits of ``sig_a * sig_b``.
+        ``2m + 2``: bits of ``sig_a * sig_b`` (``2b - 1`` for a b-bit integer format).
     shift_max : int
         ``2 (emax - emin)``: largest left shift of a product significand above the LSB.
     lsb_exp : int
@@ -54,7 +58,16 @@ class DotWidths:
 
     @property
     def prod_sig_bits(self) -> int:
+        if self.fmt.is_integer:  # |product| <= 2**(2b-2): (-2**(b-1))**2 is the largest
+            return 2 * self.sig_bits - 1
         return 2 * self.sig_bits  # (m+1) x (m+1) multiply
+
+    @property
+    def ones_complement(self) -> bool:
+        """Lanes hand the tree a negative product as the ones' complement of its magnitude and the
+        tree adds the sign at the LSB (sign-magnitude floats); an integer format's lane hands over
+        the two's-complement product itself (:mod:`hw.mu.lane`, :mod:`hw.mu.tree`)."""
+        return not self.fmt.is_integer
 
     @property
     def shift_max(self) -> int:

@@ -6,7 +6,10 @@ and its sign ``neg_i``. Written as a (P+1)-bit two's-complement number, lane i c
 to W bits is replaced by the usual constant trick: ``-neg * 2**P = (1 - neg) * 2**P - 2**P``, so lane
 i puts ``~neg_i`` in column P and the D constants ``-2**P`` add up to ``-D * 2**P = 2**(W-1)``
 modulo ``2**W`` (W = P + log2 D + 1): a single constant 1 in the top column. The bit columns then
-hold D bits (columns 1..P), 2D bits (column 0: ``t`` and ``neg``) and one constant bit.
+hold D bits (columns 1..P), 2D bits (column 0: ``t`` and ``neg``) and one constant bit. An integer
+format's lanes hand over the two's-complement product (``t`` its low bits, ``neg`` its sign): nothing
+is added at the LSB, column 0 holds D bits, and the Dadda stages planned for 2D (the first is then
+empty at some D) keep the pipeline placement of the float formats.
 
 Dadda stages of full and half adders reduce every column to two rows; a Sklansky prefix adder
 (:func:`hw.fp.booth.prefix_add`) adds them. Pipeline registers (enabled by ``en``) go where the
@@ -222,7 +225,8 @@ class Tree(wiring.Component):
         for i in range(D):
             for k in range(P):
                 cols[k].append(self.t[i * P + k])
-            cols[0].append(self.neg[i])  # ones' -> two's complement
+            if dw.ones_complement:
+                cols[0].append(self.neg[i])  # ones' -> two's complement
             cols[P].append(~self.neg[i])  # sign bit, sign extension folded into the constant
         if not self._cs:
             cols[W - 1].append(Const(1, 1))  # -D * 2^P mod 2^W
@@ -256,7 +260,8 @@ class Tree(wiring.Component):
         for i in range(D):
             v = Signal(signed(P + 2), name=f"op{i}")
             # (P+1)-bit two's complement t - neg*2^P, plus neg: the lane's exact signed product
-            m.d.comb += v.eq(Cat(self.t[i * P:(i + 1) * P], self.neg[i]).as_signed() + self.neg[i])
+            tc = Cat(self.t[i * P:(i + 1) * P], self.neg[i]).as_signed()
+            m.d.comb += v.eq(tc + self.neg[i] if self._dw.ones_complement else tc)
             ops.append(v)
         levels = D.bit_length() - 1
         n = tree_levels(D)

@@ -117,8 +117,9 @@ def fp32_to_float(bits) -> np.ndarray:
 class ElementCodec:
     """Integer view of one element format.
 
-    Every finite code is ``n * 2**lsb`` with ``lsb = emin - man_bits`` (the smallest subnormal) and
-    ``|n| < 2**(man_bits + 1 + emax - emin)``.
+    Every finite code is ``n * 2**lsb`` with ``lsb = emin - man_bits`` (the smallest subnormal; 0 for
+    an integer format) and ``|n| <= 2**(man_bits + 1 + emax - emin)``
+    (:meth:`hw.formats.FloatFormat.integers`).
 
     Parameters
     ----------
@@ -136,15 +137,14 @@ class ElementCodec:
             raise ValueError(f"fmt must be one of {', '.join(MATRIX_FORMATS)}, not {fmt!r}")
         self.fmt = get_format(fmt)
         f = self.fmt
-        self.lsb = f.emin - f.man_bits
+        self.lsb = f.lsb
         codes = np.arange(1 << f.bits)
-        sign, exp, man = f.fields(codes)
+        sign = f.fields(codes)[0]
         cls = f.classify(codes)
-        mag = np.where(exp == 0, man, man | (1 << f.man_bits)) << np.maximum(exp - 1, 0)
         self.is_nan = cls == CLASSES.index("nan")
         self.is_inf = cls == CLASSES.index("inf")
         finite = ~(self.is_nan | self.is_inf)
-        self.ints = np.where(finite, np.where(sign == 1, -mag, mag), 0).astype(np.int64)
+        self.ints = f.integers(codes)  # two's complement for an integer row, else sign-magnitude
         self.neg = sign == 1
         self.is_zero = cls == CLASSES.index("zero")
         self.max_int = int(np.abs(self.ints).max())

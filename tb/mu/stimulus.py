@@ -29,7 +29,20 @@ def _finite(codec) -> np.ndarray:
 
 
 def _neg(codec, codes):
-    return np.asarray(codes) ^ codec.fmt.sign_bit
+    return codec.fmt.negate(codes)
+
+
+def _negatable(codec, codes) -> np.ndarray:
+    """``codes`` without any whose negation is out of range (an integer format's most negative)."""
+    return codes[codec.ints[codes] != -codec.max_int] if codec.fmt.is_integer else codes
+
+
+def _smallest(codec, n: int = 3) -> np.ndarray:
+    """Codes of the ``n`` smallest positive values, then of their negations."""
+    fin = _finite(codec)
+    pos = fin[codec.ints[fin] > 0]
+    pos = pos[np.argsort(codec.ints[pos], kind="stable")][:n]
+    return np.concatenate([pos, _neg(codec, pos)])
 
 
 def every_product(width: int, fmt: str, rows: int = 1) -> Program:
@@ -137,7 +150,7 @@ def cancellation(width: int, fmt: str, rows: int = 1, seed: int = 1, beats: int 
     previous beat's S (the residue is that beat's rounding error)."""
     rng = np.random.default_rng(seed)
     codec = _codec(fmt)
-    fin = _finite(codec)
+    fin = _negatable(codec, _finite(codec))
     w = rng.choice(fin, size=(width, width))
     w[1::2] = w[0::2]
     x = rng.choice(fin, size=(beats, width))
@@ -161,7 +174,7 @@ def max_magnitude(width: int, fmt: str, rows: int = 1, seed: int = 2, beats: int
     codec = _codec(fmt)
     mx = codec.fmt.max_code
     w = np.full((width, width), mx, dtype=np.int64)
-    w[:, 1::3] |= codec.fmt.sign_bit
+    w[:, 1::3] = _neg(codec, w[:, 1::3])
     x = np.full((beats, width), mx, dtype=np.int64)
     x[beats // 2:] = np.where(rng.random((beats - beats // 2, width)) < 0.5, mx, 1)
     first = np.zeros(beats, dtype=bool)
@@ -229,8 +242,8 @@ def subnormals(width: int, fmt: str, rows: int = 1, seed: int = 4, beats: int = 
     rng = np.random.default_rng(seed)
     codec = _codec(fmt)
     mb = codec.fmt.man_bits
-    small = np.arange(1, (2 << mb) + 1)                      # subnormals and the first normals
-    small = np.concatenate([small, small | codec.fmt.sign_bit])
+    small = np.arange(1, min(2 << mb, codec.fmt.max_code) + 1)  # subnormals and the first normals
+    small = np.concatenate([small, _neg(codec, small)])
     w = rng.choice(small, size=(width, width))
     x = rng.choice(small, size=(beats, width))
     x[beats // 2, :] = codec.fmt.max_code                     # a large sum, then tiny ones added
@@ -250,7 +263,7 @@ def two_scale(width: int, fmt: str, rows: int = 1, seed: int = 5, beats: int = 6
         e = np.where(rng.random(shape) < 0.5, rng.integers(top - 1, top + 1, shape),
                      rng.integers(0, 3, shape))
         c = (e << mb) | rng.integers(0, 1 << mb, shape)
-        c = np.minimum(c, codec.fmt.max_code)
+        c = np.clip(c, 0, codec.fmt.max_code)  # integers: one binade, e = -1 clamps to 0
         return c | np.where(rng.random(shape) < 0.3, codec.fmt.sign_bit, 0)
     w = pick((width, width))
     x = pick((beats, width))
@@ -297,8 +310,8 @@ def long_cancellation(width: int, fmt: str, rows: int = 1, beats: int = 3000, se
     codec = _codec(fmt)
     fin = _finite(codec)
     mag = np.abs(codec.value(fin))
-    big = fin[mag >= np.median(mag[mag > 0])]
-    small = np.concatenate([np.arange(1, 4), np.arange(1, 4) | codec.fmt.sign_bit])
+    big = _negatable(codec, fin[mag >= np.median(mag[mag > 0])])
+    small = _smallest(codec)
     w = rng.choice(fin, size=(width, width))
     per_row = max(3, beats // rows) | 1           # odd: pairs plus the residue beat
     seqs, residues = [], []

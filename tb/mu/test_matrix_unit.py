@@ -48,6 +48,10 @@ BUILDS = [
     pytest.param(64, "fp8_e5m2", 1, ["every_product"] + CORE, marks=full, id="w64-e5m2"),
     pytest.param(128, "fp8_e5m2", 2, CORE, marks=full, id="w128-e5m2-r2"),
     pytest.param(16, "fp6_e3m2", 2, CORE, marks=full, id="w16-e3m2-r2"),
+    # integers in the fp32 mode: the D = 8 builds also carry their real-tile smoke runs
+    pytest.param(8, "int8", 2, ["every_product"] + CORE, marks=quick, id="w8-int8-r2"),
+    pytest.param(8, "int4", 2, ["every_product"] + CORE, marks=quick, id="w8-int4-r2"),
+    pytest.param(64, "int4", 4, CORE, marks=full, id="w64-int4-r4"),
     pytest.param(64, "fp6_e3m2", 16, CORE, marks=full, id="w64-e3m2-r16"),
     pytest.param(64, "fp6_e2m3", 4, ["every_product"] + CORE, marks=full, id="w64-e2m3-r4"),
     pytest.param(128, "fp6_e3m2", 2, CORE, marks=full, id="w128-e3m2-r2"),
@@ -71,6 +75,16 @@ EXACT_BUILDS = [
     pytest.param(16, "fp6_e3m2", 2, CORE, "exact", None, marks=full, id="w16-e3m2-r2-xacc"),
     pytest.param(16, "fp6_e2m3", 2, ["long_accumulation"] + CORE, "exact", None, marks=full,
                  id="w16-e2m3-r2-xacc"),
+    # integers (two's complement, the exact mode is their mode): every product at D = 8 in the
+    # quick set, D = 16..128 and the fp32 mode in full
+    pytest.param(8, "int8", 1, ["every_product", "long_accumulation"] + CORE, "exact", None,
+                 marks=quick, id="w8-int8-xacc"),
+    pytest.param(8, "int4", 2, ["every_product", "long_accumulation"] + CORE, "exact", None,
+                 marks=full, id="w8-int4-r2-xacc"),
+    pytest.param(16, "int8", 2, CORE, "exact", None, marks=full, id="w16-int8-r2-xacc"),
+    pytest.param(32, "int8", 16, CORE, "exact", None, marks=full, id="w32-int8-r16-xacc"),
+    pytest.param(32, "int4", 16, CORE, "exact", None, marks=full, id="w32-int4-r16-xacc"),
+    pytest.param(64, "int8", 4, CORE, "exact", None, marks=full, id="w64-int8-r4-xacc"),
     # shared with the real-tile run in the exact mode (tb/tiles/test_regression.py)
     pytest.param(32, "fp8_e4m3", 16, CORE, "exact", None, marks=quick, id="w32-e4m3-r16-xacc"),
     pytest.param(64, "fp8_e5m2", 16, CORE, "exact", None, marks=full, id="w64-e5m2-r16-xacc"),
@@ -103,6 +117,10 @@ WORDS_BUILDS = [
                  id="w64-e4m3-r16-twords-xacc"),
     pytest.param(128, "fp8_e4m3", 16, CORE, "exact", None, marks=quick,
                  id="w128-e4m3-r16-twords-xacc"),
+    pytest.param(128, "int8", 16, ["random_dots", "throughput"], "exact", None, marks=full,
+                 id="w128-int8-r16-twords-xacc"),
+    pytest.param(128, "int4", 16, ["random_dots", "throughput"], "exact", None, marks=full,
+                 id="w128-int4-r16-twords-xacc"),
     # MX at D = 64: two blocks per beat, so scales spread over more binades than the window holds
     # and NaN scales (block_dots) reach the window. E4M3 in the quick set (the build the block
     # real-tile regression uses), the other MX element formats in the full set.

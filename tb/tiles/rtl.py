@@ -40,6 +40,8 @@ UNITS = {
     (32, "fp6_e2m3"): (16, "", None),        # tb/mu quick w32-e2m3-r16
     (64, "fp6_e3m2"): (16, "", None),        # tb/mu full w64-e3m2-r16
     (128, "fp6_e2m3"): (16, "", None),       # tb/mu full w128-e2m3-r16 (Dadda at D = 128)
+    (8, "int8"): (2, "", None),              # tb/mu quick w8-int8-r2
+    (8, "int4"): (2, "", None),              # tb/mu quick w8-int4-r2
 }
 
 
