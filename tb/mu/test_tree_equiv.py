@@ -116,12 +116,14 @@ def test_dadda_schedule_preserves_sum(fmt, width):
     D = width
     dw = dot_widths(fmt, D)
     P, W = dw.prod_bits, dw.sum_bits
-    # the columns Tree.elaborate builds: t bits, neg at 0, ~neg at P, the constant at W - 1
+    # the columns Tree.elaborate builds: t bits, neg at 0 (sign-magnitude formats), ~neg at P, the
+    # constant at W - 1
     cols = [[] for _ in range(W)]
     for i in range(D):
         for k in range(P):
             cols[k].append(Signal(name=f"t{i}_{k}"))
-        cols[0].append(Signal(name=f"neg{i}"))
+        if dw.ones_complement:
+            cols[0].append(Signal(name=f"neg{i}"))
         cols[P].append(Signal(name=f"nneg{i}"))
     cols[W - 1].append(Signal(name="one"))
     cells = 0

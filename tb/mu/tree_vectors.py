@@ -1,11 +1,11 @@
 """Lane-output vectors for the column tree (:class:`hw.mu.tree.Tree`) and their exact sums.
 
 A vector is what the D lanes of one column hand the tree in one cycle: per lane a ones' complement
-magnitude ``t`` (P bits), its sign ``neg`` and the ``nan``/``inf`` flags, as the lane contract of
-:mod:`hw.mu.lane` defines them. Products are computed here from element codes decoded by
-``ml_dtypes`` and multiplied in float64 (exact for these formats), not by the design's lane or the
-bit-true model. :func:`exact_sum` is the reference: the tree's ``s`` is the exact sum of the lanes'
-signed values modulo ``2**W``.
+magnitude ``t`` (P bits; an integer format: the two's-complement product's low bits), its sign
+``neg`` and the ``nan``/``inf`` flags, as the lane contract of :mod:`hw.mu.lane` defines them.
+Products are computed here from element codes decoded by ``ml_dtypes`` and multiplied in float64
+(exact for these formats), not by the design's lane or the bit-true model. :func:`exact_sum` is
+the reference: the tree's ``s`` is the exact sum of the lanes' signed values modulo ``2**W``.
 
 Classes (:data:`CLASSES`), chosen per vector:
 
@@ -76,20 +76,26 @@ def lane_vectors(fmt: str, width: int, n: int, cls: str, seed: int = 0) -> dict:
         return {"t": t, "neg": flags[0], "nan": flags[1] & (f.has_nan or f.has_inf),
                 "inf": flags[2] & f.has_inf}
     sign_bit = 1 << (f.bits - 1)
+
+    def negated(codes, where):  # the sign flipped (integers: negated, -2**(b-1) saturating)
+        if f.is_integer:
+            return np.where(where, f.encode(-f.decode(codes)), codes)
+        return codes | (where * sign_bit)
+
     if cls in ("all_max", "alternating"):
         x = _codes(f, rng, (n, D), "max")
         w = _codes(f, rng, (n, D), "max")
         if cls == "all_max":
-            x = x | (rng.integers(0, 2, (n, 1)) * sign_bit)
+            x = negated(x, rng.integers(0, 2, (n, 1)))
         else:
-            x = x | ((np.arange(D) % 2) * sign_bit)[None, :]
+            x = negated(x, (np.arange(D) % 2)[None, :])
     elif cls == "tiny":
         x, w = _codes(f, rng, (n, D), "tiny"), _codes(f, rng, (n, D), "random")
     else:
         x, w = _codes(f, rng, (n, D), "random"), _codes(f, rng, (n, D), "random")
         if cls == "cancel":
             h = D // 2
-            x[:, h:], w[:, h:] = x[:, :h] ^ sign_bit, w[:, :h]
+            x[:, h:], w[:, h:] = negated(x[:, :h], 1) if f.is_integer else x[:, :h] ^ sign_bit, w[:, :h]
             x[:, -1] = _codes(f, rng, (n,), "tiny")
         elif cls == "specials":
             specials = [c for c in (f.nan_code, f.inf_code if f.has_inf else None) if c is not None]
@@ -101,18 +107,20 @@ def lane_vectors(fmt: str, width: int, n: int, cls: str, seed: int = 0) -> dict:
         p = a * b
     nan = np.isnan(p)
     inf = np.isinf(p)
-    neg = np.signbit(a) ^ np.signbit(b)
+    # integers: the two's-complement product (neg its sign bit, so 0 for a zero product)
+    neg = np.signbit(a) ^ np.signbit(b) if dw.ones_complement else p < 0
     mag = np.where(np.isfinite(p), np.abs(p), 0.0) * 2.0 ** -dw.lsb_exp
     assert (mag == np.floor(mag)).all() and (mag < 2.0 ** P).all(), "product off the tree's grid"
     # float64 holds these products exactly; the magnitude needs at most P <= 64 bits
     hi, lo = np.floor(mag / 2.0 ** 32), np.mod(mag, 2.0 ** 32)
     m = (hi.astype(np.uint64) << np.uint64(32)) | lo.astype(np.uint64)
-    t = np.where(neg, ~m & mask, m)
+    t = np.where(neg, (~m + np.uint64(not dw.ones_complement)) & mask, m)
     return {"t": t, "neg": neg, "nan": nan, "inf": inf}
 
 
 def exact_sum(fmt: str, width: int, vec: dict) -> np.ndarray:
-    """The tree's ``s`` for each vector: ``sum_i (t_i - neg_i * (2**P - 1))`` modulo ``2**W``.
+    """The tree's ``s`` for each vector: ``sum_i (t_i - neg_i * (2**P - 1))`` modulo ``2**W``
+    (``sum_i (t_i - neg_i * 2**P)`` for an integer format, whose ``t`` is two's complement).
 
     Computed on 32-bit limbs with int64 column sums (exact for D <= 2**24), returned as two uint64
     arrays ``(low 32 bits, bits 32..W-1)``.
@@ -120,7 +128,7 @@ def exact_sum(fmt: str, width: int, vec: dict) -> np.ndarray:
     dw = dot_widths(fmt, width)
     P, W = dw.prod_bits, dw.sum_bits
     t, neg = vec["t"], vec["neg"].astype(np.int64)
-    lo = (t & np.uint64(0xFFFFFFFF)).astype(np.int64).sum(1) + neg.sum(1)
+    lo = (t & np.uint64(0xFFFFFFFF)).astype(np.int64).sum(1) + (neg.sum(1) if dw.ones_complement else 0)
     hi = (t >> np.uint64(32)).astype(np.int64).sum(1)
     nneg = neg.sum(1)
     if P >= 32:
