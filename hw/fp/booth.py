@@ -1,4 +1,4 @@
-"""Structural unsigned multiplier: radix-4 Booth partial products, a Dadda tree, a prefix adder.
+"""Structural multiplier: radix-4 Booth partial products, a Dadda tree, a prefix adder.
 
 Everything is written out bit by bit, so synthesis sees the architecture rather than a ``*``:
 
@@ -31,8 +31,12 @@ from amaranth.lib.wiring import In, Out
 __all__ = ["Booth4Multiplier", "booth4_columns", "dadda_reduce", "prefix_add", "dadda_heights", "tree_levels"]
 
 
-def booth4_columns(m: Module, a, b, width: int) -> list:
+def booth4_columns(m: Module, a, b, width: int, *, signed: bool = False) -> list:
     """Radix-4 Booth partial products of unsigned ``a * b`` as bit columns.
+
+    With ``signed``, ``a`` and ``b`` are two's complement: ``b`` is recoded as it stands (its MSB
+    is the sign, ``ceil(nb / 2)`` digits) and each partial product selects the sign-extended ``a``
+    (``na + 1`` bits, whose top bit is the partial product's sign after the inversion).
 
     Returns
     -------
@@ -47,6 +51,8 @@ def booth4_columns(m: Module, a, b, width: int) -> list:
         if k < width:
             cols[k].append(bit)
 
+    if signed:
+        return _booth4_signed(m, a, b, width, put, cols)
     bx = Cat(Const(0, 1), b, Const(0, 2))  # b[-1] = 0, two zero bits above the MSB
     ndig = nb // 2 + 1
     ax = Cat(Const(0, 1), a, Const(0, 1))  # a[-1] = 0 and a[na] = 0, for the 2*a selection
@@ -69,6 +75,39 @@ def booth4_columns(m: Module, a, b, width: int) -> list:
             put(shift + j, pp[j])
         put(shift + na + 1, ~neg)  # inverted sign bit ...
         const -= 1 << (shift + na + 1)  # ... and the constant that restores the sign extension
+        put(shift, neg)  # +1 that completes the two's complement of a negative digit
+    const %= 1 << width
+    for k in range(width):
+        if (const >> k) & 1:
+            cols[k].append(Const(1, 1))
+    return cols
+
+
+def _booth4_signed(m: Module, a, b, width: int, put, cols) -> list:
+    """:func:`booth4_columns` for two's-complement ``a`` and ``b``."""
+    na, nb = len(a), len(b)
+    const = 0
+    bx = Cat(Const(0, 1), b, b[-1])  # b[-1] = 0 below the LSB, b's sign above its MSB (odd nb)
+    ax = Cat(Const(0, 1), a, a[-1])  # a[-1] = 0, a sign-extended for the 2*a selection
+    for i in range((nb + 1) // 2):
+        lo, mid, hi = bx[2 * i], bx[2 * i + 1], bx[2 * i + 2]
+        one = Signal(name=f"bd{i}_one")
+        two = Signal(name=f"bd{i}_two")
+        neg = Signal(name=f"bd{i}_neg")
+        m.d.comb += [
+            one.eq(mid ^ lo),
+            two.eq((hi & ~mid & ~lo) | (~hi & mid & lo)),
+            neg.eq(hi),
+        ]
+        shift = 2 * i
+        pp = Signal(na + 1, name=f"pp{i}")
+        for j in range(na + 1):
+            # |digit| * a (na + 1 bits, signed), inverted if the digit is negative
+            m.d.comb += pp[j].eq(((one & ax[j + 1]) | (two & ax[j])) ^ neg)
+        for j in range(na):
+            put(shift + j, pp[j])
+        put(shift + na, ~pp[na])  # inverted sign bit ...
+        const -= 1 << (shift + na)  # ... and the constant that restores the sign extension
         put(shift, neg)  # +1 that completes the two's complement of a negative digit
     const %= 1 << width
     for k in range(width):

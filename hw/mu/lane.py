@@ -8,7 +8,8 @@ every ones' complement into the two's complement without an incrementer per lane
 
 An integer format (INT8, INT4) hands over the two's-complement product instead: ``t`` its low P
 bits and ``neg`` its sign bit (:attr:`hw.mu.numerics.DotWidths.ones_complement` is False), so a lane
-is a plain signed multiplier and the tree adds nothing at the LSB.
+is a signed multiplier (radix-4 Booth partial products, a Dadda tree and a prefix adder:
+:func:`hw.fp.booth.booth4_columns`) and the tree adds nothing at the LSB.
 
 Specials (only ports the format needs exist): ``nan`` is set for a NaN operand or Inf x 0, ``inf``
 for an infinite product (E5M2 Inf x nonzero finite); ``t`` is then meaningless.
@@ -17,10 +18,11 @@ for an infinite product (E5M2 Inf x nonzero finite); ``t`` is then meaningless.
 from dataclasses import dataclass
 from typing import ClassVar
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..fp.booth import booth4_columns, dadda_reduce, prefix_add
 from ..fp.unpack import decode_fields
 from ..hier import BlockParams
 from .numerics import dot_widths
@@ -107,10 +109,10 @@ class Lane(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         dw, f = self._dw, self._dw.fmt
-        if not dw.ones_complement:  # integers: the signed product, its sign bit is neg
-            prod = Signal(signed(dw.prod_bits + 1))
-            m.d.comb += [prod.eq(self.x.as_signed() * self.w.as_signed()),
-                         self.t.eq(prod[:dw.prod_bits]), self.neg.eq(prod[-1])]
+        if not dw.ones_complement:  # integers: the signed product (its sign bit is neg), Booth
+            prod = prefix_add(m, *dadda_reduce(m, booth4_columns(m, self.x, self.w, dw.prod_bits + 1,
+                                                                 signed=True)))
+            m.d.comb += [self.t.eq(prod[:dw.prod_bits]), self.neg.eq(prod[dw.prod_bits])]
             return m
         xs, xsig, xoff, xzero, xinf, xnan = decode_element(m, self.x, f, name="x")
         ws, wsig, woff, wzero, winf, wnan = decode_element(m, self.w, f, name="w")

@@ -3,9 +3,10 @@
 import itertools
 
 import pytest
+from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from hw.fp.booth import Booth4Multiplier, dadda_heights
+from hw.fp.booth import Booth4Multiplier, booth4_columns, dadda_heights, dadda_reduce, prefix_add
 
 pytestmark = pytest.mark.quick
 
@@ -27,6 +28,30 @@ def test_booth_exhaustive(na, nb):
     sim.add_testbench(bench)
     sim.run()
     assert not errors, f"{na}x{nb}: {len(errors)} wrong products, first {errors[0]}"
+
+
+@pytest.mark.parametrize("na, nb", [(2, 2), (4, 4), (3, 5), (5, 2), (6, 6)])
+def test_signed_booth_exhaustive(na, nb):
+    """Two's-complement operands (the integer lanes' multiplier): every pair, product modulo
+    ``2**(na + nb)`` against Python's signed product."""
+    m, a, b = Module(), Signal(na), Signal(nb)
+    p = prefix_add(m, *dadda_reduce(m, booth4_columns(m, a, b, na + nb, signed=True)))
+    errors = []
+
+    def sx(v, n):
+        return v - (1 << n) if v >> (n - 1) else v
+
+    async def bench(ctx):
+        for x, y in itertools.product(range(1 << na), range(1 << nb)):
+            ctx.set(a, x)
+            ctx.set(b, y)
+            if ctx.get(p) != (sx(x, na) * sx(y, nb)) % (1 << (na + nb)):
+                errors.append((sx(x, na), sx(y, nb), ctx.get(p)))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert not errors, f"{na}x{nb} signed: {len(errors)} wrong products, first {errors[0]}"
 
 
 def test_dadda_heights():
