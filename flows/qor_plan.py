@@ -11,7 +11,7 @@ whatever the stages.
 """
 
 from hw.designs import ACC_MODES, STUDY_WIDTHS
-from hw.formats import BLOCK_FORMATS, MATRIX_FORMATS, get_format
+from hw.formats import BLOCK_FORMATS, FORMATS, MATRIX_FORMATS
 
 __all__ = ["QOR_ACC_MODES", "QOR_BLOCK_FORMATS", "QOR_FORMATS", "DEFAULT_STAGES", "EXACT_STAGES",
            "EXACT_GOAL_PS", "EXACT_AREA_GOAL", "qor_stages", "in_study", "qor_points"]
@@ -56,7 +56,8 @@ def in_study(acc: str, fmt: str) -> bool:
     mode that keeps it exact is theirs; the unit builds them in ``fp32`` too, with its own tests)."""
     if fmt in BLOCK_FORMATS:
         return acc == "fp32"
-    return acc == "exact" or not get_format(fmt).is_integer
+    f = FORMATS.get(fmt)  # an unknown name is the sweep's to refuse, with its message
+    return acc == "exact" or f is None or not f.is_integer
 
 
 def qor_points(widths=STUDY_WIDTHS, formats=QOR_FORMATS, modes=QOR_ACC_MODES) -> list:

@@ -85,6 +85,9 @@ def int_section(grids: dict, acc: str = "exact") -> list[str]:
     """Markdown lines: each float format against the integer format of its width (:data:`INT_PAIRS`)
     in mode ``acc``, per D: area per MAC, the float / integer area ratio, critical paths."""
     g = grids.get(acc, {})
+    pairs = [(fl, it) for fl, it in INT_PAIRS if any((d, it) in g for d in WIDTHS)]
+    if not pairs:  # no integer point measured: the section is left out (the tables name it)
+        return []
     L = [f"## Floats against integers of the same width (`{acc}` mode)", "",
          "The unit built on INT8 and INT4 (two's complement, the same lanes, tree and exact "
          "accumulator; the lane is a signed multiplier) beside FP8 E4M3 and FP4 E2M1 at the same D, "
@@ -93,7 +96,7 @@ def int_section(grids: dict, acc: str = "exact") -> list[str]:
          "| D | float | integer | float area / MAC (um^2) | integer area / MAC (um^2) | "
          "float / integer area | float path (ps) | integer path (ps) | float / integer path |",
          "|---|---|---|---|---|---|---|---|---|"]
-    for fl, it in INT_PAIRS:
+    for fl, it in pairs:
         for d in WIDTHS:
             pf, pi = g.get((d, fl)), g.get((d, it))
             af = pf.get(AREA) / (d * d) if pf is not None and pf.get(AREA) else None

@@ -19,10 +19,11 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     assert names[:3] == ["bf16_mul-behavioral-s0", "bf16_mul-booth4-s0", "bf16_mul-behavioral-s0-ysbooth"]
     mu = names[3:]
     block = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")   # block-scaled formats: fp32 accumulation only
+    floats = tuple(f for f in MATRIX_FORMATS if not f.startswith("int"))  # integers: exact only
     # stages from flows.qor_plan: 3 for the exact mode at D = 128 E4M3, 2 everywhere else
     assert mu == [f"mu-w{d}-{f}{'-s3' if (d, f, tag) == (128, 'fp8_e4m3', '-xacc') else ''}{tag}"
                   for d in STUDY_WIDTHS for tag in ("", "-xacc")
-                  for f in MATRIX_FORMATS + (block if not tag else ())]
+                  for f in (MATRIX_FORMATS if tag else floats + block)]
     j = jobs[3]
     assert j.func == "flows.sweep.synth_jobs:synth_job"
     assert {"hw/mu/matrix_unit.py", "hw/hier.py", "flows/synth/flow.py", "hw/fp/add.py"} <= set(j.inputs)

@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from hw.formats import MATRIX_FORMATS, get_format
+from hw.formats import CLASSES, MATRIX_FORMATS, get_format
 from tb.mu.model import (
     FP32_NAN,
     FP32_NINF,
@@ -384,4 +384,6 @@ def test_codec_covers_format_table():
     for fmt in MATRIX_FORMATS:
         c = ElementCodec(fmt)
         f = get_format(fmt)
-        assert c.max_int * 2.0 ** c.lsb == f.max_finite
+        # the largest magnitude: the largest finite, or an integer format's most negative value
+        assert c.max_int * 2.0 ** c.lsb == np.abs(f.decode(np.arange(1 << f.bits))[f.classify(
+            np.arange(1 << f.bits)) < CLASSES.index("inf")]).max() >= f.max_finite
