@@ -51,7 +51,7 @@ from .control import column_control, column_control_members
 from .exact_acc import GUARD_BITS, ExactAccumulator, ExactAccumulatorParams
 from .lane import Lane
 from .numerics import ACC_MODES, dot_widths
-from .scales import ScaledAccumulator, block_terms, scaled_sum
+from .scales import ScaledAccumulator, block_terms, check_exact_block, fixed_sum, fixed_sum_widths, scaled_sum
 from .tree import Tree, TreeParams
 
 __all__ = ["WeightBuffer", "WeightBufferParams", "Column", "ColumnParams"]
@@ -93,8 +93,8 @@ class ColumnParams(BlockParams):
     def tree_params(self) -> TreeParams:
         """One tree of D lanes, or (block-scaled) one of each of the D/B blocks of B lanes."""
         bf = self.block_format
-        if bf is not None:
-            return TreeParams(bf.block, bf.element, self.stages, self.tree, self.acc == "exact")
+        if bf is not None:  # block sums are resolved (scaled and shifted), in either mode
+            return TreeParams(bf.block, bf.element, self.stages, self.tree, False)
         return TreeParams(self.width, self.fmt, self.stages, self.tree, self.acc == "exact")
 
     @property
@@ -238,9 +238,8 @@ class Column(wiring.Component):
         self._bf = BLOCK_FORMATS.get(fmt) if isinstance(fmt, str) else None
         if self._bf is not None:
             self._bf.check_width(width)
-            if acc != "fp32":
-                raise ValueError(f"acc={acc!r} is not available for the block-scaled format {fmt}; "
-                                 f"use acc='fp32'")
+            if acc == "exact":
+                check_exact_block(fmt)
         self._dw = dot_widths(fmt if self._bf is None else self._bf.element, width)
         self._tree = tree
         self._rows, self._stages = rows, stages
@@ -286,7 +285,7 @@ class Column(wiring.Component):
         B = tp.width  # lanes per tree: D, or the block size
         trees = []
         for i in range(D // B):
-            tree = Tree(f, B, stages=S, arch=self._tree, carry_save=exact)
+            tree = Tree(f, B, stages=S, arch=self._tree, carry_save=exact and bf is None)
             hier.place(m, "tree" if bf is None else f"tree{i}", tree)
             m.d.comb += tree.en.eq(en)
             trees.append(tree)
@@ -305,7 +304,16 @@ class Column(wiring.Component):
                 m.d.comb += tree.inf[kk].eq(lane.inf)
 
         p = self.params.acc_params
-        if bf is not None:  # block terms scaled and summed in the window, with an exponent
+        if bf is not None and exact:  # block terms shifted into one fixed-point grid, summed exactly
+            terms = block_terms(m, bf, trees, self.xs, sbuf.wa, en, tp.latency)
+            acc = ExactAccumulator(bf.name, D, self._rows, guard_bits=p.guard_bits,
+                                   chunk_bits=p.chunk_bits, drain_stages=p.drain_stages,
+                                   in_reg=p.in_reg)
+            hier.place(m, "acc", acc)
+            m.d.comb += fixed_sum(m, acc, *terms, widths=fixed_sum_widths(bf.name, D)) + [
+                acc.en.eq(en), acc.we.eq(acc_we), acc.first.eq(ctl.first), acc.last.eq(ctl.last),
+                self.overflow.eq(acc.overflow), self.y.eq(acc.y)]
+        elif bf is not None:  # block terms scaled and summed in the window, with an exponent
             terms = block_terms(m, bf, trees, self.xs, sbuf.wa, en, tp.latency)
             acc = ScaledAccumulator(bf.name, D, self._rows, stages=S, loop=p.loop)
             hier.place(m, "acc", acc)

@@ -133,8 +133,8 @@ def max_stages(width: int, acc: str = "fp32", fmt: str = "fp8_e4m3") -> int:
     """Largest ``stages`` for width D: normalize + tree output + one per Dadda stage (``fp32``);
     the tree's two rows + one per Dadda stage (``exact``). The trees of a block-scaled format are
     B lanes wide."""
-    bf = BLOCK_FORMATS.get(fmt)
-    return (1 if acc == "exact" else 2) + tree_levels(width if bf is None else bf.block)
+    bf = BLOCK_FORMATS.get(fmt)  # block sums are resolved in either mode: a NORM cut as in fp32
+    return (1 if acc == "exact" and bf is None else 2) + tree_levels(width if bf is None else bf.block)
 
 
 class MatrixUnit(wiring.Component):

@@ -87,6 +87,11 @@ EXACT_BUILDS = [
     pytest.param(64, "int8", 4, CORE, "exact", None, marks=full, id="w64-int8-r4-xacc"),
     # shared with the real-tile run in the exact mode (tb/tiles/test_regression.py)
     pytest.param(32, "fp8_e4m3", 16, CORE, "exact", None, marks=quick, id="w32-e4m3-r16-xacc"),
+    # NVFP4 in the exact mode (block terms in one fixed-point grid): D = 16 quick, D = 32 full
+    pytest.param(16, "nvfp4", 2, ["block_dots", "block_backpressure", "long_accumulation"], "exact",
+                 None, marks=quick, id="w16-nvfp4-r2-xacc"),
+    pytest.param(32, "nvfp4", 3, ["block_dots", "block_backpressure"], "exact", None, marks=full,
+                 id="w32-nvfp4-r3-xacc"),
     pytest.param(64, "fp8_e5m2", 16, CORE, "exact", None, marks=full, id="w64-e5m2-r16-xacc"),
     pytest.param(128, "fp4_e2m1", 16, ["random_dots", "throughput"], "exact", None, marks=full,
                  id="w128-e2m1-r16-xacc"),
