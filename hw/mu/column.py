@@ -27,7 +27,9 @@ trees of B lanes instead of one of D, and :func:`hw.mu.scales.block_terms` and
 :func:`~hw.mu.scales.scaled_sum` (the block scales decoded beside the trees, the block terms summed
 in a window) into
 :class:`~hw.mu.scales.ScaledAccumulator`; the pipeline placement is the same with the trees at
-width B.
+width B. In the ``exact`` mode (NVFP4) :func:`~hw.mu.scales.fixed_sum` puts the block terms into one
+fixed-point grid for the plain :class:`~hw.mu.exact_acc.ExactAccumulator`; the block trees keep their
+adder (their sums are scaled), so the placement is the ``fp32`` one (``NORM``, ``RAW``, ``TREE``).
 
 The accumulator is :class:`~hw.mu.accumulate.Accumulator` (``acc = "fp32"``: one rounding per beat)
 or :class:`~hw.mu.exact_acc.ExactAccumulator` (``acc = "exact"``: exact fixed-point rows, one

@@ -147,7 +147,8 @@ class MatrixUnit(wiring.Component):
         D, a power of two from 8 to 128.
     fmt : str
         Element format of ``w`` and ``x`` (:data:`hw.formats.MATRIX_FORMATS`), or a block-scaled
-        format (:data:`hw.formats.BLOCK_FORMATS`: D a multiple of its block B, ``acc = "fp32"``).
+        format (:data:`hw.formats.BLOCK_FORMATS`: D a multiple of its block B; ``acc = "exact"``
+        only for a scale format with a narrow exponent range, NVFP4).
         The block scale is an axis of the same unit: it adds the ``ws`` stream and its loading
         state beside the weights', the activation scale register beside ``xr``, and in every
         column the scale buffer, D/B trees of B lanes and the scaled window sum
