@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tb.mu.model import fp32_to_float
-from tb.mu.model_block import unit_matmul
+from tb.mu.model import unit_matmul
+from tb.mu.rounding import fp32_to_float
 
 from . import minilm, report
 from .block_tiles import BASELINE, BlockTile, replay_block, tiles
@@ -63,7 +63,7 @@ def baseline_error(tile: BlockTile) -> dict:
     """Error against the float32 product of the run quantized per tensor (``tile.base``), through the
     plain contract at the same width."""
     b = tile.base
-    bits = unit_matmul(None, tile.width, b["x"], None, b["w"], None, element=b["fmt"])
+    bits = unit_matmul(b["fmt"], tile.width, b["x"], None, b["w"], None)
     n = tile.w_f32.shape[1]
     y = fp32_to_float(bits)[:, :n] * b["scale"]
     return {"fmt": b["fmt"], **_rel(y, tile.x_f32.astype(np.float64) @ tile.w_f32)}

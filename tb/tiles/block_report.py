@@ -1,6 +1,6 @@
 """``reports/block_scaled.md``: block-scaled formats through the bit-true model, on real and random data.
 
-Three measurements, each through :mod:`tb.mu.model_block` (the unit's contract, ``docs/numerics.md``
+Three measurements, each through :mod:`tb.mu.model` (the unit's contract, ``docs/numerics.md``
 section 7; per-tensor formats through the same code with unit scales, which is the plain contract):
 
 * **window**: how often the F-bit block-sum window changes a result against the same accumulation
@@ -22,8 +22,8 @@ from collections import defaultdict
 import numpy as np
 
 from hw.formats import BLOCK_FORMATS, MATRIX_FORMATS, get_block_format
-from tb.mu.model import fp32_to_float
-from tb.mu.model_block import WINDOW_FRAC_BITS, unit_matmul
+from tb.mu.model import unit_matmul
+from tb.mu.rounding import WINDOW_FRAC_BITS, fp32_to_float
 
 from . import block_tiles, minilm
 from .quant import quantize
@@ -83,7 +83,7 @@ def run(op: Operands, width: int, frac_bits=WINDOW_FRAC_BITS):
         nbk = kp // get_block_format(op.fmt).block
         bits = unit_matmul(op.fmt, width, x, _pad(op.xs, nbk, 1), w, _pad(op.ws, nbk, 0), frac_bits)
     else:
-        bits = unit_matmul(None, width, x, None, w, None, element=op.fmt)
+        bits = unit_matmul(op.fmt, width, x, None, w, None)
     return bits, fp32_to_float(bits) * op.scale
 
 

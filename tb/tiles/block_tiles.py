@@ -9,9 +9,9 @@ same deterministic rule as the plain corpus), operands quantized as a whole with
 (``first`` on k-tile 0, ``last`` on the last one, row index = beat). Tiles are cut in memory from
 one forward pass (a few seconds), so there is no cache.
 
-:func:`replay_block` runs a tile through :class:`tb.mu.model_block.BlockMatrixUnitModel` (the
+:func:`replay_block` runs a tile through :class:`tb.mu.model.MatrixUnitModel` (the
 reference the RTL will be compared with) and checks it against the vectorised whole-matmul path
-(:func:`tb.mu.model_block.unit_matmul`) bit for bit and against float64 within the contract's bound.
+(:func:`tb.mu.model.unit_matmul`) bit for bit and against float64 within the contract's bound.
 """
 
 import hashlib
@@ -21,8 +21,8 @@ import numpy as np
 
 from hw.designs import STUDY_WIDTHS
 from hw.formats import BLOCK_FORMATS, get_block_format
-from tb.mu.model import fp32_to_float
-from tb.mu.model_block import BlockMatrixUnitModel, unit_matmul
+from tb.mu.model import MatrixUnitModel, unit_matmul
+from tb.mu.rounding import fp32_to_float
 
 from . import minilm
 from .corpus import MODES, RunSpec, _run_id, _source
@@ -142,10 +142,10 @@ def replay_block(tile: BlockTile) -> dict:
         the contract's bound against float64.
     """
     m = tile.x.shape[0]
-    model = BlockMatrixUnitModel(tile.width, tile.fmt, rows=m)
+    model = MatrixUnitModel(tile.width, tile.fmt, rows=m)
     rows = []
     for w, ws, x, xs, first, last in beats_block(tile):
-        rows += model.run(w, ws, x, xs, first, last, row=np.arange(m))
+        rows += model.run(w, x, first, last, row=np.arange(m), ws=ws, xs=xs)
     assert [r.row for r in rows] == list(range(m)), "one result per row, in order"
     bits = np.stack([r.bits for r in rows])
     whole = unit_matmul(tile.fmt, tile.width, tile.x, tile.xs, tile.w, tile.ws)
