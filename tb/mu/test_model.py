@@ -583,3 +583,13 @@ def test_unit_scales_reduce_to_the_plain_contract(fmt):
         for t in range(2):
             res = plain.run(w[t * d:(t + 1) * d], x[r:r + 1, t * d:(t + 1) * d], t == 0, t == 1)
         assert np.array_equal(res[0].bits, got[r])
+
+
+def test_run_checks_the_scale_codes():
+    w, x = np.zeros((32, 32), np.int64), np.zeros((1, 32), np.int64)
+    with pytest.raises(ValueError, match="per-tensor format: run takes no scale codes"):
+        MatrixUnitModel(32, "fp4_e2m1").run(w, x, True, True, ws=np.zeros((1, 32)), xs=np.zeros((1, 1)))
+    with pytest.raises(ValueError, match="block-scaled: run needs the scale codes"):
+        MatrixUnitModel(32, "nvfp4").run(w, x, True, True)
+    with pytest.raises(ValueError, match=r"need xs \(N, 2\) and ws \(2, 32\)"):
+        MatrixUnitModel(32, "nvfp4").run(w, x, True, True, ws=np.zeros((1, 32)), xs=np.zeros((1, 1)))
