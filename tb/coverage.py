@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 from hw.formats import BLOCK_FORMATS, CLASSES, MATRIX_FORMATS, get_format
-from tb.mu.model_block import WINDOW_FRAC_BITS
+from tb.mu.rounding import WINDOW_FRAC_BITS
 
 __all__ = ["POINTS", "hit", "flush", "merge", "clear", "new_session", "latest", "summary", "report_md",
            "COVERAGE_DIR"]

@@ -4,7 +4,7 @@
   one-beat tiles, row changes and interleaving) and the numeric events of the accumulation: ties
   and binade carries at the FP32 rounding point, massive and exact cancellation, NaN/Inf in each
   position. The numeric events need the exact sums, so they are computed with the model's exact
-  integer functions (:func:`tb.mu.model.exact_dot`, :func:`~tb.mu.model.accumulate`) on the first
+  integer functions (:func:`tb.mu.model.exact_dot`, :func:`tb.mu.rounding.accumulate`) on the first
   :data:`MAX_ELEMENTS` column results of the run (a bounded cost per run; the adversarial programs
   are short, so they are sampled whole).
 * :func:`sample_stalls`: stalls on each stream, from what a run observed.
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from hw.formats import BLOCK_FORMATS, CLASSES, get_format
-from tb.mu.model_block import WINDOW_FRAC_BITS
+from tb.mu.rounding import WINDOW_FRAC_BITS
 
 from .coverage import flush, hit
 
@@ -119,7 +119,8 @@ def _block(prog):
 
 def sample_program(prog, acc: str = "fp32", overflows: int = 0) -> None:
     """Sample one program's operands, schedule and numeric events (see the module docstring)."""
-    from tb.mu.model import FINITE, NAN, NINF, PINF, ElementCodec, accumulate, exact_dot, fp32_exact
+    from tb.mu.model import ElementCodec, exact_dot
+    from tb.mu.rounding import FINITE, NAN, NINF, PINF, accumulate, fp32_exact
 
     if prog.fmt in BLOCK_FORMATS:
         _block(prog)

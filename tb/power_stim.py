@@ -19,12 +19,12 @@ Workloads (all with the same schedule, so their energies compare like for like):
     The same shapes with every code zero.
 
 Block-scaled formats (``mxfp8_e4m3``, ``mxfp4_e2m1``, ``nvfp4``, ...) take their real runs from
-:mod:`tb.tiles.block_tiles` (operands quantized with the block quantizers, blocks along K) and send
-them as the block tile replay does (:func:`tb.tiles.block_rtl.block_program`: per k-tile D ``w``
-beats, D/B ``ws`` beats, the ``x`` beats with their activation scale codes). ``random`` draws the
+:func:`tb.tiles.corpus.tiles` (operands quantized per block along K) and send them as the tile
+replay does (:func:`tb.tiles.rtl.program`: per k-tile D ``w`` beats, D/B ``ws`` beats, the ``x``
+beats with their activation scale codes). ``random`` draws the
 element codes as above and the scale codes with :func:`tb.mu.stimulus.random_scales` (E8M0
 exponents within +-8 of 1, seed 1); ``zeros`` sends zero codes with unit scales (1.0). The expected
-results come from the block model (:meth:`Program.expected` runs it for these formats).
+results come from the model (:meth:`Program.expected`, with the scale codes).
 
 File contents: ``w`` (beats x bytes), ``ws`` (beats x D bytes; no rows for a plain format) and
 ``x`` (beats x bytes) payloads, little-endian; ``y``
@@ -46,8 +46,7 @@ from hw.formats import BLOCK_FORMATS, get_block_format
 from .mu.model import ElementCodec
 from .mu.program import Program, Tile
 from .mu.stimulus import random_scales
-from .tiles import block_tiles, corpus
-from .tiles.block_rtl import block_program
+from .tiles import corpus, rtl
 from .tiles.replay import beats
 
 __all__ = ["tile_runs", "program", "block_program_of", "write"]
@@ -65,7 +64,7 @@ def _specs(width: int, fmt: str, rows: int, n: int) -> list:
 
 def tile_runs(width: int, fmt: str, rows: int, n: int) -> list:
     """Up to ``n`` real tile runs of this unit (rows per run <= ``rows``), loaded from the corpus
-    (block-scaled formats: :class:`tb.tiles.block_tiles.BlockTile` runs, cut from a forward pass)."""
+    (block-scaled formats: cut in memory from a forward pass, :func:`tb.tiles.corpus.tiles`)."""
     if fmt in BLOCK_FORMATS:
         get_block_format(fmt).check_width(width)
         return list(_block_runs(width, fmt, rows, n))
@@ -76,7 +75,7 @@ def tile_runs(width: int, fmt: str, rows: int, n: int) -> list:
 def _block_runs(width: int, fmt: str, rows: int, n: int) -> tuple:
     """The block tiles, kept for the process (each cut takes a MiniLM forward pass; the tiles are
     only read by their users)."""
-    return tuple(block_tiles.tiles(_specs(width, fmt, rows, n)))
+    return tuple(corpus.tiles(_specs(width, fmt, rows, n)))
 
 
 def _unit_scale(fmt: str) -> int:
@@ -95,7 +94,7 @@ def block_program_of(width: int, fmt: str, rows: int, workload: str, n: int, see
     progs, useful = [], 0
     for run in runs:
         useful += run.x.shape[0] * run.x_f32.shape[1] * run.w_f32.shape[1]
-        prog = block_program(run, rows)
+        prog = rtl.program(run, rows)
         if workload == "random":
             prog.tiles = [rng.choice(finite, t.shape) for t in prog.tiles]
             prog.x = rng.choice(finite, prog.x.shape)
@@ -130,7 +129,7 @@ def program(width: int, fmt: str, rows: int, workload: str, n: int, seed: int = 
     for run in runs:
         m = run.x.shape[0]
         useful += m * run.x_f32.shape[1] * run.w_f32.shape[1]
-        for w, x, first, last in beats(run):
+        for w, x, first, last, _ in beats(run):
             if workload == "random":
                 w, x = rng.choice(finite, w.shape), rng.choice(finite, x.shape)
             elif workload == "zeros":

@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 
 from hw.formats import get_block_format
-from tb.mu.model_block import unit_matmul
+from tb.mu.model import unit_matmul
 from tb.power_stim import tile_runs, write
 
 

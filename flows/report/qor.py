@@ -25,7 +25,6 @@ from ..paths import PUBLISHED_QOR, REPO
 from ..qor_plan import QOR_ACC_MODES
 from . import plots as rp
 from . import verdict as rv
-from .block import block_section
 from .common import (
     CATEGORIES,
     CONTROL,
@@ -43,6 +42,7 @@ from .common import (
 from .common import fmt_value as fv
 from .energy import energy_section
 from .modes import block_exact_section, int_section, modes_section
+from .scaling import block_section
 from .silicon import regimes_section
 
 __all__ = ["generate", "block_paths", "timing_suspects", "provenance", "main"]

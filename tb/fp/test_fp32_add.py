@@ -7,7 +7,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from hw.fp.add import Fp32Adder
-from tb.mu.model import FP32_EDGES, FP32_NAN, fp32_add
+from tb.mu.rounding import FP32_EDGES, FP32_NAN, fp32_add
 
 pytestmark = pytest.mark.quick
 

@@ -1,4 +1,5 @@
-"""Bit-true model of the matrix unit's numerics (the contract in ``docs/numerics.md``).
+"""Bit-true model of the matrix unit's numerics (the contract in ``docs/numerics.md``), for every
+element format and every block-scaled format.
 
 Per activation beat and column ``j`` the unit computes ``S_j = sum_k x[k] * W[k, j]`` exactly, then
 in the ``fp32`` accumulate mode ``acc_j <- RNE_fp32(S_j)`` on a ``first`` beat, else
@@ -12,12 +13,23 @@ beats ``first..last`` are added exactly and rounded once on the ``last`` beat
   sum stays below ``2**53`` (E5M2 operands are split into two 16-bit limbs), hence exact, then
   recombined as Python integers;
 * the accumulate step adds the exact FP32 accumulator and the exact sum as integers and rounds once
-  with :func:`round_fp32` (round to nearest, ties to even, subnormals kept, overflow to Inf).
+  (:mod:`tb.mu.rounding`: round to nearest, ties to even, subnormals kept, overflow to Inf).
+
+Block-scaled formats (``docs/numerics.md`` section 7, :data:`hw.formats.BLOCK_FORMATS`) are the scale
+axis of the same model: with ``nb = D / B`` blocks along K, each block ``i`` gives an exact term
+``T_ij = P_ij * 2^E_ij`` (:func:`block_terms`: ``P_ij`` the integer block dot product times the two
+scales' integer significands, ``E_ij = e(sx_i) + e(sw_ij) + 2 lsb``), and the column's sum ``S_j`` is
+the terms' fixed-point window sum (:func:`tb.mu.rounding.window_sum`), accumulated in ``fp32`` as
+above. A per-tensor format is the case of unit scales and one block of D (:func:`unit_scales`).
 
 Special values follow the contract: a NaN operand, ``Inf * 0`` or ``Inf - Inf`` give the canonical
-NaN ``0x7FC00000``; Inf propagates with its sign; an exact zero gives ``+0``.
+NaN ``0x7FC00000``; Inf propagates with its sign; an exact zero gives ``+0``. Block-scaled: a NaN
+scale makes its block NaN; an Inf block times a zero scale (UE4M3 code 0) is NaN; across blocks NaN
+wins and ``+Inf`` with ``-Inf`` is NaN.
 
-:func:`reference_f64` and :func:`error_metrics` give the float64 comparison and the error bound.
+:func:`unit_matmul` runs a whole product through the same rules at numpy speed
+(:func:`tb.mu.rounding.beat`); :func:`reference_f64` and :func:`error_metrics` give the float64
+comparison and the error bound.
 """
 
 from __future__ import annotations
@@ -27,89 +39,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from hw.designs import ACC_MODES
-from hw.formats import CLASSES, MATRIX_FORMATS, get_format
+from hw.formats import BLOCK_FORMATS, CLASSES, MATRIX_FORMATS, get_block_format, get_format
 
 from .model_exact import exact_result
+from .rounding import (
+    _NO_EXP,
+    FINITE,
+    NAN,
+    NINF,
+    PINF,
+    WINDOW_FRAC_BITS,
+    Terms,
+    accumulate,
+    beat,
+    fp32_to_float,
+    half_ulp_fp32,
+)
 
-__all__ = ["FP32_EDGES", "FP32_NAN", "FP32_PINF", "FP32_NINF", "round_fp32", "fp32_exact", "fp32_to_float",
-           "ElementCodec", "exact_dot", "accumulate", "YRow", "MatrixUnitModel", "reference_f64",
-           "half_ulp_fp32", "error_metrics", "fp32_add"]
-
-FP32_NAN = 0x7FC00000
-FP32_PINF = 0x7F800000
-FP32_NINF = 0xFF800000
-
-# Special-class codes of an exact sum / accumulator (beside finite).
-FINITE, PINF, NINF, NAN = 0, 1, 2, 3
-
-
-# --------------------------------------------------------------------------------------------------
-# FP32 rounding of exact values
-# --------------------------------------------------------------------------------------------------
-def round_fp32(n: int, e: int) -> int:
-    """FP32 bits of ``n * 2**e`` rounded to nearest, ties to even.
-
-    Parameters
-    ----------
-    n : int
-        Exact signed integer numerator (any size).
-    e : int
-        Power-of-two exponent of its least significant bit.
-
-    Returns
-    -------
-    int
-        FP32 bit pattern: ``+0`` for ``n == 0``, subnormals where the value is below ``2**-126``,
-        ``+-Inf`` when the rounded magnitude reaches ``2**128``.
-    """
-    if n == 0:
-        return 0
-    sign = 0x80000000 if n < 0 else 0
-    n = -n if n < 0 else n
-    top = n.bit_length() - 1 + e          # exponent of the leading one
-    q = max(top, -126) - 23               # exponent of the result's last place (subnormals: -149)
-    shift = q - e
-    if shift > 0:
-        m = n >> shift
-        rem = n & ((1 << shift) - 1)
-        half = 1 << (shift - 1)
-        if rem > half or (rem == half and (m & 1)):
-            m += 1
-        if m >> 24:                       # rounded up to the next binade
-            m >>= 1
-            q += 1
-    else:
-        m = n << -shift
-    if m < (1 << 23):                     # subnormal (q == -149); m == 2**23 encodes the min normal
-        return sign | m
-    biased = q + 23 + 127
-    if biased >= 255:
-        return sign | FP32_PINF
-    return sign | (biased << 23) | (m - (1 << 23))
-
-
-def fp32_exact(bits: int) -> tuple[int, int, int]:
-    """Split FP32 bits into ``(cls, n, e)`` with value ``n * 2**e`` for finite values.
-
-    ``cls`` is one of ``FINITE, PINF, NINF, NAN`` (then ``n = e = 0``).
-    """
-    bits = int(bits)
-    sign = bits >> 31
-    exp = (bits >> 23) & 0xFF
-    man = bits & 0x7FFFFF
-    if exp == 0xFF:
-        if man:
-            return NAN, 0, 0
-        return (NINF if sign else PINF), 0, 0
-    n = man if exp == 0 else man | (1 << 23)
-    e = max(exp, 1) - 150
-    return FINITE, (-n if sign else n), e
-
-
-def fp32_to_float(bits) -> np.ndarray:
-    """View FP32 bit patterns (any integer array) as float64 values."""
-    return np.asarray(bits, dtype=np.int64).astype(np.uint32).view(np.float32).astype(np.float64)
-
+__all__ = ["ElementCodec", "exact_dot", "block_terms", "unit_scales", "unit_matmul", "YRow",
+           "MatrixUnitModel", "reference_f64", "error_metrics"]
 
 # --------------------------------------------------------------------------------------------------
 # Element decode and the exact dot products
@@ -223,54 +171,95 @@ def exact_dot(codec: ElementCodec, x: np.ndarray, w: np.ndarray):
     return num, cls
 
 
-# --------------------------------------------------------------------------------------------------
-# One rounding per beat
-# --------------------------------------------------------------------------------------------------
-def accumulate(acc_bits: int | None, num: int, cls: int, e: int) -> int:
-    """One accumulate step: FP32 bits of ``RNE(acc + S)`` (or ``RNE(S)`` if ``acc_bits`` is None).
+def unit_scales(shape) -> tuple:
+    """``(m, e, nan)`` of scales equal to 1: a per-tensor format seen as one block per beat."""
+    return np.ones(shape, np.int64), np.zeros(shape, np.int64), np.zeros(shape, bool)
+
+
+def block_terms(codec: ElementCodec, block: int, x, sx, w, sw) -> Terms:
+    """Exact block terms of beats ``x`` (N, nb*B codes) against ``w`` (nb*B, C codes).
+
+    ``sx`` and ``sw`` are ``(m, e, nan)`` triples (:meth:`hw.formats.BlockFormat.scale_split`) of
+    shapes (N, nb) and (nb, C).
+    """
+    x = np.asarray(x, dtype=np.int64)
+    w = np.asarray(w, dtype=np.int64)
+    n, kt = x.shape
+    nb = kt // block
+    c = w.shape[1]
+    (mx, ex, nx), (mw, ew, nw) = sx, sw
+    xi, wi = codec.ints[x], codec.ints[w]
+    small = codec.max_int ** 2 * block * 225 < (1 << 53)
+    p = np.zeros((n, nb, c), dtype=np.int64 if small else object)
+    cls_b = np.zeros((n, nb, c), dtype=np.int8)
+    specials = codec.has_specials and bool((codec.is_nan[x] | codec.is_inf[x]).any()
+                                           or (codec.is_nan[w] | codec.is_inf[w]).any())
+    for i in range(nb):
+        ks = slice(i * block, (i + 1) * block)
+        if small:
+            blk = np.rint(xi[:, ks].astype(np.float64) @ wi[ks].astype(np.float64)).astype(np.int64)
+        else:
+            blk = _exact_matmul_int(xi[:, ks], wi[ks], codec.max_int, codec.max_int)
+        p[:, i, :] = blk * mx[:, i, None] * mw[None, i, :]
+        if specials:
+            cls_b[:, i, :] = exact_dot(codec, x[:, ks], w[ks])[1]
+    e = ex[:, :, None] + ew[None, :, :] + 2 * codec.lsb
+    zero_scale = (mx[:, :, None] * mw[None, :, :]) == 0
+    cls_b = np.where((cls_b == PINF) | (cls_b == NINF), np.where(zero_scale, NAN, cls_b), cls_b)
+    cls_b = np.where(nx[:, :, None] | nw[None, :, :], NAN, cls_b)
+    p = np.where(cls_b == FINITE, p, 0)
+    if p.dtype == object and (p.size == 0 or max(abs(int(v)) for v in p.flat) < (1 << 62)):
+        p = p.astype(np.int64)                # wide formats whose actual sums are narrow
+    pos, neg = (cls_b == PINF).any(axis=1), (cls_b == NINF).any(axis=1)
+    cls = np.where(pos, PINF, np.where(neg, NINF, FINITE))
+    cls = np.where((cls_b == NAN).any(axis=1) | (pos & neg), NAN, cls).astype(np.int8)
+    return Terms(p, e, cls)
+
+
+
+def unit_matmul(fmt: str, width: int, x, xs, w, ws, frac_bits=WINDOW_FRAC_BITS) -> np.ndarray:
+    """FP32 result bits of a whole product ``x @ w`` fed through a unit of width D, one D-long
+    k-tile per beat, accumulated from the first k-tile (``first``) to the last.
 
     Parameters
     ----------
-    acc_bits : int or None
-        Current accumulator (FP32 bits); None on a ``first`` beat.
-    num, cls, e : int
-        The exact sum ``S = num * 2**e`` and its class (``FINITE``, ``PINF``, ``NINF``, ``NAN``).
+    fmt : str
+        A block-scaled format (:data:`hw.formats.BLOCK_FORMATS`), or an element format
+        (:data:`hw.formats.MATRIX_FORMATS`: unit scales, one block of D per beat, the per-tensor
+        contract in the ``fp32`` mode).
+    x : ndarray (M, Kp) codes, ``Kp`` a multiple of D (zero-padded)
+    xs : ndarray (M, Kp / B) scale codes (None for an element format)
+    w : ndarray (Kp, N) codes
+    ws : ndarray (Kp / B, N) scale codes (None for an element format)
+    frac_bits : int or None
+        Window fraction bits F (None: exact block sums).
+
+    Returns
+    -------
+    ndarray of uint32 (M, N)
     """
-    if acc_bits is None:
-        if cls == FINITE:
-            return round_fp32(num, e)
-        return (FP32_PINF, FP32_NINF, FP32_NAN)[cls - 1]
-    acls, an, ae = fp32_exact(acc_bits)
-    if acls == NAN or cls == NAN:
-        return FP32_NAN
-    if acls != FINITE or cls != FINITE:
-        infs = {c for c in (acls, cls) if c != FINITE}
-        if len(infs) == 2:
-            return FP32_NAN
-        return FP32_PINF if PINF in infs else FP32_NINF
-    if ae <= e:
-        return round_fp32(an + (num << (e - ae)), ae)
-    return round_fp32((an << (ae - e)) + num, e)
-
-
-#: FP32 edge codes for adder and accumulate tests, both signs: zero, min/max subnormal, min normal
-#: and its neighbour, 1 and its neighbours, 2^-24 (half an ulp of 1) and its neighbour, 2^24, max
-#: finite and its neighbour, Inf, NaN (quiet and signalling patterns).
-_EDGES = (0x00000000, 0x00000001, 0x007FFFFF, 0x00800000, 0x00800001, 0x3F800000, 0x3F800001,
-          0x3F7FFFFF, 0x33800000, 0x33800001, 0x4B800000, 0x7F7FFFFF, 0x7F7FFFFE, 0x7F800000,
-          0x7FC00000, 0x7F800001)
-FP32_EDGES = _EDGES + tuple(v | 0x80000000 for v in _EDGES)
-
-
-def fp32_add(a_bits: int, b_bits: int) -> int:
-    """FP32 bits of ``RNE(a + b)``: the slice's ``y +=`` write-back (``docs/numerics.md`` section 5).
-
-    The same step as :func:`accumulate` with the exact sum replaced by the FP32 value ``b``: one
-    rounding of the exact ``a + b``, canonical NaN, Inf rules as there, an exact zero is ``+0``.
-    """
-    cls, n, e = fp32_exact(b_bits)
-    return accumulate(int(a_bits), n, cls, e)
-
+    x, w = np.asarray(x), np.asarray(w)
+    bf = get_block_format(fmt) if fmt in BLOCK_FORMATS else None
+    if bf is not None:
+        bf.check_width(width)
+        codec, block = ElementCodec(bf.element), bf.block
+    else:
+        codec, block = ElementCodec(fmt), width
+    m, kp = x.shape
+    if kp % width or w.shape[0] != kp:
+        raise ValueError(f"x must be (M, Kp) and w (Kp, N) with Kp a multiple of D = {width}; "
+                         f"got {x.shape} and {w.shape}")
+    nb = width // block
+    acc = np.zeros((m, w.shape[1]), dtype=np.uint32)
+    for t in range(kp // width):
+        ks, bs = slice(t * width, (t + 1) * width), slice(t * nb, (t + 1) * nb)
+        if bf is None:
+            sx, sw = unit_scales((m, 1)), unit_scales((1, w.shape[1]))
+        else:
+            sx, sw = bf.scale_split(np.asarray(xs)[:, bs]), bf.scale_split(np.asarray(ws)[bs])
+        terms = block_terms(codec, block, x[:, ks], sx, w[ks], sw)
+        acc = beat(acc, t == 0, terms, frac_bits)
+    return acc
 
 @dataclass
 class YRow:
@@ -302,20 +291,27 @@ class YRow:
 
 class MatrixUnitModel:
     """Cycle-free functional model of the matrix unit: tiles, rows, first/last, and one rounding per
-    beat (``fp32``) or per accumulation (``exact``).
+    beat (``fp32``) or per accumulation (``exact``); the reference for the RTL (ports in
+    ``docs/mu_interface.md``).
+
+    On a block-scaled format the beats carry scale codes (``ws`` and ``xs`` of :meth:`run`) and a
+    beat's column sum is the window sum of its block terms (``fp32`` accumulation only).
 
     Parameters
     ----------
     width : int
-        D.
+        D (a multiple of the block size B for a block-scaled format).
     fmt : str
-        Element format.
+        Element format (:data:`hw.formats.MATRIX_FORMATS`) or block-scaled format
+        (:data:`hw.formats.BLOCK_FORMATS`).
     rows : int
         Accumulator rows R.
     acc : str
         Accumulate mode, one of :data:`hw.designs.ACC_MODES`.
     guard_bits : int
         ``exact`` mode: accumulations longer than ``2**guard_bits`` beats overflow (NaN).
+    frac_bits : int or None
+        Block-scaled formats: window fraction bits F (None: exact block sums, for measurements only).
 
     Raises
     ------
@@ -323,56 +319,85 @@ class MatrixUnitModel:
         Bad width, format, rows, mode or guard bits.
     """
 
-    def __init__(self, width: int, fmt: str, rows: int = 1, acc: str = "fp32", guard_bits: int = 16):
+    def __init__(self, width: int, fmt: str, rows: int = 1, acc: str = "fp32", guard_bits: int = 16,
+                 frac_bits: int | None = WINDOW_FRAC_BITS):
         if not isinstance(width, int) or width < 1:
             raise ValueError(f"width must be a positive integer, not {width!r}")
+        if fmt not in MATRIX_FORMATS and fmt not in BLOCK_FORMATS:
+            raise ValueError(f"fmt must be one of {', '.join((*MATRIX_FORMATS, *BLOCK_FORMATS))}, "
+                             f"not {fmt!r}")
         if not isinstance(rows, int) or rows < 1:
             raise ValueError(f"rows must be an integer >= 1, not {rows!r}")
         if acc not in ACC_MODES:
             raise ValueError(f"acc must be one of {', '.join(ACC_MODES)}, not {acc!r}")
         if not isinstance(guard_bits, int) or guard_bits < 1:
             raise ValueError(f"guard_bits must be an integer >= 1, not {guard_bits!r}")
+        self.bf = get_block_format(fmt) if fmt in BLOCK_FORMATS else None
+        if self.bf is not None:
+            self.nb = self.bf.check_width(width)
+            if acc != "fp32":
+                raise ValueError(f"{fmt} is block-scaled: acc='fp32' only, not {acc!r}")
         self.width, self.rows, self.mode, self.guard_bits = width, rows, acc, guard_bits
-        self.codec = ElementCodec(fmt)
+        self.frac_bits = frac_bits
+        self.codec = ElementCodec(fmt if self.bf is None else self.bf.element)
         self.e = 2 * self.codec.lsb
-        self.acc = [[0] * width for _ in range(rows)]
+        self.acc = ([[0] * width for _ in range(rows)] if self.bf is None
+                    else np.zeros((rows, width), dtype=np.uint32))
         # exact mode: per row the exact sums (Python ints), sticky NaN / +Inf / -Inf per column
         self.total = [np.zeros(width, dtype=object) for _ in range(rows)]
         self.special = np.zeros((rows, 3, width), dtype=bool)
         # float64 shadow per row: reference sum, sum of |products|, beats, sum of half-ulps
+        # (block-scaled: the running bound of docs/numerics.md section 7.4 in ``bound``)
         self.ref = np.zeros((rows, width))
         self.absum = np.zeros((rows, width))
         self.beats = np.zeros(rows, dtype=np.int64)
         self.halfulps = np.zeros((rows, width))
+        self.bound = np.zeros((rows, width))
 
-    def run(self, w: np.ndarray, x: np.ndarray, first, last, row=None):
+    def run(self, w: np.ndarray, x: np.ndarray, first, last, row=None, *, ws=None, xs=None) -> list:
         """Run a block of beats against one weight tile.
 
         Parameters
         ----------
         w : ndarray (D, D)
-            The active tile's codes.
+            The active tile's codes ``W[k, j]``.
         x : ndarray (N, D)
-            Activation codes.
+            Activation codes, one beat per row.
         first, last : array-like of bool, length N (or scalars)
         row : array-like of int, length N, optional
             Accumulator row per beat (default 0).
+        ws : ndarray (D/B, D), block-scaled formats only
+            Weight scale codes: ``ws[i, j]`` scales rows ``iB .. iB+B-1`` of column j.
+        xs : ndarray (N, D/B), block-scaled formats only
+            Activation scale codes per beat and block.
 
         Returns
         -------
         list of YRow
             One result row per ``last`` beat, in order.
         """
+        d = self.width
         x = np.atleast_2d(np.asarray(x))
         n = x.shape[0]
-        if x.shape[1] != self.width or np.shape(w) != (self.width, self.width):
-            raise ValueError(f"x must be (N, {self.width}) and w ({self.width}, {self.width}); "
-                             f"got {x.shape} and {np.shape(w)}")
+        if x.shape[1] != d or np.shape(w) != (d, d):
+            raise ValueError(f"x must be (N, {d}) and w ({d}, {d}); got {x.shape} and {np.shape(w)}")
+        if self.bf is None and (ws is not None or xs is not None):
+            raise ValueError(f"{self.codec.fmt.name} is a per-tensor format: run takes no scale codes "
+                             "(ws, xs)")
+        if self.bf is not None:
+            if ws is None or xs is None:
+                raise ValueError(f"{self.bf.name} is block-scaled: run needs the scale codes ws and xs")
+            xs, ws = np.atleast_2d(np.asarray(xs)), np.atleast_2d(np.asarray(ws))
+            if xs.shape != (n, self.nb) or ws.shape != (self.nb, d):
+                raise ValueError(f"need xs (N, {self.nb}) and ws ({self.nb}, {d}) for x (N, {d}); got "
+                                 f"{xs.shape} and {ws.shape}")
         first = np.broadcast_to(np.asarray(first, dtype=bool), (n,))
         last = np.broadcast_to(np.asarray(last, dtype=bool), (n,))
         row = np.broadcast_to(np.asarray(0 if row is None else row, dtype=np.int64), (n,))
         if n and (row.min() < 0 or row.max() >= self.rows):
             raise ValueError(f"row index must lie in [0, {self.rows - 1}]")
+        if self.bf is not None:
+            return self._run_block(np.asarray(w), x, ws, xs, first, last, row)
         num, cls = exact_dot(self.codec, x, w)
         with np.errstate(invalid="ignore", over="ignore"):
             xv, wv = self.codec.value(x), self.codec.value(w)
@@ -425,6 +450,48 @@ class MatrixUnitModel:
         return bits, bool(res[0][1])
 
 
+    def _run_block(self, w, x, ws, xs, first, last, row) -> list:
+        """:meth:`run` on a block-scaled format: each beat's block terms through the window and one
+        rounding (:func:`tb.mu.rounding.beat`); the rows carry a float64 reference of the scaled dot
+        products and the bound of ``docs/numerics.md`` section 7.4 (half-ulps, window truncation,
+        float64)."""
+        d = self.width
+        sx, sw = self.bf.scale_split(xs), self.bf.scale_split(ws)
+        terms = block_terms(self.codec, self.bf.block, x, sx, w, sw)
+        ref, absum = self._block_reference(x, xs, w, ws)
+        trunc = self._trunc_bound(terms)
+        out = []
+        for i in range(x.shape[0]):
+            r = int(row[i])
+            one = Terms(terms.p[i:i + 1], terms.e[i:i + 1], terms.cls[i:i + 1])
+            self.acc[r] = beat(self.acc[r][None], bool(first[i]), one, self.frac_bits)[0]
+            if first[i]:
+                self.ref[r], self.bound[r] = 0.0, 0.0
+            with np.errstate(invalid="ignore"):
+                self.ref[r] = self.ref[r] + ref[i]
+            self.bound[r] = self.bound[r] + half_ulp_fp32(self.acc[r]) + trunc[i] \
+                + (d + 2) * 2.0 ** -52 * absum[i]
+            if last[i]:
+                out.append(YRow(r, self.acc[r].copy(), self.ref[r].copy(), self.bound[r].copy()))
+        return out
+
+    def _block_reference(self, x, xs, w, ws):
+        """float64 scaled dot products per beat and column, and the sums of their magnitudes."""
+        b = self.bf.block
+        xv = self.codec.value(x) * np.repeat(self.bf.scale_decode(xs), b, axis=1)
+        wv = self.codec.value(w) * np.repeat(self.bf.scale_decode(ws), b, axis=0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return xv @ wv, np.abs(xv) @ np.abs(wv)
+
+    def _trunc_bound(self, terms: Terms):
+        """Per beat and column: ``(nb - 1) * 2^(Emax - F - 1)``, the most the window can move."""
+        if self.frac_bits is None:
+            return np.zeros(terms.cls.shape)
+        top = np.where(terms.p != 0, terms.e, _NO_EXP).max(axis=1)
+        return np.where(top > _NO_EXP, (self.nb - 1) * np.ldexp(1.0, np.clip(top - self.frac_bits - 1,
+                                                                               -1100, 1100)), 0.0)
+
+
 # --------------------------------------------------------------------------------------------------
 # float64 reference and error metrics
 # --------------------------------------------------------------------------------------------------
@@ -445,13 +512,6 @@ def reference_f64(codec: ElementCodec, xs: list, ws: list) -> np.ndarray:
     for x, w in zip(xs, ws, strict=True):
         total = total + (codec.value(x) @ codec.value(w)).sum(axis=0)
     return np.asarray(total, dtype=np.float64)
-
-
-def half_ulp_fp32(bits) -> np.ndarray:
-    """Half a unit in the last place of FP32 values (as float64): the most one RNE step can move."""
-    b = np.asarray(bits, dtype=np.int64) & 0x7FFFFFFF
-    exp = np.maximum(b >> 23, 1)
-    return np.ldexp(1.0, (exp - 150 - 1).astype(np.int64))
 
 
 def error_metrics(got_bits, ref, bound) -> dict:

@@ -18,7 +18,6 @@ from hw.mu.interface import MatrixUnitSignature, y_layout
 from hw.payload import unpack
 
 from .model import MatrixUnitModel, YRow
-from .model_block import BlockMatrixUnitModel
 
 __all__ = ["Tile", "Program", "pack_rows", "unpack_y"]
 
@@ -191,21 +190,14 @@ class Program:
     # -- the model --------------------------------------------------------------------------------
     def expected(self, acc: str = "fp32", guard_bits: int = 16) -> list[YRow]:
         """Result rows the contract prescribes, in output order, for a unit with accumulate mode
-        ``acc`` (and ``guard_bits`` in the ``exact`` mode); a block-scaled format runs
-        :class:`tb.mu.model_block.BlockMatrixUnitModel` (``fp32`` only)."""
+        ``acc`` (and ``guard_bits`` in the ``exact`` mode; block-scaled formats: ``fp32`` only)."""
         block = self.fmt in BLOCK_FORMATS
-        if block:
-            model = BlockMatrixUnitModel(self.width, self.fmt, self.rows)
-        else:
-            model = MatrixUnitModel(self.width, self.fmt, self.rows, acc, guard_bits)
+        model = MatrixUnitModel(self.width, self.fmt, self.rows, acc, guard_bits)
         out: list[YRow] = []
         starts = list(np.nonzero(self.swap)[0]) + [self.n_beats]
         for t in range(len(starts) - 1):
             a, b = starts[t], starts[t + 1]
-            if block:
-                out += model.run(self.tiles[t], self.wscales[t], self.x[a:b], self.xscales[a:b],
-                                 self.first[a:b], self.last[a:b], self.row[a:b])
-            else:
-                out += model.run(self.tiles[t], self.x[a:b], self.first[a:b], self.last[a:b],
-                                 self.row[a:b])
+            scales = {"ws": self.wscales[t], "xs": self.xscales[a:b]} if block else {}
+            out += model.run(self.tiles[t], self.x[a:b], self.first[a:b], self.last[a:b], self.row[a:b],
+                             **scales)
         return out

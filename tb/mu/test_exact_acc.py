@@ -19,8 +19,8 @@ from amaranth.sim import Simulator
 
 from hw.formats import MATRIX_FORMATS, get_format
 from hw.mu.exact_acc import ExactAccumulator
-from tb.mu.model import round_fp32  # the fp32 mode's rounding, written separately
 from tb.mu.model_exact import NAN, NINF, PINF, Beat, ExactAccModel, fp32_value, rne_fp32
+from tb.mu.rounding import round_fp32  # the fp32 mode's rounding, written separately
 
 D = 8
 

@@ -14,8 +14,8 @@ from hw.formats import BLOCK_FORMATS, get_block_format, get_format
 from hw.payload import pack
 from hw.slice.slice import cmd_layout
 from perf.contract import Product
-from tb.mu.model import FP32_EDGES
 from tb.mu.program import pack_rows
+from tb.mu.rounding import FP32_EDGES
 
 __all__ = ["SliceGeometry", "Matmul", "pack_codes", "unpack_fp32", "hbm_image", "x_words",
            "expected_y", "expected_counters", "cmd_word", "random_fp32", "y_words",
@@ -175,7 +175,7 @@ def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str,
     ``numerics="mu"``: the matrix unit's bit-true model (``tb.mu.model``) in the units' accumulate
     mode ``g.acc``, tile by tile in the slice's order (k-tiles in order; one rounding per beat in the
     ``fp32`` mode, one per K-long sum in the ``exact`` mode). ``"stub"``: the stub unit's integers.
-    Block-scaled formats: the block model (:func:`tb.mu.model_block.unit_matmul`, the same k-tile
+    Block-scaled formats: the block model (:func:`tb.mu.model.unit_matmul`, the same k-tile
     order, one rounding per beat) on x, W and their scale codes (``xs``, ``ws``), padded with zero
     elements and zero scale codes, as the slice pads them.
     """
@@ -205,7 +205,7 @@ def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str,
 
 
 def _expected_y_block(g: SliceGeometry, x, w, xs, ws) -> np.ndarray:
-    from tb.mu.model_block import unit_matmul
+    from tb.mu.model import unit_matmul
     mm, k = x.shape
     n = w.shape[1]
     D, nb = g.width, g.scale_rows
@@ -263,7 +263,7 @@ def cmd_word(g: SliceGeometry, cmd: Matmul, acc: int | None = None) -> int:
 
 def random_fp32(rng: np.random.Generator, shape, specials: float = 0.05) -> np.ndarray:
     """Random FP32 bits for an old y: signed magnitudes in [2^-21, 1.5 * 2^20) (so sums with the unit's
-    results round and cancel), a fraction ``specials`` taken from :data:`tb.mu.model.FP32_EDGES`."""
+    results round and cancel), a fraction ``specials`` taken from :data:`tb.mu.rounding.FP32_EDGES`."""
     mag = np.ldexp(rng.random(shape) + 0.5, rng.integers(-20, 21, size=shape))
     v = (mag * rng.choice([-1.0, 1.0], size=shape)).astype(np.float32).view(np.uint32)
     pick = rng.random(shape) < specials
@@ -286,7 +286,7 @@ def expected_spad(g: SliceGeometry, cmds: list, numerics: str) -> dict:
     ``fp32_add(y_old, Y)`` lane by lane (``docs/numerics.md`` section 5), ``y_old`` being the host's
     ``y_init`` or an earlier command's result at that address. Lanes past N are not defined.
     """
-    from tb.mu.model import fp32_add
+    from tb.mu.rounding import fp32_add
 
     D = g.width
     mem = {}

@@ -128,8 +128,7 @@ def _minilm(g: SliceGeometry, case: dict) -> tuple:
     x = cap.x[row:row + 1]
     if not g.block:
         return quant.quantize(x, g.fmt).codes, quant.quantize(cap.w, g.fmt).codes
-    from tb.tiles.quant_block import quantize_block
-    qx, qw = quantize_block(x, g.fmt, axis=1), quantize_block(cap.w, g.fmt, axis=0)
+    qx, qw = quant.quantize(x, g.fmt, axis=1), quant.quantize(cap.w, g.fmt, axis=0)
     k = x.shape[1]
     return qx.codes[:, :k], qw.codes[:k], qx.scales, qw.scales
 

@@ -4,7 +4,7 @@ Quick set (CI): stub units at D=8 with ragged shapes and stalls everywhere (the 
 real matrix unit at D=8 with ragged shapes and stalls plus the real MiniLM FFN up projection
 (384 x 1536, M = 1), bit-exact against ``tb.mu.model``, and units in the ``exact`` accumulate mode
 with the ``acc = 1`` write-back; block-scaled units (NVFP4, D=16) on ragged shapes with stalls,
-bit-exact against ``tb.mu.model_block``. The full set adds the FFN at D=16, the other formats,
+bit-exact against ``tb.mu.model``. The full set adds the FFN at D=16, the other formats,
 several accumulator rows, NVFP4 at D=32 and on the FFN, and MXFP8 and MXFP4 at D=32.
 """
 

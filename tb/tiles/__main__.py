@@ -1,13 +1,17 @@
-"""``python -m tb.tiles {build,report,padding}``: the real-tile corpus and its reports.
+"""``python -m tb.tiles {build,report,padding,block,block-rtl}``: the real-tile corpus and its reports.
 
 * ``build [--quick]``: cut the tile corpus into the cache (``build/tiles/`` or ``$TILES_CACHE``).
 * ``report [--quick] [--rtl]``: replay every planned run through the numerics model (and, with
   ``--rtl``, through the RTL for runs without a recorded RTL result), measure every run's errors in
   FP32 ulps in both accumulate modes (kept in the run's record), then write
   ``reports/regression.md``.
-* ``block [--json FILE]``: measure the block-scaled formats through ``tb/mu/model_block.py`` and
-  write ``reports/block_scaled.md`` (``--json``: keep the measurements there, part by part, and
-  reuse the parts already there).
+* ``block [--json FILE]``: measure every format, block-scaled ones included, through
+  ``tb/mu/model.py`` (:mod:`tb.tiles.study`) and write ``reports/block_scaled.md`` (``--json``: keep
+  the measurements there, part by part, and reuse the parts already there).
+* ``block-rtl [--widths 32,64] [--formats ...] [--report-only]``: send the block-scaled RTL
+  regression's runs (:func:`tb.tiles.corpus.plan_block_rtl`) that have no record yet through the RTL
+  (sequentially, one simulation per format and width; the unit builds dominate at D = 64 and 128),
+  then rewrite the generated section of ``reports/block_rtl.md``.
 * ``padding``: write ``reports/padding.md`` (shapes catalog, padding and cycle analysis, with the RTL
   cross-check from recorded runs).
 """
@@ -35,9 +39,15 @@ def main(argv=None) -> int:
             p.add_argument("--rtl", action="store_true", help="also run missing runs through the RTL")
     sub.add_parser("padding")
     sub.add_parser("block").add_argument("--json", help="measurements file to write or reuse")
+    br = sub.add_parser("block-rtl")
+    br.add_argument("--widths", default="32,64,128", help="widths to run (default: %(default)s)")
+    br.add_argument("--formats", default="", help="block formats to run, comma separated (default: all)")
+    br.add_argument("--report-only", action="store_true", help="only rewrite the report section")
     args = ap.parse_args(argv)
     if args.cmd == "block":
         return _block(args.json)
+    if args.cmd == "block-rtl":
+        return _block_rtl(args)
     if args.cmd == "build":
         path = corpus.build(_runs(args))
         print(f"corpus: {path} ({len(_runs(args))} runs)")
@@ -77,12 +87,38 @@ def main(argv=None) -> int:
 
 
 def _block(json_path) -> int:
-    from . import block_report
+    from . import study
 
-    data = block_report.measure(json_path)
+    data = study.measure(json_path)
     REPORTS.mkdir(exist_ok=True)
-    (REPORTS / "block_scaled.md").write_text(block_report.block_md(data))
+    (REPORTS / "block_scaled.md").write_text(study.block_md(data))
     print(f"wrote {REPORTS / 'block_scaled.md'}")
+    return 0
+
+
+def _block_rtl(args) -> int:
+    plan = corpus.plan_block_rtl()
+    if not args.report_only:
+        from .rtl import rtl_records
+
+        widths = {int(w) for w in args.widths.split(",") if w}
+        fmts = {f for f in args.formats.split(",") if f}
+        recs = report.load_all(report.results_dir(block=True))
+        todo = [s for s in plan if s.width in widths and (not fmts or s.fmt in fmts)
+                and corpus._run_id(s) not in recs]
+        cut = list(corpus.tiles(todo))
+        for point in corpus.BLOCK_RTL_POINTS:
+            group = [t for t in cut if (t.fmt, t.width) == point]
+            if not group:
+                continue
+            for rec in rtl_records(group):
+                report.save_record(rec, report.results_dir(block=True))
+                print(f"{rec['id']}: bit-exact, {rec['cycles']} cycles, mean rel {rec['mean_rel']:.3f} "
+                      f"(per tensor {rec['base']['mean_rel']:.3f})", flush=True)
+    wanted = {corpus._run_id(s) for s in plan}
+    recs = report.load_all(report.results_dir(block=True))
+    report.write_section(report.block_rtl_md({k: v for k, v in recs.items() if k in wanted}, len(plan)))
+    print(f"wrote {report.BLOCK_RTL_REPORT}")
     return 0
 
 

@@ -5,12 +5,18 @@ decode, 16 for prefill) times one ``D``-wide slice of the weight columns, with `
 reduction of the real matmul) cut into ``ceil(K / D)`` weight tiles of ``D x D`` that the unit
 accumulates. ``K`` and the column slice are padded to multiples of ``D`` with zero codes.
 
-Operands are quantized per tensor (:mod:`tb.tiles.quant`) over the *whole* matmul operand, as a
-deployment would, before the slice is cut. Each run is one ``.npz`` file (:data:`TILE_KEYS`) in a
-cache folder outside git (``build/tiles/`` of the checkout, or ``$TILES_CACHE``) with a
-``manifest.json`` that records its source (layer, op, sentence, head, row and column slice) and a
-SHA-256 of its arrays. The corpus is a pure function of the model files and :data:`CORPUS_VERSION`,
-so a rebuild gives the same hashes; :func:`load_tile` checks every file against its manifest entry.
+Operands are quantized (:mod:`tb.tiles.quant`) over the *whole* matmul operand, as a deployment
+would, before the slice is cut: per tensor in an element format, per block along K in a block-scaled
+format (the format's rows of the plan: :func:`plan` with ``block=True``, :func:`plan_block_rtl`; the
+tile then carries the scale codes ``xs`` and ``ws`` as the unit's streams take them, and the same
+run quantized per tensor in the element format, :data:`BASELINE`, for comparison).
+
+Per-tensor runs are cached: each is one ``.npz`` file (:data:`TILE_KEYS`) in a cache folder outside
+git (``build/tiles/`` of the checkout, or ``$TILES_CACHE``) with a ``manifest.json`` that records its
+source (layer, op, sentence, head, row and column slice) and a SHA-256 of its arrays. The corpus is a
+pure function of the model files and :data:`CORPUS_VERSION`, so a rebuild gives the same hashes;
+:func:`load_tile` checks every file against its manifest entry. :func:`tiles` cuts any runs in memory
+from one forward pass (a few seconds; the block-scaled runs are cut this way, with no cache).
 """
 
 import fcntl
@@ -23,13 +29,14 @@ from pathlib import Path
 import numpy as np
 
 from hw.designs import STUDY_WIDTHS
-from hw.formats import MATRIX_FORMATS, get_format
+from hw.formats import BLOCK_FORMATS, MATRIX_FORMATS, get_block_format, get_format
 
 from . import minilm
 from .quant import quantize
 
-__all__ = ["CORPUS_VERSION", "MODES", "TILE_KEYS", "TileError", "RunSpec", "Tile", "plan",
-           "smoke", "cache_dir", "build", "load_manifest", "load_tile", "tile_hash"]
+__all__ = ["CORPUS_VERSION", "MODES", "TILE_KEYS", "BASELINE", "BLOCK_RTL_POINTS", "TileError", "RunSpec",
+           "Tile", "plan", "plan_block_rtl", "smoke", "cache_dir", "build", "load_manifest", "load_tile",
+           "tile_hash", "cut", "tiles"]
 
 #: Bump when the cutting rules change (it names the cache folder).
 CORPUS_VERSION = 1
@@ -38,6 +45,14 @@ MODES = {"decode": 1, "prefill": 16}
 #: Arrays of a tile file, with their dtypes.
 TILE_KEYS = {"x": np.uint8, "w": np.uint8, "x_f32": np.float32, "w_f32": np.float32,
              "scales": np.float32, "width": np.int64}
+
+#: The per-tensor format each block-scaled format is compared with: its element format (hw/formats.py).
+BASELINE = {f: get_block_format(f).element for f in BLOCK_FORMATS}
+#: The block-scaled formats the RTL regression runs at every study width; the others run at D = 32.
+BLOCK_WIDE = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")
+#: (format, width) points of the block-scaled RTL regression, smallest width (cheapest build) first.
+BLOCK_RTL_POINTS = tuple((f, 32) for f in BLOCK_WIDE + ("mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3")) + tuple(
+    (f, d) for d in (64, 128) for f in BLOCK_WIDE)
 
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -74,7 +89,13 @@ class Tile:
     x_f32, w_f32 : ndarray of float32, (M, K) and (K, n)
         The unquantized operands (no padding): ``n <= width`` real columns.
     scales : (float, float)
-        Per-tensor scales of x and w; the true product is ``scales[0] * scales[1] * (x . w)``.
+        Per-tensor scales of x and w; the true product is ``scales[0] * scales[1] * (x . w)`` (block
+        scales included for a block-scaled format; NVFP4's per-tensor scales, 1 for MX).
+    xs, ws : ndarray of uint8, (M, Kp / B) and (Kp / B, width), or None
+        Block-scaled formats: the scale codes, zero-padded as the codes; None per tensor.
+    base : dict or None
+        Block-scaled formats: the same run quantized per tensor (amax over the whole operand) in the
+        element format (:data:`BASELINE`): ``{"fmt", "x", "w", "scale"}``, for comparison.
     """
 
     id: str
@@ -85,34 +106,48 @@ class Tile:
     w_f32: np.ndarray
     scales: tuple
     width: int
+    xs: np.ndarray | None = None
+    ws: np.ndarray | None = None
+    base: dict | None = None
 
     @property
     def fmt(self) -> str:
         return self.meta["fmt"]
 
     @property
+    def block(self) -> int | None:
+        """The block size B of a block-scaled format, None per tensor."""
+        return get_block_format(self.fmt).block if self.xs is not None else None
+
+    @property
     def k_tiles(self) -> int:
         return self.x.shape[1] // self.width
 
 
-def plan(full: bool = True) -> list:
-    """The regression's runs.
+def plan(full: bool = True, block: bool = False) -> list:
+    """The regression's runs: the matrix element formats' rows, or (``block``) the block-scaled ones.
 
-    ``full``: every op x mode x matrix format x study width (:data:`hw.designs.STUDY_WIDTHS`).
-    Otherwise the quick set CI runs, chosen to need few Verilator builds (see tb/tiles/rtl.py): every
-    op at D = 32 in E5M2 and at D = 64 in E2M1 and E4M3 (modes alternating, :data:`QUICK_UNITS`),
-    one D = 128 E4M3 run, and one D = 32 run of every other matrix format: every op class and format.
-    :func:`rtl_quick` says which of them CI also sends through the RTL.
+    ``full``: every op x mode x format x study width (:data:`hw.designs.STUDY_WIDTHS`; block-scaled:
+    288 runs). Otherwise the quick set CI runs, chosen to need few Verilator builds (see
+    tb/tiles/rtl.py): every op at D = 32 in E5M2 and at D = 64 in E2M1 and E4M3 (modes alternating,
+    :data:`QUICK_UNITS`), one D = 128 E4M3 run, and one D = 32 run of every other matrix format:
+    every op class and format. :func:`rtl_quick` says which of them CI also sends through the RTL.
+    Block-scaled quick: one run per (format, width), the op and mode rotating (18 runs, every op
+    class), model only.
     """
     runs = []
+    modes = list(MODES)
     if full:
         for w in STUDY_WIDTHS:
-            for fmt in MATRIX_FORMATS:
+            for fmt in (BLOCK_FORMATS if block else MATRIX_FORMATS):
                 for op in minilm.OPS:
                     for mode in MODES:
                         runs.append(RunSpec(op, mode, fmt, w, len(runs)))
         return runs
-    modes = list(MODES)
+    if block:
+        for i, (fmt, w) in enumerate((f, w) for f in BLOCK_FORMATS for w in STUDY_WIDTHS):
+            runs.append(RunSpec(minilm.OPS[i % len(minilm.OPS)], modes[i % 2], fmt, w, len(runs)))
+        return runs
     for j, (fmt, width) in enumerate(QUICK_UNITS):
         for i, op in enumerate(minilm.OPS):
             runs.append(RunSpec(op, modes[(i + j) % 2], fmt, width, len(runs)))
@@ -146,6 +181,18 @@ def rtl_quick() -> list:
     runs go through the RTL."""
     units = RTL_QUICK_UNITS | {(32, f) for f in _one_run_formats() if not get_format(f).is_integer}
     return [s for s in plan(full=False) if (s.width, s.fmt) in units]
+
+
+def plan_block_rtl(points=BLOCK_RTL_POINTS) -> list:
+    """The block-scaled RTL regression's runs: one per op class at each (format, width) point;
+    decode and prefill alternate along the ops (and start on the other mode at the next point), so
+    each point has both modes (96 runs)."""
+    modes = list(MODES)
+    runs = []
+    for p, (fmt, width) in enumerate(points):
+        for i, op in enumerate(minilm.OPS):
+            runs.append(RunSpec(op, modes[(i + p) % 2], fmt, width, 2000 + len(runs)))
+    return runs
 
 
 def smoke() -> list:
@@ -186,16 +233,34 @@ def _source(spec: RunSpec, caps: dict, n_sent: int, rng: np.random.Generator) ->
     return cap, row0, n0
 
 
+def _captures(model: "minilm.MiniLM | None" = None) -> dict:
+    """``{(sentence, layer, op, head): Capture}`` of one float32 forward pass over all sentences."""
+    model = model or minilm.load()
+    caps = []
+    model.embed(minilm.SENTENCES, caps)
+    return {(c.sentence, c.layer, c.op, c.head): c for c in caps}
+
+
+def _pick(spec: RunSpec, caps: dict) -> tuple:
+    """:func:`_source` with the run's own seed (from its id: the same source in every plan)."""
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(_run_id(spec).encode()).digest()[:8], "little"))
+    return _source(spec, caps, len(minilm.SENTENCES), rng)
+
+
+def _pad(a: np.ndarray, shape: tuple) -> np.ndarray:
+    out = np.zeros(shape, np.uint8)
+    out[:a.shape[0], :a.shape[1]] = a
+    return out
+
+
 def _cut(spec: RunSpec, cap: minilm.Capture, row0: int, n0: int) -> tuple:
     d, m = spec.width, spec.rows
     qx, qw = quantize(cap.x, spec.fmt), quantize(cap.w, spec.fmt)
     k = cap.x.shape[1]
     kp = -(-k // d) * d
     n1 = min(n0 + d, cap.w.shape[1])
-    x = np.zeros((m, kp), np.uint8)
-    x[:, :k] = qx.codes[row0:row0 + m]
-    w = np.zeros((kp, d), np.uint8)
-    w[:k, :n1 - n0] = qw.codes[:, n0:n1]
+    x = _pad(qx.codes[row0:row0 + m], (m, kp))
+    w = _pad(qw.codes[:, n0:n1], (kp, d))
     arrays = {"x": x, "w": w, "x_f32": cap.x[row0:row0 + m].copy(), "w_f32": cap.w[:, n0:n1].copy(),
               "scales": np.array([qx.scale, qw.scale], np.float32), "width": np.array(d, np.int64)}
     meta = {"op": spec.op, "mode": spec.mode, "fmt": spec.fmt, "width": d, "layer": cap.layer,
@@ -205,12 +270,55 @@ def _cut(spec: RunSpec, cap: minilm.Capture, row0: int, n0: int) -> tuple:
     return arrays, meta
 
 
+def _cut_block(spec: RunSpec, cap: minilm.Capture, row0: int, n0: int) -> Tile:
+    bf = get_block_format(spec.fmt)
+    d, m, b = spec.width, spec.rows, bf.block
+    bf.check_width(d)
+    qx, qw = quantize(cap.x, spec.fmt, axis=1), quantize(cap.w, spec.fmt, axis=0)
+    k = cap.x.shape[1]
+    kp = -(-k // d) * d
+    n1 = min(n0 + d, cap.w.shape[1])
+    x = _pad(qx.codes[row0:row0 + m], (m, kp))
+    xs = _pad(qx.scales[row0:row0 + m], (m, kp // b))
+    w = _pad(qw.codes[:, n0:n1], (kp, d))
+    ws = _pad(qw.scales[:, n0:n1], (kp // b, d))
+    meta = {"op": spec.op, "mode": spec.mode, "fmt": spec.fmt, "width": d, "layer": cap.layer,
+            "sentence": cap.sentence, "head": cap.head, "rows": [row0, row0 + m], "k": k, "cols": [n0, n1]}
+    bx, bw = quantize(cap.x, BASELINE[spec.fmt]), quantize(cap.w, BASELINE[spec.fmt])
+    base = {"fmt": BASELINE[spec.fmt], "x": _pad(bx.codes[row0:row0 + m], (m, kp)),
+            "w": _pad(bw.codes[:, n0:n1], (kp, d)), "scale": float(bx.scale) * float(bw.scale)}
+    return Tile(_run_id(spec), meta, x, w, cap.x[row0:row0 + m].copy(), cap.w[:, n0:n1].copy(),
+                (qx.scale, qw.scale), d, xs, ws, base)
+
+
+def cut(spec: RunSpec, caps: dict) -> Tile:
+    """Cut one run in memory from the captures (``{(sentence, layer, op, head): Capture}``)."""
+    cap, row0, n0 = _pick(spec, caps)
+    if spec.fmt in BLOCK_FORMATS:
+        return _cut_block(spec, cap, row0, n0)
+    arrays, meta = _cut(spec, cap, row0, n0)
+    return Tile(_run_id(spec), meta, arrays["x"], arrays["w"], arrays["x_f32"], arrays["w_f32"],
+                tuple(float(s) for s in arrays["scales"]), spec.width)
+
+
+def tiles(runs):
+    """Yield the :class:`Tile` of every run, cut in memory (one float32 forward pass over all
+    sentences; no cache)."""
+    caps = _captures()
+    for spec in runs:
+        yield cut(spec, caps)
+
+
 def build(runs=None, directory: Path | None = None, model: "minilm.MiniLM | None" = None) -> Path:
     """Cut the tiles of ``runs`` (default: the full plan) into ``directory``; reuse what is there.
 
     Returns the manifest path. Files already present with the manifest's hash are kept.
     """
     runs = plan(True) if runs is None else runs
+    blocked = sorted({s.fmt for s in runs if s.fmt in BLOCK_FORMATS})
+    if blocked:
+        raise ValueError(f"block-scaled runs ({', '.join(blocked)}) are not cached: cut them in memory "
+                         "with tiles()")
     directory = Path(directory) if directory is not None else cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "a") as lock:  # pytest-xdist workers share the cache
@@ -226,15 +334,11 @@ def _build_locked(runs, directory: Path, model) -> Path:
     manifest = load_manifest(directory) if mpath.is_file() else {"version": CORPUS_VERSION, "tiles": {}}
     todo = [s for s in runs if not _present(directory, manifest, _run_id(s))]
     if todo:
-        model = model or minilm.load()
-        caps = []
-        model.embed(minilm.SENTENCES, caps)
-        by_key = {(c.sentence, c.layer, c.op, c.head): c for c in caps}
+        by_key = _captures(model)
         manifest["sentences"] = list(minilm.SENTENCES)
         for spec in todo:
             rid = _run_id(spec)
-            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(rid.encode()).digest()[:8], "little"))
-            cap, row0, n0 = _source(spec, by_key, len(minilm.SENTENCES), rng)
+            cap, row0, n0 = _pick(spec, by_key)
             arrays, meta = _cut(spec, cap, row0, n0)
             np.savez(directory / f"{rid}.npz", **arrays)
             meta.update(file=f"{rid}.npz", sha256=tile_hash(arrays), spec=asdict(spec))

@@ -6,7 +6,9 @@ first beat, ``first`` on every beat of ``t == 0`` and ``last`` on every beat of 
 index ``r`` on beat ``r``. The FP32 results are
 
 * checked bit for bit: the RTL against ``tb/mu/model.py`` (the numerics contract's model), and that
-  model against the independently written :mod:`tb.tiles.exact`;
+  model against the independently written :mod:`tb.tiles.exact` (block-scaled formats: the beats
+  carry the scale codes, and the beat-by-beat model is checked against its whole-matmul path,
+  :func:`tb.mu.model.unit_matmul`);
 * compared with float64 (the exact dot product of the same codes: the unit's own rounding error,
   which must stay within the contract's bound) and with the unquantized float32 product of the real
   model (the cost of the format: quantization error after the per-tensor scales are applied).
@@ -20,22 +22,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hw.formats import get_format
+from hw.formats import BLOCK_FORMATS, get_block_format, get_format
 from perf.contract import Product
 
 from . import exact
 from .corpus import Tile
 
-__all__ = ["beats", "RunResult", "replay_model", "finish"]
+__all__ = ["beats", "RunResult", "replay_model", "baseline_error", "finish"]
 
 
 def beats(tile: Tile) -> list:
-    """The run as unit transfers: per K tile ``(w_tile (D, D), x (M, D), first, last)``."""
+    """The run as unit transfers: per K tile ``(w_tile (D, D), x (M, D), first, last, scales)``;
+    ``scales`` is ``{"ws": (D/B, D), "xs": (M, D/B)}`` of scale codes for a block-scaled format and
+    ``{}`` per tensor (the keywords of :meth:`tb.mu.model.MatrixUnitModel.run`)."""
     d, m = tile.width, tile.x.shape[0]
+    nb = d // tile.block if tile.block else 0
     out = []
     for t in range(tile.k_tiles):
-        ks = slice(t * d, (t + 1) * d)
-        out.append((tile.w[ks], tile.x[:, ks], t == 0, t == tile.k_tiles - 1))
+        ks, bs = slice(t * d, (t + 1) * d), slice(t * nb, (t + 1) * nb)
+        scales = {"ws": tile.ws[bs], "xs": tile.xs[:, bs]} if nb else {}
+        out.append((tile.w[ks], tile.x[:, ks], t == 0, t == tile.k_tiles - 1, scales))
     assert out and m > 0
     return out
 
@@ -62,7 +68,9 @@ class RunResult:
 
     @property
     def b(self) -> int:
-        return get_format(self.fmt).bits
+        """Element bits (a block-scaled format's element format; scale codes not counted)."""
+        fmt = get_block_format(self.fmt).element if self.fmt in BLOCK_FORMATS else self.fmt
+        return get_format(fmt).bits
 
     @property
     def useful_macs(self) -> int:
@@ -97,8 +105,8 @@ def _model_bits(tile: Tile, acc: str = "fp32") -> tuple:
     m = tile.x.shape[0]
     model = MatrixUnitModel(tile.width, tile.fmt, rows=m, acc=acc)
     rows = []
-    for w, x, first, last in beats(tile):
-        rows += model.run(w, x, first, last, row=np.arange(m))
+    for w, x, first, last, scales in beats(tile):
+        rows += model.run(w, x, first, last, row=np.arange(m), **scales)
     assert [r.row for r in rows] == list(range(m)), "one result per row, in order"
     bits = np.stack([r.bits for r in rows]).astype(np.uint32)
     return bits, np.stack([r.ref for r in rows]), np.stack([r.bound for r in rows])
@@ -113,31 +121,55 @@ def _rel(got: np.ndarray, ref: np.ndarray) -> dict:
 
 
 def replay_model(tile: Tile) -> RunResult:
-    """Run ``tile`` through ``tb/mu/model.py``, cross-check with :mod:`tb.tiles.exact`, measure errors.
+    """Run ``tile`` through ``tb/mu/model.py`` beat by beat, cross-check with :mod:`tb.tiles.exact`
+    (block-scaled formats: with the whole-matmul path :func:`tb.mu.model.unit_matmul`), measure errors.
 
     Raises
     ------
     AssertionError
         If the two models disagree on any bit or the result leaves the contract's error bound.
     """
+    from tb.mu.model import unit_matmul
+
     t0 = time.perf_counter()
     bits, ref64, bound = _model_bits(tile)
-    mine = exact.matmul_tiles(tile.x, tile.w, tile.fmt, tile.width).view(np.uint32)
+    if tile.xs is None:
+        mine = exact.matmul_tiles(tile.x, tile.w, tile.fmt, tile.width).view(np.uint32)
+        other = "tb/tiles/exact.py"
+    else:
+        mine = unit_matmul(tile.fmt, tile.width, tile.x, tile.xs, tile.w, tile.ws)
+        other = "the whole-matmul path"
     diff = np.nonzero(mine != bits)
-    assert diff[0].size == 0, (f"{tile.id}: tb/mu/model.py and tb/tiles/exact.py disagree at (row, col) "
+    assert diff[0].size == 0, (f"{tile.id}: tb/mu/model.py and {other} disagree at (row, col) "
                                f"{list(zip(*diff, strict=True))[:4]}")
     got = bits.view(np.float32).astype(np.float64)
     err = np.abs(got - ref64)
     assert np.all(err <= bound), f"{tile.id}: result outside the contract's rounding bound"
     n = tile.w_f32.shape[1]
-    scaled = got[:, :n] * tile.scales[0] * tile.scales[1]
-    ref32 = (tile.x_f32 @ tile.w_f32).astype(np.float64)
+    if tile.xs is None:
+        scaled = got[:, :n] * tile.scales[0] * tile.scales[1]
+        ref32 = (tile.x_f32 @ tile.w_f32).astype(np.float64)
+    else:                       # the product of the per-tensor scales first; a float64 product
+        scaled = got[:, :n] * (tile.scales[0] * tile.scales[1])
+        ref32 = tile.x_f32.astype(np.float64) @ tile.w_f32
     res = RunResult(tile.id, tile.meta, tile.width, tile.fmt, tile.x.shape[0], tile.x_f32.shape[1], n,
                     tile.k_tiles, bits, err_f64=_rel(got, ref64), err_f32=_rel(scaled, ref32))
     res.err_f64["within_bound"] = True
     res.cycles_contract = Product(res.rows, tile.x.shape[1], n, tile.width).schedule().cycles()
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def baseline_error(tile: Tile) -> dict:
+    """A block-scaled run's error against the float32 product when quantized per tensor instead
+    (``tile.base``), through the per-tensor contract at the same width."""
+    from tb.mu.model import unit_matmul
+
+    b = tile.base
+    bits = unit_matmul(b["fmt"], tile.width, b["x"], None, b["w"], None)
+    n = tile.w_f32.shape[1]
+    y = bits.view(np.float32).astype(np.float64)[:, :n] * b["scale"]
+    return {"fmt": b["fmt"], **_rel(y, tile.x_f32.astype(np.float64) @ tile.w_f32)}
 
 
 def finish(res: RunResult, rtl_bits: np.ndarray, counters: dict) -> RunResult:

@@ -14,6 +14,17 @@ the result is within the contract's rounding bound of float64, and (when the RTL
 ``tb.mu.replay`` exists) the RTL equals the model bit for bit with counters matching the contract.
 Results are recorded for ``python -m tb.tiles report`` (reports/regression.md).
 
+Block-scaled rows (OCP MX, NVFP4): every run of the block plan (:func:`tb.tiles.corpus.plan` with
+``block=True``; quick: every block format at D = 32, 64 and 128 and every op class; full: 288 runs)
+replays beat by beat through the model with the scale codes and must equal the whole-matmul path bit
+for bit and stay within the contract's bound (asserted in ``replay_model``). Through the RTL, the quick
+set sends two NVFP4 runs through the D = 16 build of tb/mu/test_matrix_unit.py's ``BLOCK_BUILDS``
+(stalls on every stream in the first); ``full`` sends MXFP8 E4M3 and MXFP4 at D = 32, NVFP4 at D = 32
+and MXFP4 at D = 64 (two blocks per beat: the window; the word-level tree build of
+:data:`tb.tiles.rtl.UNITS`) with stalls, and the block-scaled RTL regression (96 runs, no stalls,
+recorded for ``python -m tb.tiles block-rtl``, reports/block_rtl.md). The quick tests also check
+that regression's plan and its report section on hand-made records.
+
 Real E4M3 tiles also go through units in the ``exact`` accumulate mode at D = 32, 64 and 128 in the
 quick set (:data:`EXACT_UNITS`, the builds the matrix-unit tests make: Dadda at D = 32, the
 word-level tree at 64 and 128): bit-exact against the model in that mode, and every result within
@@ -21,11 +32,13 @@ half an FP32 ulp of the exact rational dot product (Python integers in ``tb/tile
 independently of the model).
 """
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
-from hw.formats import get_format
-from tb.tiles import corpus, replay, report
+from hw.formats import BLOCK_FORMATS, get_format
+from tb.tiles import corpus, minilm, replay, report
 from tb.tiles.corpus import RunSpec
 
 QUICK = {corpus._run_id(s) for s in corpus.plan(full=False)}
@@ -98,7 +111,7 @@ def test_rtl_exact_mode(width, tree):
         assert m <= 16 and tile.width == width
         assert not (codec.is_nan[tile.x].any() or codec.is_nan[tile.w].any())
         tiles += [UnitTile(w, x, first=first, last=last, row=np.arange(m))
-                  for w, x, first, last in replay.beats(tile)]
+                  for w, x, first, last, _ in replay.beats(tile)]
         runs.append(tile)
     rr = run_tiles(width, "fp8_e4m3", tiles, rows=16, acc="exact", name_suffix="", tree=tree)
     fp32 = np.array([r.bits for r in model_tiles(width, "fp8_e4m3", tiles, rows=16)])
@@ -117,3 +130,122 @@ def test_rtl_exact_mode(width, tree):
     print(f"D={width} E4M3 {', '.join(f'{op}-{mode}' for op, mode in EXACT_RUNS)}: max error exact "
           f"mode {err:.3f} ulp, fp32 mode {max_ulps(fp32, 'fp32'):.3f} ulp")
     assert err <= 0.5, err
+
+
+# -- block-scaled rows -------------------------------------------------------------------------
+def _check_block(runs):
+    results = [replay.replay_model(t) for t in corpus.tiles(runs)]
+    assert len(results) == len(runs)
+    # a working quantization, per format on average (single FP4 runs can lose everything: a decode
+    # P.V row whose one large probability meets V values below E2M1's range in their block)
+    for fmt in {r.fmt for r in results}:
+        errs = [r.err_f32["mean_rel"] for r in results if r.fmt == fmt]
+        assert sum(errs) / len(errs) < (0.3 if "fp4" in fmt else 0.15), (fmt, errs)
+    return results
+
+
+@pytest.mark.quick
+def test_quick_block_runs():
+    runs = corpus.plan(full=False, block=True)
+    assert {s.fmt for s in runs} == set(BLOCK_FORMATS) and {s.op for s in runs} == set(minilm.OPS)
+    assert {s.width for s in runs} == {32, 64, 128}
+    _check_block(runs)
+
+
+@pytest.mark.full
+def test_full_block_runs():
+    runs = corpus.plan(full=True, block=True)
+    assert len(runs) >= 90
+    _check_block(runs)
+
+
+def _block_rtl(points, pauses=None):
+    from tb.tiles.rtl import run_rtl_many, unit_for
+
+    runs = [RunSpec(minilm.OPS[(3 * i + 1) % len(minilm.OPS)], mode, fmt, width, 900 + i)
+            for i, (fmt, width, mode) in enumerate(points)]
+    for i, tile in enumerate(corpus.tiles(runs)):
+        model = replay.replay_model(tile)
+        (got,) = run_rtl_many([tile], [model.bits], pauses=pauses if i == 0 else None)
+        m, rows = tile.x.shape[0], unit_for(tile.width, tile.fmt)[0]
+        groups = -(-m // rows)
+        assert got["x_beats"] == m * tile.k_tiles, got
+        assert got["w_beats"] == groups * tile.k_tiles * tile.width, got
+
+
+STALLS = {"w": "random:0.3", "ws": "random:0.5", "x": "random:0.3", "y": "random:0.3"}
+
+
+@pytest.mark.quick
+def test_quick_block_rtl():
+    _block_rtl([("nvfp4", 16, "prefill"), ("nvfp4", 16, "decode")], pauses=STALLS)
+
+
+@pytest.mark.full
+def test_full_block_rtl():
+    _block_rtl([("mxfp8_e4m3", 32, "prefill"), ("mxfp4_e2m1", 32, "decode"), ("nvfp4", 32, "prefill"),
+                ("mxfp4_e2m1", 64, "prefill"), ("mxfp8_e4m3", 32, "decode"), ("mxfp4_e2m1", 32, "prefill")],
+               pauses=STALLS)
+
+
+@pytest.mark.quick
+def test_block_rtl_plan_covers_every_point_with_both_modes():
+    plan = corpus.plan_block_rtl()
+    assert len(plan) >= 90 and len({corpus._run_id(s) for s in plan}) == len(plan)
+    per_point = Counter((s.fmt, s.width) for s in plan)
+    want = {(f, d) for f in ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4") for d in (32, 64, 128)}
+    want |= {("mxfp8_e5m2", 32), ("mxfp6_e3m2", 32), ("mxfp6_e2m3", 32)}
+    assert set(per_point) == want
+    for point in want:
+        runs = [s for s in plan if (s.fmt, s.width) == point]
+        assert {s.op for s in runs} == set(minilm.OPS)
+        assert {s.mode for s in runs} == {"decode", "prefill"}
+
+
+def _rec(fmt, d, op, mean, base_mean, mode="decode"):
+    return {"id": f"{op}-{mode}-{fmt}-d{d}", "fmt": fmt, "width": d, "op": op, "mode": mode, "m": 1,
+            "k": 384, "k_tiles": 384 // d, "unit_rows": 4, "tree": None, "rtl_match": True,
+            "mean_rel": mean, "max_rel": 2 * mean, "base": {"fmt": "fp4_e2m1", "mean_rel": base_mean,
+                                                              "max_rel": 3 * base_mean},
+            "cycles": 100, "x_beats": 1, "w_beats": 32, "sim_s": 1.5, "seconds": 2.0}
+
+
+@pytest.mark.quick
+def test_block_rtl_section_counts_averages_and_per_op_verdict(tmp_path):
+    recs = [_rec("mxfp4_e2m1", 32, "q", 0.10, 0.40), _rec("mxfp4_e2m1", 32, "k", 0.20, 0.30, "prefill"),
+            _rec("mxfp4_e2m1", 64, "q", 0.50, 0.40)]
+    md = report.block_rtl_md({r["id"]: r for r in recs}, 96)
+    assert "Runs recorded: **3** of the 96 planned" in md
+    assert "bit-exact against `tb/mu/model.py`: **3**" in md
+    row = next(ln for ln in md.splitlines() if ln.startswith("| mxfp4_e2m1 vs fp4_e2m1 | 32 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:] == ["2", "2", "3", "0.150", "0.350", "0.400", "1.200"]
+    q = next(ln for ln in md.splitlines() if ln.startswith("| q |"))
+    assert "0.300 / 0.400 |" in q and "wins" not in q          # D = 64 loses: no verdict
+    k = next(ln for ln in md.splitlines() if ln.startswith("| k |"))
+    assert "0.200 / 0.300 wins" in k
+    assert "per-tensor one: mxfp4_e2m1 2 of 2." in md       # class means: q 0.30 < 0.40, k 0.20 < 0.30
+    assert "Not run yet:" in md and "nvfp4 D = 128" in md
+    # the section replaces itself in a report, leaving the hand-written text around it, also a
+    # section that an older command generated
+    path = tmp_path / "r.md"
+    path.write_text("# title\n\nprose\n\n<!-- begin generated by `old`; do not edit -->\nx\n"
+                    f"{report.END}\n")
+    report.write_section(md, path)
+    report.write_section(report.block_rtl_md({}, 96), path)
+    text = path.read_text()
+    assert text.startswith("# title\n\nprose\n") and text.count("<!-- begin generated by") == 1
+    assert report.BEGIN in text and "Runs recorded: **0**" in text and "`old`" not in text
+
+
+@pytest.mark.parametrize("point", [pytest.param(p, id=f"{p[0]}-d{p[1]}", marks=pytest.mark.full)
+                                   for p in corpus.BLOCK_RTL_POINTS])
+def test_block_rtl_regression(point):
+    """The planned runs of one point through one RTL simulation (bit-exact against the model, beat
+    counters as sent), recorded for the report."""
+    from tb.tiles.rtl import rtl_records
+
+    runs = [s for s in corpus.plan_block_rtl() if (s.fmt, s.width) == point]
+    for rec in rtl_records(list(corpus.tiles(runs))):
+        assert rec["rtl_match"] and rec["cycles"] > 0
+        report.save_record(rec, report.results_dir(block=True))

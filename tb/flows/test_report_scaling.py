@@ -7,8 +7,8 @@ import json
 
 from flows import metric_keys as K
 from flows.report import qor as report_qor
-from flows.report.block import bits_per_element
 from flows.report.common import NOT_MEASURED
+from flows.report.scaling import bits_per_element
 
 
 def _write(qor, d, fmt, area, ps, blocks):

@@ -1,6 +1,6 @@
-"""Quick checks of the block-scaled unit's RTL pieces without Verilator: the scale decode against
-``ml_dtypes``/the E8M0 rule, the window sum against the Python-integer window of
-``tb/mu/model_block.py`` (itself checked against ``Fraction`` arithmetic), the ports' bit layout
+"""Quick checks of the block-scaled unit's RTL pieces (hw/mu/scales.py) without Verilator: the scale
+decode against ``ml_dtypes``/the E8M0 rule, the window sum against the Python-integer window of
+``tb/mu/rounding.py`` (itself checked against ``Fraction`` arithmetic), the ports' bit layout
 against ``docs/mu_interface.md``, and the parameter errors. The whole unit runs in
 ``tb/mu/test_matrix_unit.py`` (``BLOCK_BUILDS``)."""
 
@@ -15,7 +15,7 @@ from hw.mu.interface import MatrixUnitSignature
 from hw.mu.matrix_unit import MatrixUnit
 from hw.mu.scales import decode_scale, scaled_sum_widths, window_sum
 
-from .model_block import window_sum as model_window_sum
+from .rounding import window_sum as model_window_sum
 
 
 def _run_comb(m, drive, read, vectors):
@@ -111,7 +111,7 @@ def test_window_matches_the_contract():
     """The RTL's window and the model's are the same contract constant (docs/numerics.md 7.2)."""
     from hw.mu.scales import WINDOW_FRAC_BITS as rtl_f
 
-    from .model_block import WINDOW_FRAC_BITS as model_f
+    from .rounding import WINDOW_FRAC_BITS as model_f
 
     assert rtl_f == model_f == 32
 

@@ -1,6 +1,7 @@
-"""``reports/block_scaled.md``: block-scaled formats through the bit-true model, on real and random data.
+"""The formats study, ``reports/block_scaled.md``: every element and block-scaled format through the
+bit-true model, on real and random data (the regression's per-run records are :mod:`tb.tiles.report`).
 
-Three measurements, each through :mod:`tb.mu.model_block` (the unit's contract, ``docs/numerics.md``
+Measurements, each through :mod:`tb.mu.model` (the unit's contract, ``docs/numerics.md``
 section 7; per-tensor formats through the same code with unit scales, which is the plain contract):
 
 * **window**: how often the F-bit block-sum window changes a result against the same accumulation
@@ -9,7 +10,9 @@ section 7; per-tensor formats through the same code with unit scales, which is t
 * **op classes**: the error of every real MiniLM matmul (float32 captures of the forward pass) in
   every format against the float32 product, per op class, at D = 32, 64, 128;
 * **fidelity**: the whole forward pass with every matmul through the model, per format: cosine of
-  the sentence embeddings against float32 and whether the paraphrase / unrelated ordering survives.
+  the sentence embeddings against float32 and whether the paraphrase / unrelated ordering survives;
+* **tile runs**: the block-scaled rows of the tile corpus (:func:`tb.tiles.corpus.plan` with
+  ``block=True``) replayed beat by beat (:func:`tb.tiles.replay.replay_model`).
 
 Run ``python -m tb.tiles block`` (a few minutes on two cores); the report carries its provenance.
 """
@@ -22,12 +25,11 @@ from collections import defaultdict
 import numpy as np
 
 from hw.formats import BLOCK_FORMATS, MATRIX_FORMATS, get_block_format
-from tb.mu.model import fp32_to_float
-from tb.mu.model_block import WINDOW_FRAC_BITS, unit_matmul
+from tb.mu.model import unit_matmul
+from tb.mu.rounding import WINDOW_FRAC_BITS, fp32_to_float
 
-from . import block_tiles, minilm
+from . import corpus, minilm
 from .quant import quantize
-from .quant_block import quantize_block
 
 __all__ = ["Operands", "prepare", "run", "window_random", "op_classes", "fidelity", "tile_runs", "measure",
            "block_md"]
@@ -36,10 +38,10 @@ WIDTHS = (32, 64, 128)
 #: Formats compared, per-tensor first.
 FORMATS = MATRIX_FORMATS + tuple(BLOCK_FORMATS)
 #: Per-tensor baseline of each block format in the tables.
-BASELINE = {**block_tiles.BASELINE, "mxfp4_e2m1+ceil": "fp4_e2m1"}
+BASELINE = {**corpus.BASELINE, "mxfp4_e2m1+ceil": "fp4_e2m1"}
 
 
-#: Quantizer variants measured beside the formats: ``<format>+<scale rule>`` (tb/tiles/quant_block.py).
+#: Quantizer variants measured beside the formats: ``<format>+<scale rule>`` (tb/tiles/quant.py).
 VARIANTS = ("mxfp4_e2m1+ceil",)
 
 
@@ -50,15 +52,9 @@ class Operands:
     def __init__(self, x, w, fmt: str):
         fmt, _, rule = fmt.partition("+")
         self.fmt = fmt
-        if fmt in BLOCK_FORMATS:
-            rule = rule or "ocp"
-            qx, qw = quantize_block(x, fmt, 1, rule), quantize_block(w, fmt, 0, rule)
-            self.x, self.xs, self.w, self.ws = qx.codes, qx.scales, qw.codes, qw.scales
-            self.scale = qx.tensor_scale * qw.tensor_scale
-        else:
-            qx, qw = quantize(x, fmt), quantize(w, fmt)
-            self.x, self.w, self.xs, self.ws = qx.codes, qw.codes, None, None
-            self.scale = qx.scale * qw.scale
+        qx, qw = quantize(x, fmt, 1, rule or "ocp"), quantize(w, fmt, 0, rule or "ocp")
+        self.x, self.xs, self.w, self.ws = qx.codes, qx.scales, qw.codes, qw.scales
+        self.scale = qx.scale * qw.scale
 
 
 def prepare(x, w, fmt: str) -> Operands:
@@ -83,7 +79,7 @@ def run(op: Operands, width: int, frac_bits=WINDOW_FRAC_BITS):
         nbk = kp // get_block_format(op.fmt).block
         bits = unit_matmul(op.fmt, width, x, _pad(op.xs, nbk, 1), w, _pad(op.ws, nbk, 0), frac_bits)
     else:
-        bits = unit_matmul(None, width, x, None, w, None, element=op.fmt)
+        bits = unit_matmul(op.fmt, width, x, None, w, None)
     return bits, fp32_to_float(bits) * op.scale
 
 
@@ -224,12 +220,15 @@ def measure(path=None) -> dict:
 
 
 def tile_runs(full: bool = True) -> list:
-    """The block-scaled tile runs (:mod:`tb.tiles.block_tiles`) replayed beat by beat."""
-    from . import block_tiles
+    """The block-scaled rows of the tile corpus, replayed beat by beat
+    (:func:`tb.tiles.replay.replay_model`)."""
+    from .replay import replay_model
 
-    runs = block_tiles.plan_block(full)
-    return [{k: v for k, v in block_tiles.replay_block(t).items() if k != "bits"}
-            for t in block_tiles.tiles(runs)]
+    out = []
+    for t in corpus.tiles(corpus.plan(full, block=True)):
+        res = replay_model(t)
+        out.append({"id": res.id, "fmt": res.fmt, "width": res.width, "op": t.meta["op"], **res.err_f32})
+    return out
 
 
 def _pct(k: int, n: int) -> str:
@@ -240,10 +239,10 @@ def block_md(data: dict, cmd: str = "python -m tb.tiles block") -> str:
     """The report from :func:`measure`'s output."""
     out = ["<!-- generated by `python -m tb.tiles block`; do not edit -->",
            "# Block-scaled formats (OCP MX, NVFP4) through the bit-true model\n", *_provenance(cmd),
-           f"- model: `tb/mu/model_block.py` (contract: docs/numerics.md section 7), window F = "
-           f"{WINDOW_FRAC_BITS} fraction bits; quantizers `tb/tiles/quant_block.py` (OCP MX conversion, "
-           "NVFP4 two-level); per-tensor formats through the same model with unit scales "
-           "(bit-identical to `tb/mu/model.py`), amax-scaled per tensor (`tb/tiles/quant.py`)\n",
+           f"- model: `tb/mu/model.py` (contract: docs/numerics.md section 7), window F = "
+           f"{WINDOW_FRAC_BITS} fraction bits; quantizer `tb/tiles/quant.py` (per block: OCP MX "
+           "conversion, NVFP4 two-level; per tensor: amax-scaled); per-tensor formats through the same "
+           "model with unit scales (bit-identical to its per-tensor path)\n",
            "## 1. The window against exact block sums, random data\n",
            "Gaussian values, every 16-element block along K scaled by 2^u, u uniform in [-30, 30] (so "
            "the block scales spread over about 60 binades), quantized with the block quantizer; "
@@ -298,7 +297,7 @@ def _ops_md(data: dict) -> list:
             "buys range, which per-tensor FP8 (2^-9 .. 448) already has for these tensors; the "
             "narrow formats (E2M1: 0.5 .. 6) are where it pays.",
             "", "`mxfp4_e2m1+ceil`: MXFP4 with the shared exponent rounded up "
-            "(`X = ceil(log2(amax / 6))`, `tb/tiles/quant_block.py` scale_rule `ceil`) instead of "
+            "(`X = ceil(log2(amax / 6))`, `tb/tiles/quant.py` scale_rule `ceil`) instead of "
             "the OCP rule, whose `floor(log2 amax) - 2` saturates a block's values in (6, 8) * 2^X "
             "to 6 * 2^X. Same codes, same unit, same contract: only the quantizer differs.",
             "", "Attention scores are the hard case for MX against per-tensor: there the per-tensor "
@@ -339,9 +338,9 @@ def _tiles_md(runs) -> list:
     if not runs:
         return ["", "## 5. Block-scaled tile runs\n", "Not measured in this run.\n"]
     out = ["", "## 5. Block-scaled tile runs (the plan the block-scaled RTL will replay)\n",
-           f"{len(runs)} runs of `tb/tiles/block_tiles.py` (every op x mode x block format x D = 32, "
+           f"{len(runs)} runs of `tb/tiles/corpus.py` (every op x mode x block format x D = 32, "
            "64, 128; M = 1 or 16 rows of a real matmul against one D-column slice, K whole), fed beat "
-           "by beat to `BlockMatrixUnitModel` with the `ws` stream and scale codes as the RTL will "
+           "by beat to `MatrixUnitModel` with the `ws` stream and scale codes as the RTL will "
            "take them. Every run is bit-identical to the whole-matmul path and within the "
            "contract's bound of float64 (asserted). Error against float32 (mean rel, mean over runs; "
            "worst run's max rel):\n",
