@@ -32,7 +32,7 @@ DEFAULT_STAGES = 2
 EXACT_STAGES: dict = {
     ("fp8_e4m3", 128): 3,  # stages 2: activation register -> lanes -> first tree segment too long
     # block sums are resolved before they are scaled: stages 2 leaves lanes + tree + adder in one
-    # cycle (6,443 ps at D = 32); 3 splits the tree (4,655 ps)
+    # cycle (6,443 ps at D = 32); the third register goes on the scaled block terms
     **{("nvfp4", d): 3 for d in STUDY_WIDTHS},
 }
 #: ``exact`` mode's critical-path goal per format (ps), at every study width.

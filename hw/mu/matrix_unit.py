@@ -134,7 +134,9 @@ def max_stages(width: int, acc: str = "fp32", fmt: str = "fp8_e4m3") -> int:
     the tree's two rows + one per Dadda stage (``exact``). The trees of a block-scaled format are
     B lanes wide."""
     bf = BLOCK_FORMATS.get(fmt)  # block sums are resolved in either mode: a NORM cut as in fp32
-    return (1 if acc == "exact" and bf is None else 2) + tree_levels(width if bf is None else bf.block)
+    if bf is not None:  # (exact: + the register on the scaled block terms)
+        return 2 + (acc == "exact") + tree_levels(bf.block)
+    return (1 if acc == "exact" else 2) + tree_levels(width)
 
 
 class MatrixUnit(wiring.Component):

@@ -33,7 +33,7 @@ from .numerics import dot_widths
 
 __all__ = ["WINDOW_FRAC_BITS", "SCALE_EXP_BITS", "EXACT_SPAN_MAX", "decode_scale", "window_sum",
            "scaled_sum_widths", "FixedSumWidths", "fixed_sum_widths", "check_exact_block",
-           "block_terms", "scaled_sum", "fixed_sum", "ScaledAccumulator"]
+           "block_terms", "register_terms", "scaled_sum", "fixed_sum", "ScaledAccumulator"]
 
 #: F, fraction bits of the window below the unit of the largest block term (docs/numerics.md 7.2).
 WINDOW_FRAC_BITS = 32
@@ -276,6 +276,18 @@ def scaled_sum(m, acc, terms, exps, nans, pinfs, ninfs) -> list:
     m.d.comb += [pinf.eq(0 if not pinfs else _any(pinfs)), ninf.eq(0 if not ninfs else _any(ninfs))]
     return [acc.s_nan.eq(_any(nans) | (pinf & ninf)), acc.s_inf.eq(pinf | ninf),
             acc.s_inf_neg.eq(ninf)]
+
+
+def register_terms(m, terms: tuple, en) -> tuple:
+    """:func:`block_terms`' output through one register enabled by ``en`` (the ``exact`` mode's
+    register between the scale multiply and the shift into the fixed-point grid)."""
+    out = []
+    for g, group in enumerate(terms):
+        regs = [Signal.like(v, name=f"sr{g}_{i}", reset_less=True) for i, v in enumerate(group)]
+        with m.If(en):
+            m.d.sync += [r.eq(v) for r, v in zip(regs, group, strict=True)]
+        out.append(regs)
+    return tuple(out)
 
 
 def fixed_sum(m, acc, terms, exps, nans, pinfs, ninfs, *, widths: FixedSumWidths) -> list:
