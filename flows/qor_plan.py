@@ -14,13 +14,16 @@ from hw.designs import ACC_MODES, STUDY_WIDTHS
 from hw.formats import BLOCK_FORMATS, FORMATS, MATRIX_FORMATS
 
 __all__ = ["QOR_ACC_MODES", "QOR_BLOCK_FORMATS", "QOR_FORMATS", "DEFAULT_STAGES", "EXACT_STAGES",
-           "EXACT_GOAL_PS", "EXACT_AREA_GOAL", "qor_stages", "in_study", "qor_points"]
+           "EXACT_BLOCK_FORMATS", "EXACT_GOAL_PS", "EXACT_AREA_GOAL", "qor_stages", "in_study",
+           "qor_points"]
 
 #: Accumulate modes in the study, the contract's default first.
 QOR_ACC_MODES = ACC_MODES
 #: Block-scaled formats in the study, measured with ``fp32`` accumulation only (the unit takes them
 #: in that mode only).
 QOR_BLOCK_FORMATS = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")
+#: Block-scaled formats the study also measures in the ``exact`` mode (the unit takes them in it).
+EXACT_BLOCK_FORMATS = ("nvfp4",)
 #: Every format of the study: the element formats, then the block-scaled ones.
 QOR_FORMATS = MATRIX_FORMATS + QOR_BLOCK_FORMATS
 #: The generator's default column stages (the ``fp32`` points use it).
@@ -28,6 +31,10 @@ DEFAULT_STAGES = 2
 #: ``exact`` mode: column stages per (format, width) where they differ from :data:`DEFAULT_STAGES`.
 EXACT_STAGES: dict = {
     ("fp8_e4m3", 128): 3,  # stages 2: activation register -> lanes -> first tree segment too long
+    # block sums are resolved before they are scaled: stages 2 leaves lanes + tree + adder in one
+    # cycle (6,443 ps at D = 32); the third register goes on the scaled block terms (then the scale
+    # multiply no longer limits: 6,065-6,443 ps, the tree again), the fourth inside the trees
+    **{("nvfp4", d): 4 for d in STUDY_WIDTHS},
 }
 #: ``exact`` mode's critical-path goal per format (ps), at every study width.
 EXACT_GOAL_PS = {"fp8_e4m3": 5300, "fp8_e5m2": 6500, "fp4_e2m1": 4500}
@@ -51,11 +58,12 @@ def qor_stages(acc: str, fmt: str, width: int) -> int:
 
 
 def in_study(acc: str, fmt: str) -> bool:
-    """Whether the study measures format ``fmt`` in mode ``acc``: block formats in ``fp32`` only (the
-    unit takes them in that mode only), integers in ``exact`` only (their dot product is exact, so the
-    mode that keeps it exact is theirs; the unit builds them in ``fp32`` too, with its own tests)."""
+    """Whether the study measures format ``fmt`` in mode ``acc``: block formats in ``fp32``, and in
+    ``exact`` where the unit takes them (NVFP4; MX's E8M0 scales do not allow it), integers in
+    ``exact`` only (their dot product is exact, so the mode that keeps it exact is theirs; the unit
+    builds them in ``fp32`` too, with its own tests)."""
     if fmt in BLOCK_FORMATS:
-        return acc == "fp32"
+        return acc == "fp32" or fmt in EXACT_BLOCK_FORMATS
     f = FORMATS.get(fmt)  # an unknown name is the sweep's to refuse, with its message
     return acc == "exact" or f is None or not f.is_integer
 

@@ -529,6 +529,12 @@ class ScaleFormat:
         """Bits of the integer significand ``m``."""
         return self.man_bits + 1
 
+    @property
+    def exp_range(self) -> tuple:
+        """``(smallest, largest)`` exponent ``e`` of a code that is not NaN."""
+        _, e, nan = self.split(np.arange(1 << self.bits))
+        return int(e[~nan].min()), int(e[~nan].max())
+
     def split(self, codes: np.ndarray):
         """Codes (int64 in [0, 255]) -> ``(m, e, nan)``; NaN codes give ``m = e = 0``."""
         c = codes.astype(np.int64)

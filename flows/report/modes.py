@@ -7,12 +7,14 @@ goals of :mod:`flows.qor_plan`; a missing point reads ``not measured yet``.
 
 import re
 
+from hw.formats import BLOCK_FORMATS
+
 from ..metric_keys import AREA, CP_LV, CP_PS, FMAX
-from ..qor_plan import EXACT_AREA_GOAL, EXACT_GOAL_PS, QOR_ACC_MODES, qor_stages
+from ..qor_plan import EXACT_AREA_GOAL, EXACT_BLOCK_FORMATS, EXACT_GOAL_PS, QOR_ACC_MODES, qor_stages
 from .common import NOT_MEASURED, WIDTHS, Point, measured_formats, sig
 from .common import fmt_value as fv
 
-__all__ = ["modes_section", "path_location", "int_section", "INT_PAIRS"]
+__all__ = ["modes_section", "path_location", "int_section", "INT_PAIRS", "block_exact_section"]
 
 #: (float format, integer format) pairs of the integer comparison: the same operand width.
 INT_PAIRS = (("fp8_e4m3", "int8"), ("fp4_e2m1", "int4"))
@@ -106,4 +108,39 @@ def int_section(grids: dict, acc: str = "exact") -> list[str]:
             L.append(f"| {d} | {fl} | {it} | {fv(af, 1)} | {fv(ai, 1)} | "
                      f"{f'{af / ai:.3f}' if af and ai else NOT_MEASURED} | {fv(tf)} | {fv(ti)} | "
                      f"{f'{tf / ti:.3f}' if tf and ti else NOT_MEASURED} |")
+    return L + [""]
+
+
+def block_exact_section(full: dict) -> list[str]:
+    """Markdown lines: the block-scaled formats measured in the ``exact`` mode against their element
+    format in the ``exact`` mode and themselves in ``fp32``, per D (``full``: every format's grid
+    per mode, :func:`flows.report.common.mu_grid`)."""
+    ex, fp = full.get("exact", {}), full.get("fp32", {})
+    fmts = [f for f in EXACT_BLOCK_FORMATS if any((d, f) in ex for d in WIDTHS)]
+    if not fmts:
+        return []
+    L = ["## Block-scaled formats in the `exact` mode", "",
+         "Each block term (the block's exact sum times its two scales' significands) is shifted by its "
+         "scale exponent into one fixed-point grid and the beat's terms are summed exactly into the "
+         "exact accumulator of the plain formats (docs/numerics.md section 7.5): no per-beat FP32 add. "
+         "Goals: critical path at most 1.10x, area at most 1.30x the plain element format's `exact` "
+         "unit at the same D.", "",
+         "| D | format | stages | area / MAC (um^2) | element `exact` area / MAC | area ratio | "
+         "critical path (ps) | element `exact` path | path ratio | fmax (MHz) | `fp32` fmax (MHz) | "
+         "where |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for f in fmts:
+        el = BLOCK_FORMATS[f].element
+        for d in WIDTHS:
+            p, b, q = ex.get((d, f)), ex.get((d, el)), fp.get((d, f))
+            if p is None:
+                L.append(f"| {d} | {f} | {qor_stages('exact', f, d)} | " + " | ".join([NOT_MEASURED] * 9)
+                         + " |")
+                continue
+            a = p.get(AREA) / (d * d) if p.get(AREA) else None
+            ab = b.get(AREA) / (d * d) if b is not None and b.get(AREA) else None
+            t, tb = p.get(CP_PS), (b.get(CP_PS) if b is not None else None)
+            L.append(f"| {d} | {f} | {qor_stages('exact', f, d)} | {fv(a, 1)} | {fv(ab, 1)} | "
+                     f"{f'{a / ab:.3f}' if a and ab else NOT_MEASURED} | {fv(t)} | {fv(tb)} | "
+                     f"{f'{t / tb:.3f}' if t and tb else NOT_MEASURED} | {sig(p.get(FMAX))} | "
+                     f"{sig(q.get(FMAX)) if q is not None else NOT_MEASURED} | {path_location(p)} |")
     return L + [""]

@@ -41,7 +41,7 @@ from .common import (
 )
 from .common import fmt_value as fv
 from .energy import energy_section
-from .modes import int_section, modes_section
+from .modes import block_exact_section, int_section, modes_section
 from .scaling import block_section
 from .silicon import regimes_section
 
@@ -314,7 +314,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
     for acc in (a for a in QOR_ACC_MODES[1:] if grids[a]):  # the modes section names the gaps
         L += _mu_table(grids[acc], acc)[0] + _depth_section(grids[acc], acc)[0]
         L += _breakdown_section(grids[acc], acc)[0]
-    L += modes_section(grids) + int_section(grids)
+    L += modes_section(grids) + int_section(grids) + block_exact_section(full)
     L += block_section(full[QOR_ACC_MODES[0]])
     L += rv.perf_section(grid) + regimes_section(grids) + _bf16_section(points, qor_dir)
     L += energy_section(Path(qor_dir).parent / "power", rel)

@@ -27,7 +27,10 @@ trees of B lanes instead of one of D, and :func:`hw.mu.scales.block_terms` and
 :func:`~hw.mu.scales.scaled_sum` (the block scales decoded beside the trees, the block terms summed
 in a window) into
 :class:`~hw.mu.scales.ScaledAccumulator`; the pipeline placement is the same with the trees at
-width B.
+width B. In the ``exact`` mode (NVFP4) :func:`~hw.mu.scales.fixed_sum` puts the block terms into one
+fixed-point grid for the plain :class:`~hw.mu.exact_acc.ExactAccumulator`; the block trees keep their
+adder (their sums are scaled), so the placement is the ``fp32`` one (``NORM``, ``RAW``, ``TREE``)
+except that the third register goes on the scaled block terms (:attr:`ColumnParams.scale_reg`).
 
 The accumulator is :class:`~hw.mu.accumulate.Accumulator` (``acc = "fp32"``: one rounding per beat)
 or :class:`~hw.mu.exact_acc.ExactAccumulator` (``acc = "exact"``: exact fixed-point rows, one
@@ -51,7 +54,15 @@ from .control import column_control, column_control_members
 from .exact_acc import GUARD_BITS, ExactAccumulator, ExactAccumulatorParams
 from .lane import Lane
 from .numerics import ACC_MODES, dot_widths
-from .scales import ScaledAccumulator, block_terms, scaled_sum
+from .scales import (
+    ScaledAccumulator,
+    block_terms,
+    check_exact_block,
+    fixed_sum,
+    fixed_sum_widths,
+    register_terms,
+    scaled_sum,
+)
 from .tree import Tree, TreeParams
 
 __all__ = ["WeightBuffer", "WeightBufferParams", "Column", "ColumnParams"]
@@ -90,11 +101,18 @@ class ColumnParams(BlockParams):
         return BLOCK_FORMATS.get(self.fmt)
 
     @property
+    def scale_reg(self) -> bool:
+        """A register on the scaled block terms (block-scaled, ``exact``, ``stages >= 3``: the third
+        register, between the scale multiply and the shift into the fixed-point grid)."""
+        return self.block_format is not None and self.acc == "exact" and self.stages >= 3
+
+    @property
     def tree_params(self) -> TreeParams:
-        """One tree of D lanes, or (block-scaled) one of each of the D/B blocks of B lanes."""
+        """One tree of D lanes, or (block-scaled) one of each of the D/B blocks of B lanes, with the
+        stages left after :attr:`scale_reg`."""
         bf = self.block_format
-        if bf is not None:
-            return TreeParams(bf.block, bf.element, self.stages, self.tree, self.acc == "exact")
+        if bf is not None:  # block sums are resolved (scaled and shifted), in either mode
+            return TreeParams(bf.block, bf.element, self.stages - self.scale_reg, self.tree, False)
         return TreeParams(self.width, self.fmt, self.stages, self.tree, self.acc == "exact")
 
     @property
@@ -102,7 +120,7 @@ class ColumnParams(BlockParams):
         """:class:`AccumulatorParams` (``fp32``) or :class:`ExactAccumulatorParams` (``exact``, its
         input register where the ``fp32`` block has its ``NORM`` register)."""
         if self.acc == "exact":
-            plan = self.tree_params.placement.count(self.stages)
+            plan = self.tree_params.placement.count(self.tree_params.stages)
             return ExactAccumulatorParams(self.width, self.fmt, self.rows, self.guard_bits,
                                           in_reg=plan[Cut.NORM] > 0)
         return AccumulatorParams(self.width, self.fmt, self.rows, self.stages, self.loop)
@@ -111,8 +129,8 @@ class ColumnParams(BlockParams):
     def write_delay(self) -> int:
         """Cycles from ``x`` to the cycle whose accumulate control (``acc_next`` one cycle before)
         applies to it:
-        the tree's latency + the accumulator's write delay."""
-        return self.tree_params.latency + self.acc_params.write_delay
+        the tree's latency (+ :attr:`scale_reg`) + the accumulator's write delay."""
+        return self.tree_params.latency + self.scale_reg + self.acc_params.write_delay
 
     @property
     def result_delay(self) -> int:
@@ -124,8 +142,8 @@ class ColumnParams(BlockParams):
 
     @property
     def latency(self) -> int:
-        """Cycles from ``x`` to ``y``: the tree's latency + the accumulator's."""
-        return self.tree_params.latency + self.acc_params.latency
+        """Cycles from ``x`` to ``y``: the tree's latency (+ :attr:`scale_reg`) + the accumulator's."""
+        return self.tree_params.latency + self.scale_reg + self.acc_params.latency
 
 
 class WeightBuffer(wiring.Component):
@@ -238,9 +256,8 @@ class Column(wiring.Component):
         self._bf = BLOCK_FORMATS.get(fmt) if isinstance(fmt, str) else None
         if self._bf is not None:
             self._bf.check_width(width)
-            if acc != "fp32":
-                raise ValueError(f"acc={acc!r} is not available for the block-scaled format {fmt}; "
-                                 f"use acc='fp32'")
+            if acc == "exact":
+                check_exact_block(fmt)
         self._dw = dot_widths(fmt if self._bf is None else self._bf.element, width)
         self._tree = tree
         self._rows, self._stages = rows, stages
@@ -286,7 +303,7 @@ class Column(wiring.Component):
         B = tp.width  # lanes per tree: D, or the block size
         trees = []
         for i in range(D // B):
-            tree = Tree(f, B, stages=S, arch=self._tree, carry_save=exact)
+            tree = Tree(f, B, stages=tp.stages, arch=self._tree, carry_save=exact and bf is None)
             hier.place(m, "tree" if bf is None else f"tree{i}", tree)
             m.d.comb += tree.en.eq(en)
             trees.append(tree)
@@ -305,7 +322,18 @@ class Column(wiring.Component):
                 m.d.comb += tree.inf[kk].eq(lane.inf)
 
         p = self.params.acc_params
-        if bf is not None:  # block terms scaled and summed in the window, with an exponent
+        if bf is not None and exact:  # block terms shifted into one fixed-point grid, summed exactly
+            terms = block_terms(m, bf, trees, self.xs, sbuf.wa, en, tp.latency)
+            if self.params.scale_reg:
+                terms = register_terms(m, terms, en)
+            acc = ExactAccumulator(bf.name, D, self._rows, guard_bits=p.guard_bits,
+                                   chunk_bits=p.chunk_bits, drain_stages=p.drain_stages,
+                                   in_reg=p.in_reg)
+            hier.place(m, "acc", acc)
+            m.d.comb += fixed_sum(m, acc, *terms, widths=fixed_sum_widths(bf.name, D)) + [
+                acc.en.eq(en), acc.we.eq(acc_we), acc.first.eq(ctl.first), acc.last.eq(ctl.last),
+                self.overflow.eq(acc.overflow), self.y.eq(acc.y)]
+        elif bf is not None:  # block terms scaled and summed in the window, with an exponent
             terms = block_terms(m, bf, trees, self.xs, sbuf.wa, en, tp.latency)
             acc = ScaledAccumulator(bf.name, D, self._rows, stages=S, loop=p.loop)
             hier.place(m, "acc", acc)

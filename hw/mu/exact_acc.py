@@ -47,11 +47,12 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..formats import get_format
+from ..formats import BLOCK_FORMATS, get_format
 from ..fp.round import leading_zeros, pack_code
 from ..hier import BlockParams
 from .accumulate import beat_inputs
 from .numerics import GUARD_BITS, dot_widths
+from .scales import fixed_sum_widths
 
 __all__ = ["ExactAccumulator", "ExactAccumulatorParams", "DRAIN_STEPS", "GUARD_BITS", "DRAIN_STAGES"]
 
@@ -113,7 +114,8 @@ class ExactAccumulator(wiring.Component):
     Parameters
     ----------
     fmt : str or FloatFormat
-        A matrix element format.
+        A matrix element format, or a block-scaled one whose scales allow the exact mode (its
+        column hands over :func:`hw.mu.scales.fixed_sum`'s rows: :func:`~hw.mu.scales.fixed_sum_widths`).
     width : int
         D (sets W, the width of S).
     rows : int
@@ -162,7 +164,8 @@ class ExactAccumulator(wiring.Component):
 
     def __init__(self, fmt, width: int, rows: int = 1, *, guard_bits: int = GUARD_BITS,
                  chunk_bits: int = 8, drain_stages: int = DRAIN_STAGES, in_reg: bool = True):
-        self._dw = dot_widths(fmt, width)
+        block = isinstance(fmt, str) and fmt in BLOCK_FORMATS
+        self._dw = fixed_sum_widths(fmt, width) if block else dot_widths(fmt, width)
         assert self._dw.lsb_exp > FP32.emin, "a nonzero sum must be an FP32 normal (no subnormal path)"
         for name, v, lo in (("rows", rows, 1), ("guard_bits", guard_bits, 1),
                             ("chunk_bits", chunk_bits, 1), ("drain_stages", drain_stages, 1)):

@@ -133,8 +133,10 @@ def max_stages(width: int, acc: str = "fp32", fmt: str = "fp8_e4m3") -> int:
     """Largest ``stages`` for width D: normalize + tree output + one per Dadda stage (``fp32``);
     the tree's two rows + one per Dadda stage (``exact``). The trees of a block-scaled format are
     B lanes wide."""
-    bf = BLOCK_FORMATS.get(fmt)
-    return (1 if acc == "exact" else 2) + tree_levels(width if bf is None else bf.block)
+    bf = BLOCK_FORMATS.get(fmt)  # block sums are resolved in either mode: a NORM cut as in fp32
+    if bf is not None:  # (exact: + the register on the scaled block terms)
+        return 2 + (acc == "exact") + tree_levels(bf.block)
+    return (1 if acc == "exact" else 2) + tree_levels(width)
 
 
 class MatrixUnit(wiring.Component):
@@ -147,7 +149,8 @@ class MatrixUnit(wiring.Component):
         D, a power of two from 8 to 128.
     fmt : str
         Element format of ``w`` and ``x`` (:data:`hw.formats.MATRIX_FORMATS`), or a block-scaled
-        format (:data:`hw.formats.BLOCK_FORMATS`: D a multiple of its block B, ``acc = "fp32"``).
+        format (:data:`hw.formats.BLOCK_FORMATS`: D a multiple of its block B; ``acc = "exact"``
+        only for a scale format with a narrow exponent range, NVFP4).
         The block scale is an axis of the same unit: it adds the ``ws`` stream and its loading
         state beside the weights', the activation scale register beside ``xr``, and in every
         column the scale buffer, D/B trees of B lanes and the scaled window sum

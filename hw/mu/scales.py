@@ -10,24 +10,86 @@ A column of a block-scaled unit (:class:`hw.mu.column.Column` with a block-scale
 trees of width B; :func:`block_terms` decodes each block's scales at the lanes' stage, delays them
 beside the trees' registers and scales the trees' sums, :func:`scaled_sum` sums them in the window,
 and :class:`ScaledAccumulator` adds ``S * 2**s_exp`` to the FP32 row with one rounding.
+
+In the ``exact`` accumulate mode (a scale format whose exponent sums span at most
+:data:`EXACT_SPAN_MAX` binades: NVFP4's UE4M3) there is no window and no exponent: :func:`fixed_sum`
+shifts every block term left by its exponent above the smallest one into a fixed-point grid
+(:func:`fixed_sum_widths`) and compresses the D/B terms to two carry-save rows, which the
+:class:`hw.mu.exact_acc.ExactAccumulator` of the plain formats sums exactly and rounds once.
 """
+
+from dataclasses import dataclass
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..formats import SCALE_FORMATS, get_block_format
+from ..formats import BLOCK_FORMATS, SCALE_FORMATS, get_block_format
+from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
 from .accumulate import EXP_W, Accumulator, AccumulatorParams
 from .numerics import dot_widths
 
-__all__ = ["WINDOW_FRAC_BITS", "SCALE_EXP_BITS", "decode_scale", "window_sum", "scaled_sum_widths",
-           "block_terms", "scaled_sum", "ScaledAccumulator"]
+__all__ = ["WINDOW_FRAC_BITS", "SCALE_EXP_BITS", "EXACT_SPAN_MAX", "decode_scale", "window_sum",
+           "scaled_sum_widths", "FixedSumWidths", "fixed_sum_widths", "check_exact_block",
+           "block_terms", "register_terms", "scaled_sum", "fixed_sum", "ScaledAccumulator"]
 
 #: F, fraction bits of the window below the unit of the largest block term (docs/numerics.md 7.2).
 WINDOW_FRAC_BITS = 32
 #: Signed bits of one scale exponent (E8M0: -127..127; UE4M3: -9..5).
 SCALE_EXP_BITS = 9
+#: Largest span (binades) of a block term's scale exponent ``e(sx) + e(sw)`` that the ``exact`` mode
+#: takes: UE4M3's is 28; E8M0's, 508, would need an accumulator of 550+ bits per row and column.
+EXACT_SPAN_MAX = 64
+
+
+@dataclass(frozen=True)
+class FixedSumWidths:
+    """The exact beat sum of a block-scaled column in the ``exact`` mode, as
+    :class:`hw.mu.numerics.DotWidths` gives it for a plain one (what
+    :class:`hw.mu.exact_acc.ExactAccumulator` reads): ``sum_bits`` W of two's complement with LSB
+    ``2**lsb_exp``, and ``fmt``'s special-value flags (NaN: scales can be NaN; Inf as the element)."""
+
+    fmt: SimpleNamespace
+    width: int
+    term_bits: int
+    span: int
+    sum_bits: int
+    lsb_exp: int
+    exp_min: int
+
+
+def check_exact_block(fmt: str) -> None:
+    """Raise ValueError if block-scaled ``fmt``'s scale exponents span more than
+    :data:`EXACT_SPAN_MAX` binades (its exact K-long sum has no fixed-point grid of sane width)."""
+    sf = get_block_format(fmt).scale_format
+    lo, hi = sf.exp_range
+    if 2 * (hi - lo) > EXACT_SPAN_MAX:
+        ok = [n for n, b in BLOCK_FORMATS.items()
+              if 2 * (b.scale_format.exp_range[1] - b.scale_format.exp_range[0]) <= EXACT_SPAN_MAX]
+        raise ValueError(f"acc='exact' takes block-scaled formats whose scale products span at most "
+                         f"{EXACT_SPAN_MAX} binades ({', '.join(ok)}); {fmt}'s {sf.name} scales span "
+                         f"{2 * (hi - lo)}, an exact sum of 550+ bits per row: use acc='fp32' "
+                         f"(docs/numerics.md section 7.5)")
+
+
+def fixed_sum_widths(fmt: str, width: int) -> FixedSumWidths:
+    """Widths of the ``exact`` mode's beat sum for block-scaled ``fmt`` at D = ``width``: each block
+    term (``scaled_sum_widths``' block bits) shifted left by its exponent above the smallest one (0 ..
+    ``span``), D/B of them summed (docs/numerics.md section 7.5)."""
+    check_exact_block(fmt)
+    bf = get_block_format(fmt)
+    dw = dot_widths(bf.element, bf.block)
+    sf = bf.scale_format
+    lo, hi = sf.exp_range
+    pb = dw.sum_bits + (2 * sf.sig_bits if sf.man_bits else 0)
+    span = 2 * (hi - lo)
+    nb = width // bf.block
+    f = bf.element_format
+    flags = SimpleNamespace(name=bf.name, has_nan=True, has_inf=f.has_inf)
+    return FixedSumWidths(flags, width, pb + span, span, pb + span + (nb - 1).bit_length(),
+                          dw.lsb_exp + 2 * lo, 2 * lo)
 
 
 def decode_scale(m: Module, code, scale, *, name: str):
@@ -214,6 +276,48 @@ def scaled_sum(m, acc, terms, exps, nans, pinfs, ninfs) -> list:
     m.d.comb += [pinf.eq(0 if not pinfs else _any(pinfs)), ninf.eq(0 if not ninfs else _any(ninfs))]
     return [acc.s_nan.eq(_any(nans) | (pinf & ninf)), acc.s_inf.eq(pinf | ninf),
             acc.s_inf_neg.eq(ninf)]
+
+
+def register_terms(m, terms: tuple, en) -> tuple:
+    """:func:`block_terms`' output through one register enabled by ``en`` (the ``exact`` mode's
+    register between the scale multiply and the shift into the fixed-point grid)."""
+    out = []
+    for g, group in enumerate(terms):
+        regs = [Signal.like(v, name=f"sr{g}_{i}", reset_less=True) for i, v in enumerate(group)]
+        with m.If(en):
+            m.d.sync += [r.eq(v) for r, v in zip(regs, group, strict=True)]
+        out.append(regs)
+    return tuple(out)
+
+
+def fixed_sum(m, acc, terms, exps, nans, pinfs, ninfs, *, widths: FixedSumWidths) -> list:
+    """Drive the ``exact`` mode's :class:`hw.mu.exact_acc.ExactAccumulator` ``acc`` (built for the
+    block-scaled format) with the beat's exact sum: every block term shifted left by its exponent
+    above ``widths.exp_min`` into ``widths.term_bits`` bits of two's complement, the sign bits
+    inverted (their ``-2**(Wt - 1)`` constants add up to ``-2**(W - 1)``, which the carry-save input
+    leaves out) and the D/B terms compressed to two rows with ``s0 + s1 = S + 2**(W - 1)``; returns
+    the statements of its special-value inputs."""
+    Wt, W = widths.term_bits, widths.sum_bits
+    cols = [[] for _ in range(W)]
+    for i, (t, e) in enumerate(zip(terms, exps, strict=True)):
+        d = Signal(range(widths.span + 1), name=f"fx{i}_d")
+        v = Signal(signed(Wt), name=f"fx{i}_v")
+        m.d.comb += [d.eq(e - widths.exp_min), v.eq(t << d)]
+        for k in range(Wt - 1):
+            cols[k].append(v[k])
+        cols[Wt - 1].append(~v[Wt - 1])
+    if len(terms) == 1:
+        rows = [Cat(*[c[0] for c in cols]), Const(0, W)]
+    else:
+        rows = dadda_reduce(m, cols, name="fx")
+    m.d.comb += [acc.s0.eq(rows[0]), acc.s1.eq(rows[1])]
+    pinf = Signal(name="pinf")
+    ninf = Signal(name="ninf")
+    m.d.comb += [pinf.eq(0 if not pinfs else _any(pinfs)), ninf.eq(0 if not ninfs else _any(ninfs))]
+    out = [acc.s_nan.eq(_any(nans) | (pinf & ninf))]
+    if widths.fmt.has_inf:
+        out += [acc.s_inf.eq(pinf | ninf), acc.s_inf_neg.eq(ninf)]
+    return out
 
 
 def _any(bits):

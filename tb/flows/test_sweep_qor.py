@@ -18,12 +18,14 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     names = [j.name for j in jobs]
     assert names[:3] == ["bf16_mul-behavioral-s0", "bf16_mul-booth4-s0", "bf16_mul-behavioral-s0-ysbooth"]
     mu = names[3:]
-    block = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")   # block-scaled formats: fp32 accumulation only
+    block = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")   # block-scaled formats (fp32; NVFP4 also exact)
     floats = tuple(f for f in MATRIX_FORMATS if not f.startswith("int"))  # integers: exact only
-    # stages from flows.qor_plan: 3 for the exact mode at D = 128 E4M3, 2 everywhere else
-    assert mu == [f"mu-w{d}-{f}{'-s3' if (d, f, tag) == (128, 'fp8_e4m3', '-xacc') else ''}{tag}"
+    # stages from flows.qor_plan: 3 for the exact mode at D = 128 E4M3, 4 for NVFP4 in the exact
+    # mode (the only block format the exact mode takes), 2 everywhere else
+    stages = {(128, "fp8_e4m3"): "-s3", **{(d, "nvfp4"): "-s4" for d in STUDY_WIDTHS}}
+    assert mu == [f"mu-w{d}-{f}{stages.get((d, f), '') if tag else ''}{tag}"
                   for d in STUDY_WIDTHS for tag in ("", "-xacc")
-                  for f in (MATRIX_FORMATS if tag else floats + block)]
+                  for f in (MATRIX_FORMATS + ("nvfp4",) if tag else floats + block)]
     j = jobs[3]
     assert j.func == "flows.sweep.synth_jobs:synth_job"
     assert {"hw/mu/matrix_unit.py", "hw/hier.py", "flows/synth/flow.py", "hw/fp/add.py"} <= set(j.inputs)
@@ -36,7 +38,7 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     assert qor.qor_jobs((64,), ("fp4_e2m1",), bf16=False, modes=("exact",))[0].kwargs["params"] == {
         "width": 64, "fmt": "fp4_e2m1", "acc": "exact"}
     assert [j.kwargs["params"] for j in qor.qor_jobs((64,), ("nvfp4",), bf16=False)] == [
-        {"width": 64, "fmt": "nvfp4"}]
+        {"width": 64, "fmt": "nvfp4"}, {"width": 64, "fmt": "nvfp4", "acc": "exact", "stages": 4}]
     with pytest.raises(ValueError, match="power of two"):
         qor.qor_jobs((48,), ("fp8_e4m3",), bf16=False)
     with pytest.raises(ValueError, match="invalid value 'fp6'"):

@@ -40,6 +40,7 @@ import numpy as np
 
 from hw.designs import ACC_MODES
 from hw.formats import BLOCK_FORMATS, CLASSES, MATRIX_FORMATS, get_block_format, get_format
+from hw.mu.scales import check_exact_block
 
 from .model_exact import exact_result
 from .rounding import (
@@ -335,12 +336,14 @@ class MatrixUnitModel:
         self.bf = get_block_format(fmt) if fmt in BLOCK_FORMATS else None
         if self.bf is not None:
             self.nb = self.bf.check_width(width)
-            if acc != "fp32":
-                raise ValueError(f"{fmt} is block-scaled: acc='fp32' only, not {acc!r}")
+            if acc == "exact":
+                check_exact_block(fmt)
         self.width, self.rows, self.mode, self.guard_bits = width, rows, acc, guard_bits
         self.frac_bits = frac_bits
         self.codec = ElementCodec(fmt if self.bf is None else self.bf.element)
         self.e = 2 * self.codec.lsb
+        if self.bf is not None and acc == "exact":  # block terms on one grid: 2 lsb + 2 min e(scale)
+            self.e += 2 * self.bf.scale_format.exp_range[0]
         self.acc = ([[0] * width for _ in range(rows)] if self.bf is None
                     else np.zeros((rows, width), dtype=np.uint32))
         # exact mode: per row the exact sums (Python ints), sticky NaN / +Inf / -Inf per column
@@ -459,6 +462,8 @@ class MatrixUnitModel:
         sx, sw = self.bf.scale_split(xs), self.bf.scale_split(ws)
         terms = block_terms(self.codec, self.bf.block, x, sx, w, sw)
         ref, absum = self._block_reference(x, xs, w, ws)
+        if self.mode == "exact":
+            return self._run_block_exact(terms, ref, absum, first, last, row)
         trunc = self._trunc_bound(terms)
         out = []
         for i in range(x.shape[0]):
@@ -473,6 +478,31 @@ class MatrixUnitModel:
                 + (d + 2) * 2.0 ** -52 * absum[i]
             if last[i]:
                 out.append(YRow(r, self.acc[r].copy(), self.ref[r].copy(), self.bound[r].copy()))
+        return out
+
+    def _run_block_exact(self, terms: Terms, ref, absum, first, last, row) -> list:
+        """The ``exact`` mode on a block-scaled format (``docs/numerics.md`` section 7.5): each beat's
+        block terms summed exactly on the grid ``2**self.e`` (Python integers), the K-long sums
+        rounded once as on a per-tensor format (:meth:`_exact_beat`)."""
+        shift = terms.e - self.e                  # >= 0 for every scale; terms.p is 0 unless finite
+        assert (shift >= 0).all(), "a block term below the exact mode's grid"
+        num = np.zeros((terms.p.shape[0], terms.p.shape[2]), dtype=object)
+        for i in range(terms.p.shape[1]):
+            num = num + terms.p[:, i, :].astype(object) * (np.ones_like(shift[:, i, :], dtype=object)
+                                                          << shift[:, i, :].astype(object))
+        out = []
+        for i in range(num.shape[0]):
+            r = int(row[i])
+            if first[i]:
+                self.ref[r], self.absum[r], self.beats[r] = 0.0, 0.0, 0
+            with np.errstate(invalid="ignore"):
+                self.ref[r] = self.ref[r] + ref[i]
+                self.absum[r] = self.absum[r] + absum[i]
+            self.beats[r] += 1
+            bits, overflow = self._exact_beat(r, num[i], terms.cls[i], first[i], last[i])
+            if last[i]:
+                ref_err = (self.width + 2 + self.beats[r]) * 2.0 ** -52 * self.absum[r]
+                out.append(YRow(r, bits, self.ref[r].copy(), self.halfulps[r] + ref_err, overflow))
         return out
 
     def _block_reference(self, x, xs, w, ws):

@@ -190,7 +190,7 @@ class Program:
     # -- the model --------------------------------------------------------------------------------
     def expected(self, acc: str = "fp32", guard_bits: int = 16) -> list[YRow]:
         """Result rows the contract prescribes, in output order, for a unit with accumulate mode
-        ``acc`` (and ``guard_bits`` in the ``exact`` mode; block-scaled formats: ``fp32`` only)."""
+        ``acc`` (and ``guard_bits`` in the ``exact`` mode, which takes NVFP4 but no MX format)."""
         block = self.fmt in BLOCK_FORMATS
         model = MatrixUnitModel(self.width, self.fmt, self.rows, acc, guard_bits)
         out: list[YRow] = []

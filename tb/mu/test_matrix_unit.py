@@ -140,6 +140,20 @@ def test_matrix_unit(width, fmt, rows, tests, acc, guard_bits, tree):
     run_unit(width, fmt, rows, tests, acc=acc, guard_bits=guard_bits, tree=tree)
 
 
+#: NVFP4 in the exact mode (block terms in one fixed-point grid, docs/numerics.md 7.5): (D, R,
+#: stages). The third stage is a register on the scaled block terms, 4 is the study's (the fourth
+#: inside the trees); D = 16 has one block per beat, D >= 32 compress two or more shifted terms.
+NVFP4_EXACT = [pytest.param(16, 2, 4, marks=quick, id="w16-r2-s4"),
+               pytest.param(32, 3, 2, marks=full, id="w32-r3-s2"),
+               pytest.param(32, 3, 3, marks=full, id="w32-r3-s3"),
+               pytest.param(64, 2, 4, marks=full, id="w64-r2-s4")]
+
+
+@pytest.mark.parametrize("width,rows,stages", NVFP4_EXACT)
+def test_nvfp4_exact(width, rows, stages):
+    run_unit(width, "nvfp4", rows, BLOCK, acc="exact", stages=stages)
+
+
 # The fp32 accumulate loop over two cycles (loop = 2): the same bit-exact tests plus the interlock's
 # row sequences (rows in turn, repeated rows, a repeat across a tile edge; with pauses on w, x and
 # y) and its cycle counts against perf.contract, at R = 1 (every beat repeats its row) and R = 3.
@@ -172,7 +186,7 @@ def test_matrix_unit_loop(width, fmt, rows, tests):
     ({"loop": "0"}, "loop.*minimum"),
     # combinations: refused by the unit's parameter value when the registry parses the options
     ({"width": "16", "fmt": "mxfp8_e4m3"}, "multiple of 32"),
-    ({"width": "16", "fmt": "nvfp4", "acc": "exact"}, "acc='fp32' only"),
+    ({"width": "32", "fmt": "mxfp8_e4m3", "acc": "exact"}, r"e8m0 scales span 508.*acc='fp32'"),
     ({"acc": "exact", "loop": "2"}, "loop must be one of"),
     ({"guard_bits": "8"}, "guard_bits.*acc='exact'"),
     ({"width": "8", "stages": "9"}, "stages must lie in 0..8"),

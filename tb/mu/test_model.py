@@ -381,7 +381,8 @@ def test_error_within_bound_e5m2_d128():
                                       ({"fmt": "bf16"}, "fmt"), ({"acc": "fp16"}, "acc"),
                                       ({"acc": "exact", "guard_bits": 0}, "guard_bits"),
                                       ({"fmt": "mxfp8_e4m3", "width": 16}, "multiple of 32"),
-                                      ({"fmt": "nvfp4", "width": 32, "acc": "exact"}, "acc='fp32' only")])
+                                      ({"fmt": "mxfp4_e2m1", "width": 32, "acc": "exact"},
+                                       r"scales span 508.*acc='fp32'")])
 def test_bad_parameters(kw, match):
     args = {"width": 8, "fmt": "fp8_e4m3", "rows": 1} | kw
     with pytest.raises(ValueError, match=match):
@@ -430,8 +431,9 @@ def test_unit_signature_checks_block_formats():
     assert MatrixUnitSignature(32, "nvfp4", 1, "fp32").blocks == 2
     with pytest.raises(ValueError, match="multiple of 32"):
         MatrixUnitSignature(16, "mxfp8_e4m3", 1, "fp32")
-    with pytest.raises(ValueError, match="acc='fp32' only"):
+    with pytest.raises(ValueError, match=r"span at most 64 binades \(nvfp4\)"):
         MatrixUnitSignature(32, "mxfp8_e4m3", 1, "exact")
+    assert MatrixUnitSignature(32, "nvfp4", 1, "exact").blocks == 2
 
 
 # --- the contract in Fractions ---------------------------------------------------------------------
