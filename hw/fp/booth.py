@@ -51,11 +51,13 @@ def booth4_columns(m: Module, a, b, width: int, *, signed: bool = False) -> list
         if k < width:
             cols[k].append(bit)
 
-    if signed:
-        return _booth4_signed(m, a, b, width, put, cols)
-    bx = Cat(Const(0, 1), b, Const(0, 2))  # b[-1] = 0, two zero bits above the MSB
-    ndig = nb // 2 + 1
-    ax = Cat(Const(0, 1), a, Const(0, 1))  # a[-1] = 0 and a[na] = 0, for the 2*a selection
+    if signed:  # b's sign above its MSB (odd nb), a sign-extended for the 2*a selection
+        bx, ndig = Cat(Const(0, 1), b, b[-1]), (nb + 1) // 2
+        ax = Cat(Const(0, 1), a, a[-1])
+    else:
+        bx = Cat(Const(0, 1), b, Const(0, 2))  # b[-1] = 0, two zero bits above the MSB
+        ndig = nb // 2 + 1
+        ax = Cat(Const(0, 1), a, Const(0, 1))  # a[-1] = 0 and a[na] = 0, for the 2*a selection
     for i in range(ndig):
         lo, mid, hi = bx[2 * i], bx[2 * i + 1], bx[2 * i + 2]
         one = Signal(name=f"bd{i}_one")
@@ -71,43 +73,11 @@ def booth4_columns(m: Module, a, b, width: int, *, signed: bool = False) -> list
         for j in range(na + 1):
             # |digit| * a, bit j: a[j] if |digit| = 1, a[j-1] if |digit| = 2; inverted if negative
             m.d.comb += pp[j].eq(((one & ax[j + 1]) | (two & ax[j])) ^ neg)
-        for j in range(na + 1):
+        top = na if signed else na + 1  # the sign's column: pp's own top bit, or neg above it
+        for j in range(top):
             put(shift + j, pp[j])
-        put(shift + na + 1, ~neg)  # inverted sign bit ...
-        const -= 1 << (shift + na + 1)  # ... and the constant that restores the sign extension
-        put(shift, neg)  # +1 that completes the two's complement of a negative digit
-    const %= 1 << width
-    for k in range(width):
-        if (const >> k) & 1:
-            cols[k].append(Const(1, 1))
-    return cols
-
-
-def _booth4_signed(m: Module, a, b, width: int, put, cols) -> list:
-    """:func:`booth4_columns` for two's-complement ``a`` and ``b``."""
-    na, nb = len(a), len(b)
-    const = 0
-    bx = Cat(Const(0, 1), b, b[-1])  # b[-1] = 0 below the LSB, b's sign above its MSB (odd nb)
-    ax = Cat(Const(0, 1), a, a[-1])  # a[-1] = 0, a sign-extended for the 2*a selection
-    for i in range((nb + 1) // 2):
-        lo, mid, hi = bx[2 * i], bx[2 * i + 1], bx[2 * i + 2]
-        one = Signal(name=f"bd{i}_one")
-        two = Signal(name=f"bd{i}_two")
-        neg = Signal(name=f"bd{i}_neg")
-        m.d.comb += [
-            one.eq(mid ^ lo),
-            two.eq((hi & ~mid & ~lo) | (~hi & mid & lo)),
-            neg.eq(hi),
-        ]
-        shift = 2 * i
-        pp = Signal(na + 1, name=f"pp{i}")
-        for j in range(na + 1):
-            # |digit| * a (na + 1 bits, signed), inverted if the digit is negative
-            m.d.comb += pp[j].eq(((one & ax[j + 1]) | (two & ax[j])) ^ neg)
-        for j in range(na):
-            put(shift + j, pp[j])
-        put(shift + na, ~pp[na])  # inverted sign bit ...
-        const -= 1 << (shift + na)  # ... and the constant that restores the sign extension
+        put(shift + top, ~pp[na] if signed else ~neg)  # inverted sign bit ...
+        const -= 1 << (shift + top)  # ... and the constant that restores the sign extension
         put(shift, neg)  # +1 that completes the two's complement of a negative digit
     const %= 1 << width
     for k in range(width):
