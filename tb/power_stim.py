@@ -44,12 +44,10 @@ import numpy as np
 from hw.formats import BLOCK_FORMATS, get_block_format
 
 from .mu.model import ElementCodec
-from .mu.program import Program, Tile
 from .mu.stimulus import random_scales
 from .tiles import corpus, rtl
-from .tiles.replay import beats
 
-__all__ = ["tile_runs", "program", "block_program_of", "write"]
+__all__ = ["tile_runs", "program", "write"]
 
 WORKLOADS = ("tiles", "random", "zeros")
 
@@ -85,57 +83,62 @@ def _unit_scale(fmt: str) -> int:
     return int(np.asarray(1.0, dtype=ml_dtypes.float8_e4m3fn).view(np.uint8))
 
 
-def block_program_of(width: int, fmt: str, rows: int, workload: str, n: int, seed: int = 1):
-    """Block-scaled counterpart of :func:`program`: the same return values, with scale codes."""
+def _draw(prog, fmt: str, rng, finite) -> None:
+    """Replace the codes of one run's ``prog`` by random ones, in place.
+
+    The draw order differs by kind and is kept so that the stimulus (and the energies measured on
+    it) stays what it has been: a per-tensor format draws each weight tile, then that tile's ``x``
+    beats, tile by tile; a block-scaled format draws all the run's weight tiles, then all its ``x``
+    beats, then its weight and activation scale codes (:func:`tb.mu.stimulus.random_scales`).
+    """
+    if fmt not in BLOCK_FORMATS:
+        starts = np.flatnonzero(prog.swap)
+        for t, (a, b) in enumerate(zip(starts, [*starts[1:], len(prog.x)], strict=True)):
+            prog.tiles[t] = rng.choice(finite, prog.tiles[t].shape)
+            prog.x[a:b] = rng.choice(finite, prog.x[a:b].shape)
+        return
+    prog.tiles = [rng.choice(finite, t.shape) for t in prog.tiles]
+    prog.x = rng.choice(finite, prog.x.shape)
+    prog.wscales = [random_scales(fmt, rng, s.shape, spread=8) for s in prog.wscales]
+    prog.xscales = random_scales(fmt, rng, prog.xscales.shape, spread=8)
+
+
+def program(width: int, fmt: str, rows: int, workload: str, n: int, seed: int = 1):
+    """(:class:`tb.mu.program.Program`, useful MACs, run ids) of ``workload`` on ``n`` tile runs.
+
+    Each run is sent as the tile replay sends it (:func:`tb.tiles.rtl.program`, scale codes
+    included on a block-scaled format); ``random`` draws the codes with :func:`_draw`, ``zeros``
+    sends zero codes with unit scales.
+    """
+    if workload not in WORKLOADS:
+        raise ValueError(f"workload must be tiles, random or zeros, not {workload!r}")
+    block = fmt in BLOCK_FORMATS
     runs = tile_runs(width, fmt, rows, n)
     rng = np.random.default_rng(seed)
-    codec = ElementCodec(get_block_format(fmt).element)
+    codec = ElementCodec(get_block_format(fmt).element if block else fmt)
     finite = np.nonzero(~(codec.is_nan | codec.is_inf))[0]
     progs, useful = [], 0
     for run in runs:
         useful += run.x.shape[0] * run.x_f32.shape[1] * run.w_f32.shape[1]
         prog = rtl.program(run, rows)
         if workload == "random":
-            prog.tiles = [rng.choice(finite, t.shape) for t in prog.tiles]
-            prog.x = rng.choice(finite, prog.x.shape)
-            prog.wscales = [random_scales(fmt, rng, s.shape, spread=8) for s in prog.wscales]
-            prog.xscales = random_scales(fmt, rng, prog.xscales.shape, spread=8)
+            _draw(prog, fmt, rng, finite)
         elif workload == "zeros":
             prog.tiles = [np.zeros_like(t) for t in prog.tiles]
             prog.x = np.zeros_like(prog.x)
-            prog.wscales = [np.full_like(s, _unit_scale(fmt)) for s in prog.wscales]
-            prog.xscales = np.full_like(prog.xscales, _unit_scale(fmt))
+            if block:
+                prog.wscales = [np.full_like(s, _unit_scale(fmt)) for s in prog.wscales]
+                prog.xscales = np.full_like(prog.xscales, _unit_scale(fmt))
         progs.append(prog)
 
     def cat(f):
         return np.concatenate([getattr(q, f) for q in progs])
+    scales = {"wscales": [s for q in progs for s in q.wscales], "xscales": cat("xscales")} if block else {}
     out = dataclasses.replace(progs[0], tiles=[t for q in progs for t in q.tiles], x=cat("x"),
                               swap=cat("swap"), first=cat("first"), last=cat("last"), row=cat("row"),
-                              wscales=[s for q in progs for s in q.wscales], xscales=cat("xscales"))
+                              **scales)
     out.validate()
     return out, useful, [r.id for r in runs]
-
-
-def program(width: int, fmt: str, rows: int, workload: str, n: int, seed: int = 1):
-    """(:class:`tb.mu.program.Program`, useful MACs, run ids) of ``workload`` on ``n`` tile runs."""
-    if workload not in WORKLOADS:
-        raise ValueError(f"workload must be tiles, random or zeros, not {workload!r}")
-    if fmt in BLOCK_FORMATS:
-        return block_program_of(width, fmt, rows, workload, n, seed)
-    runs = tile_runs(width, fmt, rows, n)
-    rng = np.random.default_rng(seed)
-    finite = np.nonzero(~(ElementCodec(fmt).is_nan | ElementCodec(fmt).is_inf))[0]
-    tiles, useful = [], 0
-    for run in runs:
-        m = run.x.shape[0]
-        useful += m * run.x_f32.shape[1] * run.w_f32.shape[1]
-        for w, x, first, last, _ in beats(run):
-            if workload == "random":
-                w, x = rng.choice(finite, w.shape), rng.choice(finite, x.shape)
-            elif workload == "zeros":
-                w, x = np.zeros_like(w), np.zeros_like(x)
-            tiles.append(Tile(w, x, first, last, np.arange(m)))
-    return Program.from_tiles(width, fmt, rows, tiles), useful, [r.id for r in runs]
 
 
 def write(path, width: int, fmt: str, rows: int, workload: str, n: int, acc: str = "fp32",

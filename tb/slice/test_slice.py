@@ -14,7 +14,7 @@ from hw.formats import MATRIX_FORMATS
 from hw.mu.matrix_unit import MatrixUnitParams
 from hw.slice.slice import Slice
 from perf.contract import Product
-from tb.slice import knee, knee_mx
+from tb.slice import knee
 from tb.slice.harness import run_cases
 
 STALLS = {"hbm_pause": "random:0.3", "req_pause": "rbursty:4:6", "done_pause": "random:0.5",
@@ -182,7 +182,7 @@ def test_block_mx(fmt):
               **STALLS},
              {"minilm": "ffn_up", "layer": 0, "token": 1, "rate": 40.0, "latency": 20, "seed": 24,
               "hbm_pause": "random:0.2", "done_pause": "random:0.5", "read_pause": "random:0.4"}]
-    params = knee_mx.mx_slice(fmt)
+    params = knee.slice_params(fmt, 32, 2)
     run_cases(f"slice-mu-u2w32-{fmt}", cases, numerics="mu", **params)
 
 
