@@ -70,7 +70,7 @@ def check_exact_block(fmt: str) -> None:
               if 2 * (b.scale_format.exp_range[1] - b.scale_format.exp_range[0]) <= EXACT_SPAN_MAX]
         raise ValueError(f"acc='exact' takes block-scaled formats whose scale products span at most "
                          f"{EXACT_SPAN_MAX} binades ({', '.join(ok)}); {fmt}'s {sf.name} scales span "
-                         f"{2 * (hi - lo)}, an exact sum of 550+ bits per row: use acc='fp32' "
+                         f"{2 * (hi - lo)}, an exact sum wider than that in bits per row: use acc='fp32' "
                          f"(docs/numerics.md section 7.5)")
 
 
