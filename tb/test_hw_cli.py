@@ -10,10 +10,10 @@ pytestmark = pytest.mark.quick
 def test_choices_lists_every_matrix_format(capsys):
     assert main(["options", "--choices", "fmt"]) == 0
     got = capsys.readouterr().out.split()
-    # the five OCP element formats and the six block-scaled ones (OCP MX, NVFP4), spelled out here
-    # rather than read from the table
+    # the five OCP element formats, the two integers and the six block-scaled ones (OCP MX, NVFP4),
+    # spelled out here rather than read from the table
     assert sorted(got) == sorted(["fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "fp6_e3m2", "fp6_e2m3",
-                                  "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3",
+                                  "int8", "int4", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3",
                                   "mxfp4_e2m1", "nvfp4"])
 
 
