@@ -8,7 +8,7 @@ D-term sum, is an exact integer multiple of that LSB; :class:`DotWidths` gives t
 
 An integer format (:class:`hw.formats.IntFormat`: INT8, INT4) is the case of one binade: ``m = b - 1``,
 ``e = emin = emax = m``, so an element is its two's-complement integer (``|n| <= 2**(b-1)``), the
-shift is 0, the LSB is ``2**0`` and a product is below ``2**(2b-2)`` in magnitude: ``2b - 1`` bits.
+shift is 0, the LSB is ``2**0`` and a product's magnitude is at most ``2**(2b-2)``: ``2b - 1`` bits.
 """
 
 from dataclasses import dataclass
