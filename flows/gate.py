@@ -43,13 +43,15 @@ GATED = {
     K.CP_LV: ("<=", 0.05),
 }
 
-#: Variants gated (``make qor-check``): the BF16 multiplier, the matrix unit at D = 8 and 32, and
-#: the default slice (two D = 8 units).
+#: Variants gated (``make qor-check``): the BF16 multiplier, the matrix unit at D = 8 and 32 in the
+#: recommended ``exact`` mode and at D = 32 in the ``fp32`` mode, and the default slice (two D = 8
+#: units, ``exact``). The accumulate mode is named: the registry's default depends on the format.
 DEFAULT_VARIANTS = [
     {"design": "bf16_mul", "params": {"arch": "booth4", "stages": 0, "subnormals": True}, "flow": "auto"},
-    {"design": "mu", "params": {"width": 8, "fmt": "fp8_e4m3"}, "flow": "auto"},
-    {"design": "mu", "params": {"width": 32, "fmt": "fp8_e4m3"}, "flow": "auto"},
-    {"design": "slice", "params": {}, "flow": "auto"},
+    {"design": "mu", "params": {"width": 8, "fmt": "fp8_e4m3", "acc": "exact"}, "flow": "auto"},
+    {"design": "mu", "params": {"width": 32, "fmt": "fp8_e4m3", "acc": "exact"}, "flow": "auto"},
+    {"design": "mu", "params": {"width": 32, "fmt": "fp8_e4m3", "acc": "fp32"}, "flow": "auto"},
+    {"design": "slice", "params": {"acc": "exact"}, "flow": "auto"},
 ]
 
 

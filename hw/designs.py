@@ -8,7 +8,7 @@ import importlib
 from dataclasses import dataclass, field, replace
 
 from .formats import BLOCK_FORMATS, MATRIX_FORMATS
-from .mu.numerics import ACC_MODES, GUARD_BITS, MU_WIDTHS
+from .mu.numerics import ACC_MODES, GUARD_BITS, MU_WIDTHS, default_acc
 
 __all__ = ["Option", "Design", "DESIGNS", "get_design", "OptionError", "power_of_two", "MU_WIDTHS",
            "STUDY_WIDTHS", "ACC_MODES"]
@@ -83,6 +83,9 @@ class Option:
         One line for ``--help``.
     tag : callable or None
         value -> short string for the variant name, or None to leave it out of the name.
+    derive : callable or None
+        The value when the option is not given, from the other options' parsed values (a dict);
+        None: ``default``. ``default`` is then the usual value, shown in ``--help``.
     """
 
     name: str
@@ -91,6 +94,7 @@ class Option:
     choices: tuple | None = None
     help: str = ""
     tag: object = None
+    derive: object = None
 
     def convert(self, text):
         if self.choices is not None and text not in self.choices:
@@ -141,6 +145,9 @@ class Design:
             if k not in known:
                 raise OptionError(f"{self.name} has no option {k!r}; options: {', '.join(known) or 'none'}")
         parsed = {k: (o.convert(given[k]) if k in given else o.default) for k, o in known.items()}
+        for k, o in known.items():
+            if o.derive is not None and k not in given:
+                parsed[k] = o.derive(parsed)
         self.typed(parsed)  # a combination that does not exist is refused here, with its reason
         return parsed
 
@@ -219,9 +226,12 @@ _MU_OPTIONS = (
     Option("tree", "dadda", choices=("dadda", "words"),
            help="column sum: bit-level Dadda tree (synthesis) or word adders (fast Verilator)",
            tag=lambda v: "" if v == "dadda" else f"t{v}"),
-    Option("acc", "fp32", choices=ACC_MODES,
-           help="accumulate: fp32 (one rounding per beat) or exact (one per dot product)",
-           tag=lambda v: "" if v == "fp32" else "xacc"),
+    Option("acc", "exact", choices=ACC_MODES,
+           help="accumulate: exact (one rounding per dot product; the default wherever the format "
+                "has it) or fp32 (one rounding per beat; the default for OCP MX, whose E8M0 scales "
+                "have no exact mode, and with loop 2)",
+           tag=lambda v: "" if v == "fp32" else "xacc",
+           derive=lambda p: "fp32" if p["loop"] != 1 else default_acc(p["fmt"])),
     Option("guard_bits", GUARD_BITS, int_at_least(1),
            help="exact mode: accumulations up to 2**guard_bits beats long",
            tag=lambda v: "" if v == GUARD_BITS else f"g{v}"),

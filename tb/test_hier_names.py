@@ -33,11 +33,12 @@ pytestmark = pytest.mark.quick
 #: (:func:`unit_combinations`): the unit at D = 8 and 16, units with other stages, rows and guard
 #: bits, the slice and the BF16 bank.
 CHECKED = (
-    [("mu", {"width": 8, "fmt": MATRIX_FORMATS[0]})]
-    + [("mu", {"width": 16, "fmt": MATRIX_FORMATS[0]})]
-    + [("mu", {"width": 8, "fmt": MATRIX_FORMATS[0], "rows": 3, "stages": 5, "tree": "words"}),
-       ("slice", {}),
-       ("slice", {"rows": 2, "spad_macro": False}),
+    [("mu", {"width": 8, "fmt": MATRIX_FORMATS[0], "acc": "fp32"})]
+    + [("mu", {"width": 16, "fmt": MATRIX_FORMATS[0], "acc": "fp32"})]
+    + [("mu", {"width": 8, "fmt": MATRIX_FORMATS[0], "rows": 3, "stages": 5, "tree": "words",
+               "acc": "fp32"}),
+       ("slice", {"acc": "fp32"}),
+       ("slice", {"rows": 2, "spad_macro": False, "acc": "fp32"}),
        ("bf16_bank", {"lanes": 4, "stages": 2}),
        ("bf16_bank", {"lanes": 2, "arch": "behavioral", "subnormals": False}),
        ("mu", {"width": 8, "fmt": "fp4_e2m1", "stages": 0, "acc": "exact", "guard_bits": 4}),
@@ -190,13 +191,13 @@ def test_names_of_the_unit_blocks():
     def blocks(design, opts):
         return set(_emitted(design, tuple(sorted(opts.items()))))
 
-    assert blocks("mu", {"width": 8, "fmt": "fp8_e4m3"}) == {
+    assert blocks("mu", {"width": 8, "fmt": "fp8_e4m3", "acc": "fp32"}) == {
         "mu_lane_fp8_e4m3", "mu_wbuf_w8_b8", "mu_tree_w8_fp8_e4m3_s2", "mu_acc_w8_fp8_e4m3_r1_s2",
         "mu_col_w8_fp8_e4m3_r1_s2"}
     assert blocks(*CHECKED[2]) == {
         "mu_lane_fp8_e4m3", "mu_wbuf_w8_b8", "mu_tree_w8_fp8_e4m3_s5_twords",
         "mu_acc_w8_fp8_e4m3_r3_s5", "mu_col_w8_fp8_e4m3_r3_s5_twords"}
-    assert {"mu_w8_fp8_e4m3_r1_s2", "spad_sram_512x256_2r1w", "fp32_add"} <= blocks("slice", {})
+    assert {"mu_w8_fp8_e4m3_r1_s2", "spad_sram_512x256_2r1w", "fp32_add"} <= blocks("slice", {"acc": "fp32"})
     assert blocks("bf16_bank", {"lanes": 2, "arch": "behavioral", "subnormals": False}) == {
         "bf16_mul_behavioral_s0_ftz"}
     assert blocks("mu", {"width": 8, "fmt": "fp4_e2m1", "stages": 0, "acc": "exact",
@@ -204,6 +205,7 @@ def test_names_of_the_unit_blocks():
         "mu_lane_fp4_e2m1", "mu_wbuf_w8_b4", "mu_tree_w8_fp4_e2m1_s0_cs",
         "mu_xacc_w8_fp4_e2m1_r1_g4_c8_d5_n", "mu_col_w8_fp4_e2m1_r1_s0_xacc_g4"}
     assert "mu_w8_fp8_e4m3_r1_s2_xacc" in blocks("slice", {"acc": "exact"})
+    assert blocks("slice", {}) == blocks("slice", {"acc": "exact"})  # the recommended mode by default
 
 
 class _Scaled(wiring.Component):

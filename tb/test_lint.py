@@ -38,17 +38,17 @@ LINT_CASES = (
     # matrix unit: every format at every width (D = 8..32 whole, 64 and 128 block by block,
     # :data:`BY_BLOCK`; :func:`_marks` says which are quick), plus rows / stage extremes and the
     # word-level tree.
-    + [("mu", {"width": w, "fmt": f}) for w in MU_WIDTHS for f in MATRIX_FORMATS]
-    + [("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "stages": 0}),
-       ("mu", {"width": 16, "fmt": "fp4_e2m1", "rows": 4, "stages": 10}),
-       ("mu", {"width": 16, "fmt": "fp8_e5m2", "rows": 2, "stages": 5, "tree": "words"})]
+    + [("mu", {"width": w, "fmt": f, "acc": "fp32"}) for w in MU_WIDTHS for f in MATRIX_FORMATS]
+    + [("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "stages": 0, "acc": "fp32"}),
+       ("mu", {"width": 16, "fmt": "fp4_e2m1", "rows": 4, "stages": 10, "acc": "fp32"}),
+       ("mu", {"width": 16, "fmt": "fp8_e5m2", "rows": 2, "stages": 5, "tree": "words", "acc": "fp32"})]
     # the exact accumulate mode in every format at D = 8, with rows and without the input register
     + [("mu", {"width": 8, "fmt": f, "acc": "exact"}) for f in MATRIX_FORMATS]
     + [("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "stages": 0, "acc": "exact"}),
        ("mu", {"width": 32, "fmt": "fp8_e4m3", "rows": 2, "acc": "exact", "guard_bits": 20})]
     # the fp32 accumulate loop over two cycles, with one row (interlock on every beat) and three
-    + [("mu", {"width": 8, "fmt": "fp8_e4m3", "loop": 2}),
-       ("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "stages": 0, "loop": 2})]
+    + [("mu", {"width": 8, "fmt": "fp8_e4m3", "acc": "fp32", "loop": 2}),
+       ("mu", {"width": 8, "fmt": "fp8_e5m2", "rows": 3, "stages": 0, "acc": "fp32", "loop": 2})]
 )
 
 

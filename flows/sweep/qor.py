@@ -43,8 +43,9 @@ def qor_jobs(widths=STUDY_WIDTHS, formats=QOR_FORMATS, bf16=True, liberty=None,
              clock_ps=None, modes=QOR_ACC_MODES) -> list:
     """The sweep's jobs, cheapest first (small widths, then larger; BF16 multipliers first).
 
-    Every job publishes its reports under ``reports/qor/``. A matrix-unit job names only the options
-    that differ from the generator's defaults (so the ``fp32`` points keep their variants and cache).
+    Every job publishes its reports under ``reports/qor/``. A matrix-unit job names its width, format
+    and accumulate mode (the registry's default mode depends on the format) and its stages where
+    they differ from the generator's default.
     """
     jobs = []
     if bf16:
@@ -55,9 +56,7 @@ def qor_jobs(widths=STUDY_WIDTHS, formats=QOR_FORMATS, bf16=True, liberty=None,
                                   j.exclude)
                 jobs.append(j)
     for acc, d, fmt, stages in qor_points(widths, formats, modes):
-        grid = {"width": [d], "fmt": [fmt]}
-        if acc != QOR_ACC_MODES[0]:
-            grid["acc"] = [acc]
+        grid = {"width": [d], "fmt": [fmt], "acc": [acc]}
         if stages != DEFAULT_STAGES:
             grid["stages"] = [stages]
         jobs += synth_jobs("mu", grid, liberty, clock_ps, True)

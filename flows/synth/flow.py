@@ -242,6 +242,15 @@ def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, bo
     return RunOutput(m, outdir, summary, s.worst, s.netlist_json, s.path)
 
 
+def _acc_line(params) -> str:
+    """What the default accumulate mode of a matrix-unit variant is and why (one line)."""
+    if params["acc"] == "exact":
+        return ("accumulate exact: the recommended unit (the default: one FP32 rounding per dot "
+                "product); ACC=fp32 rounds every beat")
+    return (f"accumulate fp32 (one rounding per beat): the default for {params['fmt']}"
+            + (" with LOOP=2" if params.get("loop", 1) != 1 else ", whose scales have no exact mode"))
+
+
 def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", booth=False,
         outdir=None, reports_dir=None, log=print, limit_mb=None, lib=None) -> RunOutput:
     """Synthesize and time one registered design variant and write its reports.
@@ -302,6 +311,8 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
                          "they need the hierarchical flow: use FLOW=hier (or auto)")
     log(f"{name}: {flow} synthesis of {len(netlist.modules)} module(s) with {lib.name}"
         + (f", target {clock_ps} ps" if clock_ps else ""))
+    if "acc" in params and "acc" not in (given or {}):
+        log(f"{name}: {_acc_line(params)}")
     if flow == "flat":
         s = _flat(netlist.verilog, netlist.top, work, lib, booth, clock_ps, limit_mb)
     else:

@@ -13,9 +13,10 @@ shift is 0, the LSB is ``2**0`` and a product's magnitude is at most ``2**(2b-2)
 
 from dataclasses import dataclass
 
-from ..formats import MATRIX_FORMATS, FloatFormat, get_format
+from ..formats import BLOCK_FORMATS, MATRIX_FORMATS, FloatFormat, get_format
 
-__all__ = ["DotWidths", "dot_widths", "MU_WIDTHS", "ACC_MODES", "GUARD_BITS"]
+__all__ = ["DotWidths", "dot_widths", "MU_WIDTHS", "ACC_MODES", "GUARD_BITS", "EXACT_SPAN_MAX",
+           "scale_span", "exact_allowed", "default_acc"]
 
 #: Every width D a matrix unit can be generated at.
 MU_WIDTHS = (8, 16, 32, 64, 128)
@@ -24,6 +25,32 @@ MU_WIDTHS = (8, 16, 32, 64, 128)
 ACC_MODES = ("fp32", "exact")
 #: Default guard bits of the ``exact`` mode: an accumulation may be up to 2**16 beats long.
 GUARD_BITS = 16
+#: Largest span (binades) of a block term's scale exponent ``e(sx) + e(sw)`` that the ``exact`` mode
+#: takes: UE4M3's is 28; E8M0's, 508, would need an accumulator of 550+ bits per row and column.
+EXACT_SPAN_MAX = 64
+
+
+def scale_span(fmt: str) -> int:
+    """Binades spanned by the scale exponent ``e(sx) + e(sw)`` of block-scaled ``fmt``'s block terms
+    (0 for a per-tensor element format)."""
+    b = BLOCK_FORMATS.get(fmt)
+    if b is None:
+        return 0
+    lo, hi = b.scale_format.exp_range
+    return 2 * (hi - lo)
+
+
+def exact_allowed(fmt: str) -> bool:
+    """Whether ``fmt`` has the ``exact`` accumulate mode: every element format, and the block-scaled
+    formats whose :func:`scale_span` is at most :data:`EXACT_SPAN_MAX` (NVFP4; not OCP MX)."""
+    return scale_span(fmt) <= EXACT_SPAN_MAX
+
+
+def default_acc(fmt: str) -> str:
+    """The recommended accumulate mode of ``fmt``, the registry's default (``make synth``, the slice,
+    the energy flow): ``exact`` (one rounding per dot product, and a per-beat loop that is one
+    carry-save add, so it also clocks faster) wherever :func:`exact_allowed`, else ``fp32``."""
+    return "exact" if exact_allowed(fmt) else "fp32"
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from ..formats import BLOCK_FORMATS, SCALE_FORMATS, get_block_format
 from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
 from .accumulate import EXP_W, Accumulator, AccumulatorParams
-from .numerics import dot_widths
+from .numerics import EXACT_SPAN_MAX, dot_widths, exact_allowed, scale_span
 
 __all__ = ["WINDOW_FRAC_BITS", "SCALE_EXP_BITS", "EXACT_SPAN_MAX", "decode_scale", "window_sum",
            "scaled_sum_widths", "FixedSumWidths", "fixed_sum_widths", "check_exact_block",
@@ -39,9 +39,6 @@ __all__ = ["WINDOW_FRAC_BITS", "SCALE_EXP_BITS", "EXACT_SPAN_MAX", "decode_scale
 WINDOW_FRAC_BITS = 32
 #: Signed bits of one scale exponent (E8M0: -127..127; UE4M3: -9..5).
 SCALE_EXP_BITS = 9
-#: Largest span (binades) of a block term's scale exponent ``e(sx) + e(sw)`` that the ``exact`` mode
-#: takes: UE4M3's is 28; E8M0's, 508, would need an accumulator of 550+ bits per row and column.
-EXACT_SPAN_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -64,13 +61,11 @@ def check_exact_block(fmt: str) -> None:
     """Raise ValueError if block-scaled ``fmt``'s scale exponents span more than
     :data:`EXACT_SPAN_MAX` binades (its exact K-long sum has no fixed-point grid of sane width)."""
     sf = get_block_format(fmt).scale_format
-    lo, hi = sf.exp_range
-    if 2 * (hi - lo) > EXACT_SPAN_MAX:
-        ok = [n for n, b in BLOCK_FORMATS.items()
-              if 2 * (b.scale_format.exp_range[1] - b.scale_format.exp_range[0]) <= EXACT_SPAN_MAX]
+    if not exact_allowed(fmt):
+        ok = [n for n in BLOCK_FORMATS if exact_allowed(n)]
         raise ValueError(f"acc='exact' takes block-scaled formats whose scale products span at most "
                          f"{EXACT_SPAN_MAX} binades ({', '.join(ok)}); {fmt}'s {sf.name} scales span "
-                         f"{2 * (hi - lo)}, an exact sum wider than that in bits per row: use acc='fp32' "
+                         f"{scale_span(fmt)}, an exact sum wider than that in bits per row: use acc='fp32' "
                          f"(docs/numerics.md section 7.5)")
 
 

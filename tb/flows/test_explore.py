@@ -41,7 +41,7 @@ def test_default_space_reads_the_registry():
     assert dims["acc"].values == ("fp32", "exact") and dims["tree"].values == ("dadda", "words")
     assert (dims["stages"].lo, dims["stages"].hi) == (0, 6)
     assert mu.baseline() == {"width": 32, "fmt": "fp8_e4m3", "rows": 1, "stages": 2, "tree": "dadda",
-                             "acc": "fp32", "guard_bits": 16, "loop": 1}
+                             "acc": "exact", "guard_bits": 16, "loop": 1}
     bf = load_space("bf16_mul")
     assert [d.name for d in bf.dims] == ["arch", "stages", "cuts"]
     assert bf.dims[2].parents == ("arch", "stages")

@@ -30,15 +30,16 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     assert j.func == "flows.sweep.synth_jobs:synth_job"
     assert {"hw/mu/matrix_unit.py", "hw/hier.py", "flows/synth/flow.py", "hw/fp/add.py"} <= set(j.inputs)
     assert "hw/slice/slice.py" not in j.inputs and "hw/mu/matrix_unit.py" not in jobs[0].inputs
-    assert j.kwargs == {"design": "mu", "params": {"width": 32, "fmt": "fp8_e4m3"}, "liberty": None,
-                        "clock_ps": None, "publish": True}
+    assert j.kwargs == {"design": "mu", "params": {"width": 32, "fmt": "fp8_e4m3", "acc": "fp32"},
+                        "liberty": None, "clock_ps": None, "publish": True}
     assert jobs[2].kwargs["booth"] is True
     assert [j.name for j in qor.qor_jobs((64,), ("fp4_e2m1",), bf16=False)] == ["mu-w64-fp4_e2m1",
                                                                                "mu-w64-fp4_e2m1-xacc"]
     assert qor.qor_jobs((64,), ("fp4_e2m1",), bf16=False, modes=("exact",))[0].kwargs["params"] == {
         "width": 64, "fmt": "fp4_e2m1", "acc": "exact"}
     assert [j.kwargs["params"] for j in qor.qor_jobs((64,), ("nvfp4",), bf16=False)] == [
-        {"width": 64, "fmt": "nvfp4"}, {"width": 64, "fmt": "nvfp4", "acc": "exact", "stages": 4}]
+        {"width": 64, "fmt": "nvfp4", "acc": "fp32"},
+        {"width": 64, "fmt": "nvfp4", "acc": "exact", "stages": 4}]
     with pytest.raises(ValueError, match="power of two"):
         qor.qor_jobs((48,), ("fp8_e4m3",), bf16=False)
     with pytest.raises(ValueError, match="invalid value 'fp6'"):

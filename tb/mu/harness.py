@@ -28,8 +28,9 @@ SIM_BUILD_ARGS = sim.FAST_BUILD_ARGS
 def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None,
                 tree: str | None = None, acc: str | None = None,
                 guard_bits: int | None = None, loop: int | None = None) -> dict:
-    """Parsed ``mu`` parameters (``stages``, ``tree``, ``acc``, ``guard_bits``, ``loop``: None for
-    the design's default).
+    """Parsed ``mu`` parameters (``stages``, ``tree``, ``guard_bits``, ``loop``: None for the
+    design's default; ``acc`` None is ``fp32``, the mode the model and the testbench default to,
+    where the registry's default is the recommended mode, :func:`hw.mu.numerics.default_acc`).
 
     Raises
     ------
@@ -41,8 +42,7 @@ def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None,
         given["stages"] = stages
     if tree is not None:
         given["tree"] = tree
-    if acc is not None:
-        given["acc"] = acc
+    given["acc"] = "fp32" if acc is None else acc
     if guard_bits is not None:
         given["guard_bits"] = guard_bits
     if loop is not None:
@@ -83,7 +83,8 @@ def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None,
         Column tree architecture (:data:`hw.mu.tree.TREE_ARCHS`; None: the design's default, the
         bit-level Dadda tree that synthesis maps).
     acc, guard_bits : str or None, int or None
-        Accumulate mode and the ``exact`` mode's guard bits (None: the design's defaults).
+        Accumulate mode (None: ``fp32``, as :func:`unit_params`) and the ``exact`` mode's guard bits
+        (None: the design's default).
     loop : int or None
         The ``fp32`` accumulate loop's cycles (None: the design's default).
 
@@ -107,8 +108,8 @@ def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int
     testcases : str or list of str, optional
         cocotb test names (default: all).
     acc, guard_bits : str or None, int or None
-        Accumulate mode and the ``exact`` mode's guard bits (None: the design's defaults); passed
-        to the tests as ``MU_ACC`` and ``MU_GUARD_BITS``.
+        Accumulate mode (None: ``fp32``, as :func:`unit_params`) and the ``exact`` mode's guard bits
+        (None: the design's default); passed to the tests as ``MU_ACC`` and ``MU_GUARD_BITS``.
     loop : int or None
         The ``fp32`` accumulate loop's cycles (None: the design's default); passed as ``MU_LOOP``.
     env : dict, optional

@@ -15,6 +15,7 @@ Bad-parameter and lint checks need no simulation.
 import pytest
 
 from hw.designs import OptionError, get_design
+from hw.formats import BLOCK_FORMATS, MATRIX_FORMATS
 
 from .harness import run_unit
 
@@ -188,8 +189,9 @@ def test_matrix_unit_loop(width, fmt, rows, tests):
     ({"width": "16", "fmt": "mxfp8_e4m3"}, "multiple of 32"),
     ({"width": "32", "fmt": "mxfp8_e4m3", "acc": "exact"}, r"e8m0 scales span 508.*acc='fp32'"),
     ({"acc": "exact", "loop": "2"}, "loop must be one of"),
-    ({"guard_bits": "8"}, "guard_bits.*acc='exact'"),
-    ({"width": "8", "stages": "9"}, "stages must lie in 0..8"),
+    ({"acc": "fp32", "guard_bits": "8"}, "guard_bits.*acc='exact'"),
+    ({"width": "8", "stages": "9", "acc": "fp32"}, "stages must lie in 0..8"),
+    ({"width": "8", "stages": "8"}, "stages must lie in 0..7 for width 8 and acc='exact'"),
 ])
 def test_bad_parameters_registry(given, match):
     """The CLI/registry path (option text, as from the command line) names the option and what is
@@ -199,6 +201,21 @@ def test_bad_parameters_registry(given, match):
         get_design("mu").params(given)
     with pytest.raises(OptionError, match=match):
         get_design("mu").build(given)
+
+
+@quick
+def test_registry_default_is_the_recommended_mode():
+    """``make synth`` (the registry's defaults) builds the ``exact`` unit wherever the format has that
+    mode: every element format and NVFP4; OCP MX (E8M0 scales, 508 binades of scale products) and
+    ``loop = 2`` (an ``fp32``-mode option) get ``fp32``; a mode given by name is kept."""
+    d = get_design("mu")
+    for fmt in MATRIX_FORMATS + tuple(BLOCK_FORMATS):
+        mx = fmt in BLOCK_FORMATS and BLOCK_FORMATS[fmt].scale_format.name == "e8m0"
+        assert d.params({"width": "32", "fmt": fmt})["acc"] == ("fp32" if mx else "exact"), fmt
+        assert d.params({"width": "32", "fmt": fmt, "acc": "fp32"})["acc"] == "fp32"
+    assert d.params({"loop": "2"})["acc"] == "fp32"
+    assert d.variant(d.params({})) == "mu-w64-fp8_e4m3-xacc"   # what `make synth` builds
+    assert get_design("slice").params({})["acc"] == "exact"
 
 
 @quick
