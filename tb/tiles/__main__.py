@@ -2,9 +2,10 @@
 
 * ``build [--quick]``: cut the tile corpus into the cache (``build/tiles/`` or ``$TILES_CACHE``).
 * ``report [--quick] [--rtl]``: replay every planned run through the numerics model (and, with
-  ``--rtl``, through the RTL for runs without a recorded RTL result), measure every run's errors in
-  FP32 ulps in both accumulate modes (kept in the run's record), then write
-  ``reports/regression.md``.
+  ``--rtl``, through the RTL for runs without a recorded RTL result, the block-scaled RTL
+  regression's missing runs included), measure every run's errors in FP32 ulps in the accumulate
+  modes its format has (kept in the run's record), then write ``reports/regression.md`` (per-tensor
+  and block-scaled runs in one report).
 * ``block [--json FILE]``: measure every format, block-scaled ones included, through
   ``tb/mu/model.py`` (:mod:`tb.tiles.study`) and write ``reports/block_scaled.md`` (``--json``: keep
   the measurements there, part by part, and reuse the parts already there).
@@ -74,16 +75,54 @@ def main(argv=None) -> int:
     wanted = {corpus._run_id(s) for s in _runs(args)}
     recs = {k: v for k, v in recs.items() if k in wanted}
     n_rtl = sum(r["rtl_match"] is not None for r in recs.values())
+    plan = corpus.plan_block_rtl()
+    if args.rtl:
+        _run_block_rtl(plan)
+    blocks = _block_ulps(plan)
     from flows.synth.metrics import git_revision
 
     note = (f"harness available; {n_rtl} runs have an RTL record (they come from `make test` / "
             "`make test-full` or `python -m tb.tiles report --rtl`); generated at revision "
             f"`{git_revision()}`")
     REPORTS.mkdir(exist_ok=True)
-    (REPORTS / "regression.md").write_text(report.regression_md(recs, note, report.forward_check()))
+    (REPORTS / "regression.md").write_text(report.regression_md(recs, note, report.forward_check(),
+                                                                blocks, len(plan)))
     print(f"wrote {REPORTS / 'regression.md'} ({len(recs)} runs, "
-          f"{sum(r['rtl_match'] is not None for r in recs.values())} through the RTL)")
+          f"{sum(r['rtl_match'] is not None for r in recs.values())} through the RTL; block-scaled "
+          f"{len(blocks)} of {len(plan)} through the RTL)")
     return 0
+
+
+def _block_ulps(plan) -> dict:
+    """The block-scaled RTL regression's records of ``plan``, each with its errors in ulps (measured
+    and saved for the records that have none yet)."""
+    d = report.results_dir(block=True)
+    recs = report.load_all(d)
+    recs = {corpus._run_id(s): recs[corpus._run_id(s)] for s in plan if corpus._run_id(s) in recs}
+    todo = [s for s in plan if corpus._run_id(s) in recs and "ulps" not in recs[corpus._run_id(s)]]
+    for tile in corpus.tiles(todo):
+        recs[tile.id]["ulps"] = report.ulps(tile)
+        report.save_record(recs[tile.id], d)
+    return recs
+
+
+def _run_block_rtl(plan, widths=None, fmts=None) -> None:
+    """Send the runs of ``plan`` without a record (at ``widths`` and ``fmts``, None: all) through the
+    RTL, one simulation per format and width, and save their records."""
+    from .rtl import rtl_records
+
+    recs = report.load_all(report.results_dir(block=True))
+    todo = [s for s in plan if (widths is None or s.width in widths) and (not fmts or s.fmt in fmts)
+            and corpus._run_id(s) not in recs]
+    cut = list(corpus.tiles(todo))
+    for point in corpus.BLOCK_RTL_POINTS:
+        group = [t for t in cut if (t.fmt, t.width) == point]
+        if not group:
+            continue
+        for rec in rtl_records(group):
+            report.save_record(rec, report.results_dir(block=True))
+            print(f"{rec['id']}: bit-exact, {rec['cycles']} cycles, mean rel {rec['mean_rel']:.3f} "
+                  f"(per tensor {rec['base']['mean_rel']:.3f})", flush=True)
 
 
 def _block(json_path) -> int:
@@ -99,22 +138,8 @@ def _block(json_path) -> int:
 def _block_rtl(args) -> int:
     plan = corpus.plan_block_rtl()
     if not args.report_only:
-        from .rtl import rtl_records
-
-        widths = {int(w) for w in args.widths.split(",") if w}
-        fmts = {f for f in args.formats.split(",") if f}
-        recs = report.load_all(report.results_dir(block=True))
-        todo = [s for s in plan if s.width in widths and (not fmts or s.fmt in fmts)
-                and corpus._run_id(s) not in recs]
-        cut = list(corpus.tiles(todo))
-        for point in corpus.BLOCK_RTL_POINTS:
-            group = [t for t in cut if (t.fmt, t.width) == point]
-            if not group:
-                continue
-            for rec in rtl_records(group):
-                report.save_record(rec, report.results_dir(block=True))
-                print(f"{rec['id']}: bit-exact, {rec['cycles']} cycles, mean rel {rec['mean_rel']:.3f} "
-                      f"(per tensor {rec['base']['mean_rel']:.3f})", flush=True)
+        _run_block_rtl(plan, {int(w) for w in args.widths.split(",") if w},
+                       {f for f in args.formats.split(",") if f})
     wanted = {corpus._run_id(s) for s in plan}
     recs = report.load_all(report.results_dir(block=True))
     report.write_section(report.block_rtl_md({k: v for k, v in recs.items() if k in wanted}, len(plan)))

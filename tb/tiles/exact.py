@@ -16,15 +16,20 @@ result is within half an ulp of it; ``fp32`` rounds once per beat, and the round
 moves the running value by at most half an ulp of the rounded value ``acc_t`` (RNE of a value in
 ``[2^e, 2^(e+1))`` lands in ``[2^e, 2^(e+1)]``, whose ulp is at least that of ``2^e``), so
 ``|y - exact| <= sum_t ulp(acc_t) / 2`` over the beats of the accumulation.
+
+:func:`block_ulp_errors` does the same for a block-scaled format (OCP MX, NVFP4): the exact value is
+the K-long sum of the scaled products ``sum_b s_x(r, b) s_w(b, j) sum_{k in b} x[r, k] w[k, j]``, the
+scales split into integer significand and exponent by the format table's own rule
+(:meth:`hw.format_types.ScaleFormat.split`); ``exact`` results must be within half an ulp of it.
 """
 
 import math
 
 import numpy as np
 
-from hw.formats import get_format
+from hw.formats import get_block_format, get_format
 
-__all__ = ["rne_fp32", "matmul_tiles", "ulp_errors"]
+__all__ = ["rne_fp32", "matmul_tiles", "ulp_errors", "block_ulp_errors"]
 
 _FP32_LSB = -149  # exponent of the smallest FP32 subnormal
 
@@ -142,6 +147,73 @@ def ulp_errors(x: np.ndarray, w: np.ndarray, fmt: str, width: int, bits: np.ndar
         if err / u > worst or not worst:
             worst, at_worst = err / u, b2 / (2 * u)
         used = max(used, 2 * err / b2)
+        half += 2 * err <= u
+    return {"max_ulps": worst, "bound_ulps": at_worst, "bound_used": used, "within_half": half,
+            "n": int(ys.size)}
+
+
+def _scale_ints(codes: np.ndarray, sf) -> tuple:
+    """Scale codes -> (object array of Python ints, exponent), value = int * 2**exponent exactly."""
+    m, e, nan = sf.split(np.asarray(codes))
+    if nan.any():
+        raise ValueError("scale codes hold NaN; this model covers finite tiles only")
+    lo = int(e.min()) if e.size else 0
+    return np.vectorize(lambda mm, ee: int(mm) << int(ee - lo), otypes=[object])(m, e), lo
+
+
+def block_ulp_errors(x, xs, w, ws, fmt: str, width: int, bits, acc: str, bound=None) -> dict:
+    """Errors of block-scaled ``fmt``'s FP32 results ``bits`` ((M, D) uint32) in ulps of each result,
+    against the exact K-long sum of the scaled products (Python integers).
+
+    Parameters
+    ----------
+    x, w : ndarray of uint8
+        Element codes, (M, Kp) and (Kp, D).
+    xs, ws : ndarray of uint8
+        Scale codes, (M, Kp / B) and (Kp / B, D).
+    acc : str
+        ``exact`` (asserted within half an ulp) or ``fp32`` (its bound, docs/numerics.md 7.4, is the
+        model's: ``bound``, float64 absolute per result, reported in ulps of the result).
+
+    Returns
+    -------
+    dict
+        As :func:`ulp_errors`.
+
+    Raises
+    ------
+    AssertionError
+        An ``exact`` result more than half an ulp from the exact value, or a result not finite.
+    """
+    if acc not in ("fp32", "exact"):
+        raise ValueError(f"acc must be 'fp32' or 'exact', not {acc!r}")
+    bf = get_block_format(fmt)
+    xi, lx = _as_ints(x, bf.element)
+    wi, lw = _as_ints(w, bf.element)
+    sxi, ex = _scale_ints(xs, bf.scale_format)
+    swi, ew = _scale_ints(ws, bf.scale_format)
+    B = bf.block
+    total = np.zeros((x.shape[0], w.shape[1]), dtype=object)
+    for b in range(x.shape[1] // B):
+        s = xi[:, b * B:(b + 1) * B].dot(wi[b * B:(b + 1) * B, :])
+        total = total + s * sxi[:, b:b + 1] * swi[b:b + 1, :]
+    e = lx + lw + ex + ew                       # total = exact value / 2**e
+    lo = min(e, _FP32_LSB)
+    ys = np.asarray(bits, dtype=np.uint32).view(np.float32)
+    worst = at_worst = used = 0.0
+    half = 0
+    for (r, j), y in np.ndenumerate(ys):
+        assert np.isfinite(y), f"result ({r}, {j}) is {y}; real tiles stay finite"
+        err = abs((_fp32_exact(y)[0] << (_FP32_LSB - lo)) - (int(total[r, j]) << (e - lo)))
+        u = _ulp_units(y) << (_FP32_LSB - lo)
+        if acc == "exact":
+            assert 2 * err <= u, f"result ({r}, {j}): error {err / u:.3f} ulp exceeds the exact bound 0.5 ulp"
+            b_ulps = 0.5
+        else:
+            b_ulps = float(bound[r, j]) / math.ldexp(_ulp_units(y), _FP32_LSB)
+        if err / u > worst or not worst:
+            worst, at_worst = err / u, b_ulps
+        used = max(used, err / u / b_ulps if b_ulps else 0.0)
         half += 2 * err <= u
     return {"max_ulps": worst, "bound_ulps": at_worst, "bound_used": used, "within_half": half,
             "n": int(ys.size)}

@@ -16,6 +16,7 @@ import numpy as np
 
 from hw.designs import ACC_MODES, STUDY_WIDTHS
 from hw.formats import get_format
+from hw.mu.numerics import exact_allowed
 from perf import shapes
 
 from . import exact, minilm
@@ -68,12 +69,19 @@ def ulps(tile: Tile) -> dict:
     The results are ``tb/mu/model.py``'s in each mode (the RTL equals it bit for bit: the fp32
     mode on every RTL run, the exact mode on the runs of ``test_rtl_exact_mode``).
     :func:`tb.tiles.exact.ulp_errors` measures them with integer arithmetic on the codes and
-    asserts the mode's bound (0.5 ulp for ``exact``, the per-beat sum for ``fp32``).
+    asserts the mode's bound (0.5 ulp for ``exact``, the per-beat sum for ``fp32``). A block-scaled
+    tile goes through :func:`tb.tiles.exact.block_ulp_errors` in each mode its format has
+    (:func:`hw.mu.numerics.exact_allowed`), against the exact sum of the scaled products.
     """
     out = {}
     for acc in ACC_MODES:
-        bits, _, _ = _model_bits(tile, acc)
-        out[acc] = exact.ulp_errors(tile.x, tile.w, tile.fmt, tile.width, bits, acc)
+        if tile.xs is None:
+            bits, _, _ = _model_bits(tile, acc)
+            out[acc] = exact.ulp_errors(tile.x, tile.w, tile.fmt, tile.width, bits, acc)
+        elif acc == "fp32" or exact_allowed(tile.fmt):
+            bits, _, bound = _model_bits(tile, acc)
+            out[acc] = exact.block_ulp_errors(tile.x, tile.xs, tile.w, tile.ws, tile.fmt, tile.width,
+                                              bits, acc, bound)
     return out
 
 
@@ -123,19 +131,26 @@ def forward_check() -> dict:
     return out
 
 
-def regression_md(recs: dict, rtl_note: str, fwd: dict | None = None) -> str:
-    """The regression report from run records (``load_all``) and :func:`forward_check`."""
+def regression_md(recs: dict, rtl_note: str, fwd: dict | None = None, block: dict | None = None,
+                  block_planned: int = 0) -> str:
+    """The regression report from run records (``load_all``), :func:`forward_check` and the
+    block-scaled RTL regression's records (``load_all(results_dir(block=True))``, of
+    ``block_planned`` planned runs)."""
     runs = sorted(recs.values(), key=lambda r: (r["width"], r["fmt"], r["source"]["op"], r["rows"]))
     main = [r for r in runs if r["width"] >= 32]
     small = [r for r in runs if r["width"] < 32]
     rtl = [r for r in main if r["rtl_match"] is not None]
     rtl_small = [r for r in small if r["rtl_match"] is not None]
+    blocks = sorted((block or {}).values(), key=lambda r: (r["width"], r["fmt"], r["op"], r["mode"]))
     out = [_HEADER.format(cmd="report"), "# Real-tile regression: all-MiniLM-L6-v2 through the matrix unit\n"]
-    if len(rtl) < len(main):  # say it first: a partial RTL run must not read as the full regression
-        out.append(f"**Partial run: {len(rtl)} of {len(main)} runs went through the RTL**; the others "
+    if len(rtl) < len(main) or len(blocks) < block_planned:
+        # say it first: a partial RTL run must not read as the full regression
+        both = f" and {len(blocks)} of {block_planned} block-scaled runs" if block_planned else ""
+        out.append(f"**Partial run: {len(rtl)} of {len(main)} per-tensor runs{both} went through the "
+                   "RTL**; the other per-tensor runs "
                    "are checked on the numerics model only (`make test` sends only its quick set "
-                   "through the RTL). The complete RTL regression is `make test-full`, then "
-                   "`python -m tb.tiles report`.\n")
+                   "through the RTL). The complete RTL regression is `python -m tb.tiles report --rtl` "
+                   "(or `make test-full`, then `python -m tb.tiles report`).\n")
     out += [
            "Tiles are slices of the real matmuls of all-MiniLM-L6-v2 on real sentences (tb/tiles/), "
            "quantized per tensor with amax scaling; K runs over the whole reduction (several D x D "
@@ -164,6 +179,7 @@ def regression_md(recs: dict, rtl_note: str, fwd: dict | None = None) -> str:
                    f"{_e(max(r['err_f32']['max_rel'] for r in rs))} | "
                    f"{_e(sum(r['err_f32']['mean_rel'] for r in rs) / len(rs))} |")
     out += _ulp_lines(runs)
+    out += _block_lines(blocks, block_planned)
     out += ["", "## Quantization error vs float32 by op class (mean rel, averaged over widths and modes)\n",
             "| op | " + " | ".join(sorted({r["fmt"] for r in runs})) + " |",
             "|---|" + "---|" * len({r["fmt"] for r in runs})]
@@ -195,6 +211,44 @@ def regression_md(recs: dict, rtl_note: str, fwd: dict | None = None) -> str:
                    f"{r['bytes_useful']:.0f} / {r['bytes_fed']:.0f} | {_e(r['err_f64']['max_rel'])} | "
                    f"{_e(r['err_f32']['max_rel'])} / {_e(r['err_f32']['mean_rel'])} | {mark} |")
     return "\n".join(out) + "\n"
+
+
+def _block_lines(runs: list, planned: int) -> list:
+    """The block-scaled formats' section of the regression report: per format and width, the RTL
+    runs, their error against float32 and per tensor, and in FP32 ulps against the exact sum."""
+    if not planned:
+        return []
+    out = ["", "## Block-scaled formats (OCP MX, NVFP4) through the RTL\n",
+           f"Runs: **{len(runs)}** of the {planned} planned (every op class at MXFP8 E4M3, MXFP4 and "
+           "NVFP4 for D = 32, 64, 128 and at MXFP8 E5M2 and both MXFP6 for D = 32, decode and prefill), "
+           f"bit-exact against `tb/mu/model.py`: **{sum(bool(r['rtl_match']) for r in runs)}**. "
+           "Operands quantized per block along K (`tb/tiles/quant.py`); the units accumulate in "
+           "`fp32`, the mode every block format has. *mean / max rel*: against the unquantized float32 "
+           "product, *per tensor* the same rows quantized with one amax scale per operand in the "
+           "element format. *ulps*: every result against the exact K-long sum of the scaled products "
+           "(`tb/tiles/exact.py` `block_ulp_errors`, Python integers), in ulps of the result.\n",
+           "| format | D | unit R, tree | runs | bit-exact | mean rel (avg) | per tensor | max rel (worst) "
+           "| per tensor | max error (ulp) | within 0.5 ulp |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (d, fmt), rs in group_by(runs, lambda r: (r["width"], r["fmt"])).items():
+        avg, bavg = _means(rs)
+        us = [r["ulps"]["fp32"] for r in rs if r.get("ulps")]
+        n, half = sum(u["n"] for u in us), sum(u["within_half"] for u in us)
+        ulp = (f"{max(u['max_ulps'] for u in us):.3f} | {half} of {n}" if us else "- | -")
+        out.append(f"| {fmt} | {d} | {rs[0]['unit_rows']}, {rs[0]['tree'] or 'dadda'} | {len(rs)} | "
+                   f"{sum(bool(r['rtl_match']) for r in rs)} | {_f3(avg)} | {_f3(bavg)} | "
+                   f"{_f3(max(r['max_rel'] for r in rs))} | {_f3(max(r['base']['max_rel'] for r in rs))} | "
+                   f"{ulp} |")
+    lines = _ulp_lines(runs)
+    if lines:
+        out += ["", "Block-scaled runs in FP32 ulps per accumulate mode (the model's results in each mode "
+                "the format has; the `fp32` bound is the contract's, docs/numerics.md 7.4: the window's "
+                "roundings plus the per-beat ones, asserted by the model; `exact`, NVFP4 only: half an "
+                "ulp, asserted here):\n"] + lines[3:]
+    missing = sorted(set(BLOCK_RTL_POINTS) - {(r["fmt"], r["width"]) for r in runs})
+    if missing:
+        out += ["", "Not run through the RTL yet: " + ", ".join(f"{f} D = {d}" for f, d in missing) + "."]
+    return out
 
 
 def _ulp_lines(runs: list) -> list:

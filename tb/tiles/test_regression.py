@@ -249,3 +249,23 @@ def test_block_rtl_regression(point):
     for rec in rtl_records(list(corpus.tiles(runs))):
         assert rec["rtl_match"] and rec["cycles"] > 0
         report.save_record(rec, report.results_dir(block=True))
+
+
+@pytest.mark.quick
+def test_regression_report_holds_the_block_scaled_runs():
+    """One report: the block-scaled RTL runs get their own section (counts, errors, ulps against the
+    exact sum), and a partial block run is named in the first lines."""
+    ulps = {"fp32": {"max_ulps": 0.75, "bound_ulps": 3.0, "bound_used": 0.25, "within_half": 3, "n": 4}}
+    recs = [dict(_rec("mxfp4_e2m1", 32, "q", 0.10, 0.40), ulps=ulps),
+            dict(_rec("mxfp4_e2m1", 32, "k", 0.20, 0.30, "prefill"), ulps=ulps)]
+    md = report.regression_md({}, "test", None, {r["id"]: r for r in recs}, 96)
+    head = md.split("## ")[0]
+    assert "0 of 0 per-tensor runs and 2 of 96 block-scaled runs went through the RTL" in head
+    sec = md.split("## Block-scaled formats (OCP MX, NVFP4) through the RTL")[1]
+    assert "Runs: **2** of the 96 planned" in sec and "bit-exact against `tb/mu/model.py`: **2**" in sec
+    row = next(ln for ln in sec.splitlines() if ln.startswith("| mxfp4_e2m1 | 32 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2:] == ["4, dadda", "2", "2", "0.150", "0.350", "0.400", "1.200", "0.750", "6 of 8"]
+    assert "| mxfp4_e2m1 | 32 | fp32 | 2 | 8 | 0.750 | 3 | 0.250 | 6 (75.00%) |" in sec
+    assert "Not run through the RTL yet:" in sec and "nvfp4 D = 128" in sec
+    assert "Block-scaled formats" not in report.regression_md({}, "test")   # no plan: no section

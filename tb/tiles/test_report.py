@@ -17,7 +17,7 @@ def test_regression_md_lists_runs_and_errors(tmp_path):
         assert f"{r['k_tiles']} |" in line and "not run" in line
     assert "| fp8_e4m3 | 32 | 1 |" in md and "| fp4_e2m1 | 64 | 1 |" in md
     head = md.split("## ")[0]
-    assert "Partial run: 0 of 2 runs went through the RTL" in head
+    assert "Partial run: 0 of 2 per-tensor runs went through the RTL" in head
     for r in recs.values():  # with every run through the RTL the report is complete and says nothing
         r["rtl_match"] = True
     md = report.regression_md(recs, "test")
