@@ -95,7 +95,8 @@ def synth_jobs(design: str, grid: dict, liberty: str | None = None, clock_ps: fl
 
     d = get_design(design)
     liberty, lib_input = liberty_input(liberty)
-    extra = tuple(f for f in closure(CROSSCHECK) if f not in synth_inputs(d)) if opensta else ()
+    extra = (tuple(f for f in closure(CROSSCHECK, menus=(REGISTRY,)) if f not in synth_inputs(d))
+             if opensta else ())
     keys = list(grid)
     jobs = []
     for values in itertools.product(*(grid[k] for k in keys)):
@@ -109,5 +110,5 @@ def synth_jobs(design: str, grid: dict, liberty: str | None = None, clock_ps: fl
             kwargs["publish"] = True
         if opensta:
             kwargs["opensta"] = True
-        jobs.append(Job(d.variant(parsed), SYNTH_FUNC, kwargs, inputs=synth_inputs(d) + lib_input + extra))
+        jobs.append(Job(d.variant(parsed), SYNTH_FUNC, kwargs, inputs=synth_inputs(d) + extra + lib_input))
     return jobs
