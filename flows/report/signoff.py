@@ -46,8 +46,12 @@ def opensta_section(points) -> list[str]:
         L.append(f"| {p.variant} | {ours:,.1f} | {theirs:,.1f} | {diff:+.2f}%{flag} | "
                  f"{'' if t is None else f'{t:.1f}'} |")
     total = sum(1 for p in points if p.get(CP_PS) is not None)
+    if not checked:
+        verdict = "none cross-checked yet (`python -m flows qor --opensta-only`)."
+    elif beyond:
+        verdict = f"{len(beyond)} beyond {tol:.0f}%: {', '.join(beyond)}."
+    else:
+        verdict = f"all checked points within {tol:.0f}%."
     L += ["", f"{checked} of {total} timed point(s) cross-checked"
-          + (f" (OpenSTA {', '.join(sorted(versions))})" if versions else "") + "; "
-          + (f"{len(beyond)} beyond {tol:.0f}%: {', '.join(beyond)}." if beyond
-             else f"all checked points within {tol:.0f}%."), ""]
+          + (f" (OpenSTA {', '.join(sorted(versions))})" if versions else "") + "; " + verdict, ""]
     return L

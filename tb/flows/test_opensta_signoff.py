@@ -154,6 +154,8 @@ def test_report_section_lists_both_numbers_and_flags(tmp_path):
     assert "| b-off | 1,000.0 | 1,030.0 | +3.00% **beyond** | 1.5 |" in text
     assert f"| c-new | 2,000.0 | {NOT_CHECKED} |" in text
     assert "2 of 3 timed point(s) cross-checked (OpenSTA 2.0.17); 1 beyond 2%: b-off." in text
+    none = "\n".join(opensta_section([p for p in load_points(tmp_path) if p.variant == "c-new"]))
+    assert "0 of 1 timed point(s) cross-checked; none cross-checked yet" in none
 
 
 def test_qor_options_and_jobs():
