@@ -25,7 +25,14 @@ from ..pnr.crosscheck import TOLERANCE, crosscheck, require_sta, run_netlists
 from ..pnr.sta_netlist import read_repaired
 from ..pnr.tools import ToolError
 
-__all__ = ["check_point", "check_published", "netlist_totals", "top_module", "opensta_version"]
+#: Where a hierarchical point's two timers part (said with a disagreement).
+HIER_NOTE = ("On a hierarchical point our STA composes block timing models (flows/synth/hier.py): "
+             "a block's in->reg and in->out delays are its input bus's worst bit's, so a late, heavily "
+             "loaded bit is combined with another bit's long internal path (pessimistic), and its "
+             "inputs are timed at the default input slew, not the one the parent drives (optimistic); "
+             "OpenSTA times every bit through the composed netlist")
+
+__all__ = ["HIER_NOTE", "check_point", "check_published", "netlist_totals", "top_module", "opensta_version"]
 
 
 def top_module(modules: dict) -> str:
@@ -140,7 +147,12 @@ def check_point(outdir: Path, *, lib=None, work: Path | None = None, tolerance=T
     f.write_text(json.dumps(m, indent=2) + "\n")
     log(f"{outdir.name}: OpenSTA {c.opensta_ps:.1f} ps, our STA {ours:.1f} ps "
         f"({100 * c.rel_diff:+.2f}%), OpenSTA {c.seconds:.1f} s")
-    c.require(tolerance)
+    try:
+        c.require(tolerance)
+    except ToolError as e:
+        if m.get("flow__mode") != "hier":
+            raise
+        raise ToolError(f"{outdir.name}: {e}. {HIER_NOTE}") from None
     return c
 
 
