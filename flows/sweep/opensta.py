@@ -152,7 +152,7 @@ def check_point(outdir: Path, *, lib=None, work: Path | None = None, tolerance=T
     except ToolError as e:
         if m.get("flow__mode") != "hier":
             raise
-        raise ToolError(f"{outdir.name}: {e}. {HIER_NOTE}") from None
+        raise ToolError(f"{e}. {HIER_NOTE}") from None
     return c
 
 
