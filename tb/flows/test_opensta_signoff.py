@@ -63,19 +63,22 @@ def test_hier_point_agrees_with_our_sta_and_is_recorded(d8, lib, tmp_path):
     assert "Startpoint:" in log and "/" in log.split("Startpoint:")[1].split()[0]
 
 
-def test_disagreement_is_recorded_then_fails_with_both_numbers(d8, lib, tmp_path):
+def test_disagreement_is_recorded_then_fails_with_both_numbers(d8, lib, tmp_path, monkeypatch):
+    """OpenSTA's result replaced by one 5% below ours: recorded in metrics.json, then an error."""
+    import flows.sweep.opensta as so
+    from flows.pnr.crosscheck import CrossCheck
+
     rep = _copy_point(d8, tmp_path)
-    f = rep / "metrics.json"
-    m = json.loads(f.read_text())
-    m[K.CP_PS] = ours = round(m[K.CP_PS] * 1.05, 1)     # our STA claiming 5% more than it measured
-    f.write_text(json.dumps(m))
+    ours = d8.metrics[K.CP_PS]
+    monkeypatch.setattr(so, "crosscheck", lambda paths, top, lib, ours_ps, workdir, tolerance:
+                        CrossCheck(ours_ps, 0.95 * ours_ps, 1.0, workdir / "sta.log", top))
     with pytest.raises(tools.ToolError) as e:
         check_point(rep, lib=lib, work=d8.work, log=lambda *_: None)
     msg = str(e.value)
-    assert "beyond the 2% agreement" in msg and f"{ours:.1f} ps" in msg and "sta.log" in msg
-    assert "--no-opensta" in msg and "block timing models" in msg    # hierarchical: says where they part
-    m = json.loads(f.read_text())
-    assert m[K.CP_DIFF_OPENSTA] < -100 * TOLERANCE
+    assert "beyond the 2% agreement" in msg and f"{ours:.1f} ps" in msg and f"{0.95 * ours:.1f} ps" in msg
+    assert "sta.log" in msg and "--no-opensta" in msg and "block timing models" in msg
+    m = json.loads((rep / "metrics.json").read_text())
+    assert m[K.CP_DIFF_OPENSTA] == pytest.approx(-5.0) and m[K.CP_PS] == ours
 
 
 def test_work_dir_of_another_netlist_is_refused(d8, lib, tmp_path):
