@@ -11,7 +11,8 @@ __all__ = ["AREA", "GE", "CELLS", "SEQ", "CP_PS", "CP_LV", "CP_KIND", "DEPTH", "
            "AREA_PER_MAC", "PEAK_GMACS", "NETLIST_SHA", "PNR_TARGET_UTIL", "DIE_AREA", "CORE_AREA",
            "UTIL", "ROUTE_WL", "ROUTE_VIAS", "ROUTE_FAILED", "ROUTE_NETS", "ROUTE_SPEF_NETS",
            "ROUTE_WIRE_CAP", "DRC_ERRORS", "LVS_MATCH", "LVS_ERRORS", "ROUTE_WS", "ROUTE_CP_PS",
-           "ROUTE_FMAX", "ROUTE_CP_PS_NOWIRE", "PNR_RUNTIME"]
+           "ROUTE_FMAX", "ROUTE_CP_PS_NOWIRE", "PNR_RUNTIME", "CP_PS_OPENSTA", "CP_DIFF_OPENSTA",
+           "OPENSTA_TIME", "OPENSTA_VERSION"]
 
 #: Standard-cell area of the whole design.
 AREA = "synth__design__instance__area__stdcell"
@@ -55,6 +56,16 @@ CP_LV_TOP_OWN = CP_LV + "__top_own"
 def block_area(block: str) -> str:
     """Name of the per-block area metric of module ``block``."""
     return BLOCK_AREA + block
+
+# ---- signoff cross-check (flows.sweep.opensta): OpenSTA on the same repaired netlist, pre-route
+#: OpenSTA's critical path of the netlist :data:`CP_PS` was measured on, under our STA's assumptions.
+CP_PS_OPENSTA = CP_PS + "__opensta"
+#: 100 x (:data:`CP_PS_OPENSTA` - :data:`CP_PS`) / :data:`CP_PS`, percent.
+CP_DIFF_OPENSTA = "synth__timing__critical_path__diff_pct__opensta"
+#: Wall time of the OpenSTA run (reading, linking and timing), s.
+OPENSTA_TIME = "synth__runtime__opensta_seconds"
+#: OpenSTA's version (``sta -version``).
+OPENSTA_VERSION = "flow__opensta__version"
 
 #: Setup slack of the worst path against ``CLOCK_PS`` (ps; negative: the target is missed).
 SETUP_WS = "synth__timing__setup__ws"

@@ -2,10 +2,11 @@
 
 The constraints restate our STA's assumptions (:func:`flows.synth.outputs.sta_defaults`): inputs
 arrive at 0 with the default input slew, outputs end at their arrival with the default output load,
-and the clock is ideal (no insertion delay, no skew: a clock tree would have to keep its skew within
-the reported slack). Designs without a clock are timed against a virtual clock, so input-to-output
-paths are checked too. The period is the pre-route critical path, so the worst setup slack is
-(pre-route delay) - (post-route delay) and the post-route critical path is ``period - slack``.
+and the clock is ideal (no insertion delay, no skew, the default input slew at every clock pin: a
+clock tree would have to keep its skew within the reported slack). Designs without a clock are timed
+against a virtual clock, so input-to-output paths are checked too. The period is the pre-route
+critical path, so the worst setup slack is (pre-route delay) - (post-route delay) and the post-route
+critical path is ``period - slack``.
 
 Every OpenSTA warning fails the run: in particular a SPEF name OpenSTA cannot find ("pin ... not
 found", "net ... not found") would leave a wire out of the timing.
@@ -56,6 +57,8 @@ def run_opensta(liberty, netlist_v: Path, top: str, workdir: Path, *, period_ps,
         lines.append(f"read_spef {spef}")
     if clocks:
         lines.append(f"create_clock -name clk -period {period_ps * ns:.6f} [get_ports {{{clk}}}]")
+        # our STA's ideal clock arrives with the default input slew (CLK->Q and setup depend on it)
+        lines.append(f"set_clock_transition {input_slew_ps * ns:.6f} [get_clocks clk]")
         data = [p for p in inputs if p not in clocks]
         inputs = f"[get_ports {{{' '.join(data)}}}]" if data else ""
     else:

@@ -43,6 +43,7 @@ from .common import fmt_value as fv
 from .energy import energy_section
 from .modes import block_exact_section, int_section, modes_section
 from .scaling import block_section
+from .signoff import opensta_section
 from .silicon import regimes_section
 
 __all__ = ["generate", "block_paths", "timing_suspects", "provenance", "main"]
@@ -318,6 +319,7 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
     L += block_section(full[QOR_ACC_MODES[0]])
     L += rv.perf_section(grid) + regimes_section(grids) + _bf16_section(points, qor_dir)
     L += energy_section(Path(qor_dir).parent / "power", rel)
+    L += opensta_section(points)
     L += _plots_section(made, plots_dir, rel)
     L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.csv", sus,
                             col_slopes, tree_slopes, grids)

@@ -15,12 +15,15 @@ from ..deps import closure
 from ..paths import PUBLISHED_QOR, REPO, USER_QOR
 from .runner import Job
 
-__all__ = ["synth_job", "synth_jobs", "synth_inputs", "liberty_input", "SYNTH_FUNC", "SYNTH_FLOW", "REGISTRY"]
+__all__ = ["synth_job", "synth_jobs", "synth_inputs", "liberty_input", "SYNTH_FUNC", "SYNTH_FLOW", "REGISTRY",
+           "CROSSCHECK"]
 
 #: The worker function of a synthesis job.
 SYNTH_FUNC = "flows.sweep.synth_jobs:synth_job"
 #: The module that runs a synthesis.
 SYNTH_FLOW = "flows.synth.flow"
+#: The OpenSTA cross-check a job runs after synthesis with ``opensta=True``.
+CROSSCHECK = "flows.sweep.opensta"
 #: The design registry: it names every generator, a job builds one (see ``menus`` of
 #: :func:`flows.deps.closure`).
 REGISTRY = "hw.designs"
@@ -34,11 +37,13 @@ def synth_inputs(design, root: Path = REPO) -> tuple:
 
 
 def synth_job(design: str, params: dict, liberty: str | None = None, clock_ps: float | None = None,
-              booth: bool = False, publish: bool = False) -> dict:
+              booth: bool = False, publish: bool = False, opensta: bool = False) -> dict:
     """Worker side of a synthesis job: run the QoR flow on one variant, return its metrics and files.
 
     ``publish`` writes the reports under the committed ``reports/qor/`` (``make qor``), else under
-    ``build/reports/qor/``.
+    ``build/reports/qor/``. ``opensta`` cross-checks the point with OpenSTA
+    (:func:`flows.sweep.opensta.check_point`: its numbers go into ``metrics.json``, a difference
+    beyond the tolerance fails the job).
 
     Returns
     -------
@@ -51,6 +56,11 @@ def synth_job(design: str, params: dict, liberty: str | None = None, clock_ps: f
     out = run(design, params, liberty=liberty, clock_ps=clock_ps, booth=booth,
               reports_dir=PUBLISHED_QOR if publish else USER_QOR)
     outdir = Path(out.outdir).resolve()
+    if opensta:
+        from .opensta import check_point
+
+        check_point(outdir, work=out.work)
+        out.metrics = json.loads((outdir / "metrics.json").read_text())
     files = {}
     for f in sorted(outdir.iterdir()):
         if f.is_file() and f.stat().st_size < 20_000_000:
@@ -71,8 +81,10 @@ def liberty_input(liberty: str | None) -> tuple:
 
 
 def synth_jobs(design: str, grid: dict, liberty: str | None = None, clock_ps: float | None = None,
-               publish: bool = False) -> list[Job]:
-    """One synthesis :class:`Job` per point of the cross product ``grid`` (option -> values).
+               publish: bool = False, opensta: bool = False) -> list[Job]:
+    """One synthesis :class:`Job` per point of the cross product ``grid`` (option -> values);
+    ``opensta``: each job cross-checks its point with OpenSTA (:mod:`flows.sweep.opensta`, whose
+    import closure joins the cache key).
 
     Raises
     ------
@@ -83,6 +95,8 @@ def synth_jobs(design: str, grid: dict, liberty: str | None = None, clock_ps: fl
 
     d = get_design(design)
     liberty, lib_input = liberty_input(liberty)
+    extra = (tuple(f for f in closure(CROSSCHECK, menus=(REGISTRY,)) if f not in synth_inputs(d))
+             if opensta else ())
     keys = list(grid)
     jobs = []
     for values in itertools.product(*(grid[k] for k in keys)):
@@ -94,5 +108,7 @@ def synth_jobs(design: str, grid: dict, liberty: str | None = None, clock_ps: fl
                   "clock_ps": clock_ps}
         if publish:
             kwargs["publish"] = True
-        jobs.append(Job(d.variant(parsed), SYNTH_FUNC, kwargs, inputs=synth_inputs(d) + lib_input))
+        if opensta:
+            kwargs["opensta"] = True
+        jobs.append(Job(d.variant(parsed), SYNTH_FUNC, kwargs, inputs=synth_inputs(d) + extra + lib_input))
     return jobs

@@ -41,7 +41,7 @@ from .wholepath import Row, whole_path
 from .yosys import SynthError, run_yosys
 
 __all__ = ["run", "run_verilog", "RunOutput", "resolve_library", "check_clock", "read_verilog", "WORK",
-           "run_name"]
+           "run_name", "netlist_sha"]
 
 #: Work directories of the flow runs (one per variant).
 WORK = BUILD / "qor"
@@ -65,6 +65,9 @@ class RunOutput:
         The mapped netlist of a flat run after drive repair (Yosys ``write_json`` layout).
     path : list of flows.synth.wholepath.Row
         The worst path cell by cell from launch to capture, across the hierarchy.
+    work : Path or None
+        The run's work directory (``flat/`` or ``hier/<block>/`` below it hold the repaired
+        netlists, ``repaired.json``).
     """
 
     metrics: dict
@@ -73,6 +76,7 @@ class RunOutput:
     worst: object
     netlist_json: Path | None = None
     path: list = field(default_factory=list)
+    work: Path | None = None
 
 
 @dataclass
@@ -202,7 +206,7 @@ def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _S
                         repair=rep, path=whole_path(h))
 
 
-def _netlist_sha(work: Path, flow: str) -> str:
+def netlist_sha(work: Path, flow: str) -> str:
     """sha256 (16 hex digits) of the mapped netlists of a run (every block's, by name, if hier)."""
     h = hashlib.sha256()
     for f in sorted((work / flow).glob("mapped.json" if flow == "flat" else "*/mapped.json")):
@@ -222,7 +226,7 @@ def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, bo
                 peak_mb=s.peak_mb, flow=flow, block_areas=s.block_areas, clock_ps=clock_ps, booth=booth,
                 cached=s.cached, sta_defaults=sta_def, yosys_s=s.yosys_s, hier=s.hier, repair=s.repair)
     m["flow__run"] = name or variant
-    m[K.NETLIST_SHA] = _netlist_sha(work, flow)
+    m[K.NETLIST_SHA] = netlist_sha(work, flow)
     M.add_rates(m, design, params)
     M.add_slack(m, clock_ps)
     if s.hier is not None:
@@ -239,7 +243,7 @@ def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, bo
     write_reports(m, s, outdir, work, variant, flow, lib, sta_def)
     summary = summarize(m, s.worst, outdir, s.path)
     log(summary)
-    return RunOutput(m, outdir, summary, s.worst, s.netlist_json, s.path)
+    return RunOutput(m, outdir, summary, s.worst, s.netlist_json, s.path, work)
 
 
 def _acc_line(params) -> str:

@@ -7,8 +7,9 @@ modules children first and synthesizes each one on its own, its child blocks kep
 makes a D=128 matrix unit fit in yowasp's 4 GiB.
 
 Drive repair
-    Each block's mapped netlist is repaired (:func:`flows.synth.repair.repair`) before its area is
-    counted and its model extracted, with its children's models giving the loads of their input
+    Each block's mapped netlist is repaired (:func:`flows.synth.repair.repair`, kept as
+    ``repaired.json`` in the block's work directory) before its area is counted and its model
+    extracted, with its children's models giving the loads of their input
     pins; the parent's repair then sees each child input as one sink of the child's (repaired)
     input capacitance, and the child's outputs start from its repaired netlist's timing.
 
@@ -34,7 +35,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .repair import RepairReport, repair
+from .repair import RepairReport, repair, write_repaired
 from .sta import BlockTiming, Sta, port_bits
 from .yosys import run_yosys
 
@@ -135,6 +136,7 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
         kid_models = {c: models[c] for c in bm.children}
         mapped, rep = repair(lib, r.netlist, models=kid_models, output_load=sta_opts.get("output_load"),
                              wire_cap_per_fanout=sta_opts.get("wire_cap_per_fanout", 0.0))
+        write_repaired(r.workdir, name, mapped)
         area, seq, ncells = own_area(lib, mapped)
         sta = Sta(lib, mapped, models=kid_models, **sta_opts)
         if name == netlist.top:

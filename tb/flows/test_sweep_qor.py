@@ -31,7 +31,7 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     assert {"hw/mu/matrix_unit.py", "hw/hier.py", "flows/synth/flow.py", "hw/fp/add.py"} <= set(j.inputs)
     assert "hw/slice/slice.py" not in j.inputs and "hw/mu/matrix_unit.py" not in jobs[0].inputs
     assert j.kwargs == {"design": "mu", "params": {"width": 32, "fmt": "fp8_e4m3", "acc": "fp32"},
-                        "liberty": None, "clock_ps": None, "publish": True}
+                        "liberty": None, "clock_ps": None, "publish": True, "opensta": True}
     assert jobs[2].kwargs["booth"] is True
     assert [j.name for j in qor.qor_jobs((64,), ("fp4_e2m1",), bf16=False)] == ["mu-w64-fp4_e2m1",
                                                                                "mu-w64-fp4_e2m1-xacc"]
