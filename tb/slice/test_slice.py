@@ -13,7 +13,7 @@ import pytest
 from hw.formats import MATRIX_FORMATS
 from hw.mu.matrix_unit import MatrixUnitParams
 from hw.slice.slice import Slice
-from perf.contract import Product
+from perf.contract import Product, slice_macs_per_cycle
 from tb.slice import knee
 from tb.slice.harness import run_cases
 
@@ -44,6 +44,29 @@ def test_stub_dataflow():
     for r, case in zip(res, cases, strict=True):
         busy = sum(r["cmd_cycles"])
         assert r["counters"]["hbm_rcv_bytes"] <= case["rate"] * busy + dut.feed_bytes * len(r["macs"])
+
+
+@pytest.mark.quick
+def test_stub_block_scaled_tiles_take_d_cycles():
+    """Block-scaled stub units (NVFP4, D = 32, D/B = 2 scale rows per k-tile, two units): ragged
+    shapes with stalls and garbage padding, bit-exact against the stub's integers with the scale
+    codes in the sum (a scale row at the wrong tile, unit or column changes the result); then at
+    full feed a command of 64 k-tiles per unit takes D = 32 cycles per tile, not the D + D/B = 34 a
+    cycle per scale row would cost (2,176 cycles), fill and drain aside."""
+    fill = 40   # SETUP (4 groups), HBM latency 3, the last tile's x beat, unit and write-back
+    cases = [
+        {"shapes": RAGGED_BLOCK, "rate": 11.0, "latency": 13, "seed": 26, "spy_reads": 300, **STALLS},
+        {"shapes": [[1, 512, 256]], "rate": 40.0, "latency": 3, "seed": 27},
+    ]
+    res, dut = run_cases("slice-stub-u2w32-nvfp4", cases, numerics="stub", units=2, width=32,
+                         fmt="nvfp4", feed_bytes=40, spad_bytes=16384)
+    prod = Product(1, 512, 256, 32, units=2)
+    tiles = prod.groups * prod.k_tiles
+    assert tiles == 64 and dut.scale_rows == 2
+    model = prod.macs_useful / slice_macs_per_cycle(prod, "nvfp4", 40.0)
+    assert model == tiles * 32
+    cycles = res[1]["cmd_cycles"][0]
+    assert model <= cycles <= model + fill < tiles * (32 + 2), (model, cycles)
 
 
 @pytest.mark.quick
