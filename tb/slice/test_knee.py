@@ -88,8 +88,9 @@ def test_block_model_counts_scales_not_scale_cycles(fmt, bits, block):
 
 @pytest.mark.quick
 def test_cli_writes_only_the_sweep_of_its_formats(tmp_path, monkeypatch):
-    """``--fmts mxfp8_e4m3`` replaces that format's rows of the MX CSV, keeps the other format's
-    rows and leaves the plain CSV alone; ``measure`` is replaced by fixed rows (no simulation)."""
+    """``--fmts mxfp8_e4m3`` replaces that format's D = 32 rows of the block CSV, keeps the other
+    rows (other formats, other widths) and leaves the plain CSV alone; ``measure`` is replaced by
+    fixed rows (no simulation)."""
     committed = knee.SWEEPS["block"].csv.read_bytes()
     plain = tmp_path / "knee.csv"
     plain.write_bytes(b"untouched")
@@ -102,7 +103,7 @@ def test_cli_writes_only_the_sweep_of_its_formats(tmp_path, monkeypatch):
 
     def fake_measure(fmt, width, rates, **kw):
         calls.append((fmt, width, tuple(rates)))
-        return [_measured(r, "block") for r in read if r["fmt"] == fmt]
+        return [_measured(r, "block") for r in read if (r["fmt"], int(r["width"])) == (fmt, width)]
     monkeypatch.setattr(knee, "measure", fake_measure)
     assert knee.main(["--fmts", "mxfp8_e4m3"]) == 0
     assert calls == [("mxfp8_e4m3", 32, (0.9, 1.1))]
