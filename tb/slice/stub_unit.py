@@ -9,8 +9,9 @@ sequencing (tiles, groups, K accumulation, ragged edges, stalls) can be checked 
 Its ports are the unit's own (:class:`hw.mu.interface.MatrixUnitSignature`); the counters read 0.
 A block-scaled stub also takes the ``ws`` stream under the unit's rules (a tile is complete when its
 D ``w`` and D/B ``ws`` beats are in, each stream's ``ready`` is ``!complete | swap_fire``) and adds
-the scale codes' integer dot product, ``sum_i xs[i] * ws[i, j]``, so a scale row delivered to the
-wrong tile, unit or column changes the result.
+``sum_i (xs[i] + 1) * (ws[i, j] + 1)`` over the beat's blocks i, so a scale row delivered to the
+wrong tile, unit or column changes the result, and so does a scale code past K the slice did not
+zero (weight or activation: the ``+ 1`` keeps either from being cancelled by the other's zero).
 """
 
 from dataclasses import dataclass
@@ -109,18 +110,20 @@ class StubUnit(wiring.Component):
                 m.d.sync += [a.eq(ld) for a, ld in zip(act, load, strict=True)]
                 with m.If(~last):
                     m.d.sync += pending.eq(0)
-        # (x, its code width, the operand rows) pairs of the dot product: elements, then scales
-        terms = [(self.x.payload.data, b, bufs[0][1], bufs[0][2])]
+        # (x, its code width, the operand rows, the offset added to both) of the dot product:
+        # elements, then scales
+        terms = [(self.x.payload.data, b, bufs[0][1], bufs[0][2], 0)]
         if nb:
-            terms.append((self.x.payload.scales, 8, bufs[1][1], bufs[1][2]))
+            terms.append((self.x.payload.scales, 8, bufs[1][1], bufs[1][2], 1))
         with m.If(self.x.valid & self.x.ready):
             new = []
             for j in range(D):
                 s = 0
-                for xv, cb, load, act in terms:
+                for xv, cb, load, act, off in terms:
                     for k in range(len(load)):
                         wkj = Mux(swap, load[k], act[k])[j * cb:(j + 1) * cb]
-                        s = s + xv[k * cb:(k + 1) * cb] * wkj
+                        xk = xv[k * cb:(k + 1) * cb]
+                        s = s + ((xk + off) * (wkj + off) if off else xk * wkj)
                 new.append((Mux(self.x.payload.first, 0, acc[32 * j:32 * j + 32]) + s)[:32])
             m.d.sync += acc.eq(Cat(*new))
             with m.If(self.x.payload.last):
@@ -130,10 +133,10 @@ class StubUnit(wiring.Component):
 
 def stub_reference(x: np.ndarray, w: np.ndarray, xs: np.ndarray | None = None,
                    ws: np.ndarray | None = None) -> np.ndarray:
-    """What the slice computes with stub units: ``(x @ W [+ xs @ ws]) mod 2**32`` on the codes (K
-    order free; ``xs`` ``[M, K/B]`` and ``ws`` ``[K/B, N]`` the scale codes of a block-scaled
-    format, padded as the slice pads them)."""
+    """What the slice computes with stub units: ``(x @ W [+ (xs + 1) @ (ws + 1)]) mod 2**32`` on the
+    codes (K order free; ``xs`` ``[M, Kp/B]`` and ``ws`` ``[Kp/B, N]`` the scale codes of a
+    block-scaled format over the padded K, zero past K as the slice pads them)."""
     y = x.astype(np.uint64) @ w.astype(np.uint64)
     if xs is not None:
-        y = y + xs.astype(np.uint64) @ ws.astype(np.uint64)
+        y = y + (xs.astype(np.uint64) + 1) @ (ws.astype(np.uint64) + 1)
     return y % (1 << 32)

@@ -50,9 +50,10 @@ def test_stub_dataflow():
 def test_stub_block_scaled_tiles_take_d_cycles():
     """Block-scaled stub units (NVFP4, D = 32, D/B = 2 scale rows per k-tile, two units): ragged
     shapes with stalls and garbage padding, bit-exact against the stub's integers with the scale
-    codes in the sum (a scale row at the wrong tile, unit or column changes the result); then at
-    full feed a command of 64 k-tiles per unit takes D = 32 cycles per tile, not the D + D/B = 34 a
-    cycle per scale row would cost (2,176 cycles), fill and drain aside."""
+    codes in the sum (a scale row at the wrong tile, unit or column, or a garbage scale code past K
+    left unzeroed, changes the result); then at full feed a command of 64 k-tiles per unit takes
+    D = 32 cycles per tile, not the D + D/B = 34 a cycle per scale row would cost (2,176 cycles),
+    fill and drain aside."""
     fill = 40   # SETUP (4 groups), HBM latency 3, the last tile's x beat, unit and write-back
     cases = [
         {"shapes": RAGGED_BLOCK, "rate": 11.0, "latency": 13, "seed": 26, "spy_reads": 300, **STALLS},
