@@ -289,9 +289,10 @@ class Product:
 # A weight tile is ``D`` element rows of ``D * b / 8`` bytes and, on a block-scaled format, ``D / B``
 # scale rows of ``D`` one-byte codes per unit (``docs/slice.md``), so a unit consumes
 # ``D * (b + 8/B) / 8`` bytes per cycle when it takes one weight row per cycle (:func:`knee_feed`).
-# The slice's gearbox gives one row per cycle, element or scale, so a tile holds the fork for
-# ``D + D/B`` cycles and the slice's own knee is ``tile_bytes / (D + D/B)`` (:func:`slice_knee_feed`),
-# a factor ``B / (B + 1)`` below the contract's. Per-tensor formats have no scale rows (``D/B = 0``).
+# The slice's gearbox gives one element row per cycle and a tile's scale rows with its last element
+# row, on their own path to the units' ``ws`` (``docs/slice.md``), so a tile holds the slice for
+# ``D`` cycles at full feed and the slice's knee is the contract's (:func:`slice_knee_feed`).
+# Per-tensor formats have no scale rows (``D/B = 0``).
 
 
 def _shape(width: int, fmt: str) -> tuple:
@@ -317,10 +318,11 @@ def knee_feed(width: int, fmt: str, units: int = 1) -> float:
 
 
 def slice_load_cycles(width: int, fmt: str, feed: float | None = None, units: int = 1) -> float:
-    """Cycles the slice takes to deliver one tile to each of ``units`` units: ``D + D/B`` rows at one
-    per cycle, or the feed's ``tile_bytes / feed`` if that is longer (None: unlimited feed)."""
-    _, _, nb = _shape(width, fmt)
-    rows = width + nb
+    """Cycles the slice takes to deliver one tile to each of ``units`` units: its ``D`` element rows
+    at one per cycle (the scale rows ride beside them), or the feed's ``tile_bytes / feed`` if that
+    is longer (None: unlimited feed)."""
+    _shape(width, fmt)   # checks fmt and D
+    rows = width
     if feed is None:
         return float(rows)
     if not feed > 0:
@@ -329,12 +331,13 @@ def slice_load_cycles(width: int, fmt: str, feed: float | None = None, units: in
 
 
 def slice_knee_feed(width: int, fmt: str, units: int = 1) -> float:
-    """The slice's knee: ``tile_bytes / (D + D/B)`` bytes per cycle (rows one per cycle)."""
+    """The slice's knee: ``tile_bytes / D`` bytes per cycle (element rows one per cycle, the scale
+    rows beside them), the contract's :func:`knee_feed`."""
     return tile_bytes(width, fmt, units) / slice_load_cycles(width, fmt)
 
 
 def slice_macs_per_cycle(product: Product, fmt: str, feed: float | None = None) -> float:
     """Useful MACs per cycle of ``product`` on a slice in steady state: the product's schedule with
-    every tile loading in :func:`slice_load_cycles` (scale rows included for block-scaled formats)."""
+    every tile loading in :func:`slice_load_cycles` (scale bytes included for block-scaled formats)."""
     load = slice_load_cycles(product.width, fmt, feed, product.units)
     return product.macs_useful / product.schedule().steady_cycles(load)

@@ -12,16 +12,18 @@ Block-scaled formats (:data:`hw.formats.BLOCK_FORMATS`, block B along K) add the
 the group: each k-tile of a group is its ``D`` super-rows of ``S`` bytes followed by ``D/B`` *scale
 rows* of ``units * D`` bytes (scale row i holds the codes scaling rows ``kt*D + iB .. + B-1``,
 column ``u*D + j``'s code at byte ``u*D + j``). A group is ``ceil(K/D) * (D*S + (D/B)*units*D)``
-bytes; nothing else changes. The gearbox then gives rows of two sizes, tagged ``scale``.
+bytes; nothing else changes. The gearbox then gives the k-tile's last super-row together with the
+tile's scale rows (one output beat), and :class:`ScaleRows` turns those into one ``ws`` row per
+cycle, so the scale rows take no output cycle of their own.
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .loops import Level, advance
 
-__all__ = ["RequestGenerator", "Gearbox", "ceil_beats", "request_layout"]
+__all__ = ["RequestGenerator", "Gearbox", "ScaleRows", "ceil_beats", "request_layout"]
 
 
 def request_layout(addr_bits: int, burst: int) -> data.StructLayout:
@@ -110,10 +112,12 @@ class Gearbox(wiring.Component):
     """Cuts HBM beats of B bytes into super-rows of S bytes, dropping each group's tail bytes.
 
     With ``scale_rows`` (block-scaled formats) each k-tile of ``width`` super-rows is followed by
-    ``scale_rows`` scale rows of ``scale_bytes`` bytes: the output is ``data`` (the longer of the two
-    row sizes) and a ``scale`` flag, the buffer ``max(S, scale_bytes) + B - 1`` bytes, and a scale
-    row whose block starts at ``k >= K`` leaves as zeros (a NaN scale there would poison the block's
-    zero products). Rows of either kind leave one per cycle.
+    ``scale_rows`` scale rows of ``scale_bytes`` bytes. The output beat is one super-row (``data``)
+    and, on the tile's last super-row (``last``), the tile's scale rows too (``scales``, scale row i
+    at ``[8*i*scale_bytes +: 8*scale_bytes]``): that beat pops ``S + scale_rows * scale_bytes``
+    bytes, so a tile leaves in ``width`` beats, one per cycle at full feed, and the buffer is
+    ``S + scale_rows * scale_bytes + B - 1`` bytes. A scale row whose block starts at ``k >= K``
+    leaves as zeros (a NaN scale there would poison the block's zero products).
 
     A buffer of ``S + B - 1`` bytes: a beat is accepted when the bytes left after this cycle's row
     pop leave room for it, so with B >= S a row leaves every cycle and with B < S the feed is used
@@ -146,11 +150,12 @@ class Gearbox(wiring.Component):
     n : In(16)
         N, for the useful-element count.
     o : Out(stream)
-        One super-row per beat, ``8 * S`` bits (block-scaled: ``data`` of ``8 * max(S, scale_bytes)``
-        bits, then ``scale``: the row is a scale row, its codes in the low ``8 * scale_bytes`` bits).
+        One super-row per beat, ``8 * S`` bits (block-scaled: ``data`` of ``8 * S`` bits, then
+        ``scales``, ``8 * scale_rows * scale_bytes`` bits, then ``last``: the beat is the k-tile's
+        last super-row and ``scales`` holds the tile's scale rows; otherwise ``scales`` means nothing).
     o_useful : Out(16)
         Weight elements of the current row that are inside W (``k < K`` and column ``< N``); the
-        other ``units * D`` minus these are padding. Zero for a scale row.
+        other ``units * D`` minus these are padding.
     busy : Out(1)
         Bytes of the command still to arrive or rows still to leave.
     """
@@ -160,7 +165,8 @@ class Gearbox(wiring.Component):
         self._b, self._s, self._lw, self._gc = beat_bytes, row_bytes, len_bits, group_cols
         self._d, self._nb, self._ss, self._blk = width, scale_rows, scale_bytes, block
         if scale_rows:
-            o_shape = data.StructLayout({"data": 8 * max(row_bytes, scale_bytes), "scale": 1})
+            o_shape = data.StructLayout({"data": 8 * row_bytes, "scales": 8 * scale_rows * scale_bytes,
+                                         "last": 1})
         else:
             o_shape = 8 * row_bytes
         super().__init__({
@@ -176,7 +182,7 @@ class Gearbox(wiring.Component):
         m = Module()
         B, S = self._b, self._s
         D, nb, SS = self._d, self._nb, self._ss
-        smax = max(S, SS)
+        smax = S + nb * SS   # the largest pop: a tile's last super-row and its scale rows
         cap = smax + B - 1
         buf = Signal(8 * cap)
         count = Signal(range(cap + 1))
@@ -197,16 +203,13 @@ class Gearbox(wiring.Component):
         after_pop = Signal(range(cap + 1))
         useful = Mux(cols_left >= self._gc, self._gc, cols_left)
         if nb:
-            # row: position in the k-tile (D element rows, then nb scale rows); k0: the tile's k
+            # row: position in the k-tile (D super-rows, the last one with the nb scale rows behind
+            # it); k0: the tile's k
             k0 = Signal(16)
-            is_scale = Signal()
-            live = Signal()   # an element row with k < K, or a scale row whose block starts < K
-            size = Mux(is_scale, SS, S)
-            m.d.comb += [
-                is_scale.eq(row >= D),
-                live.eq(Mux(is_scale, k0 + ((row - D) << (self._blk.bit_length() - 1)), k0 + row)
-                        < self.k),
-            ]
+            tile_end = Signal()
+            live = Signal()   # the super-row has k < K
+            size = Mux(tile_end, smax, S)
+            m.d.comb += [tile_end.eq(row == D - 1), live.eq(k0 + row < self.k)]
         else:
             size = S
         m.d.comb += [
@@ -217,10 +220,14 @@ class Gearbox(wiring.Component):
             push.eq(self.i.valid & self.i.ready),
         ]
         if nb:
+            # scale row i (behind the super-row) leaves as zeros if its block starts at k >= K
+            scales = [Mux(k0 + i * self._blk < self.k, buf[8 * (S + i * SS):8 * (S + (i + 1) * SS)], 0)
+                      for i in range(nb)]
             m.d.comb += [
-                self.o.payload.data.eq(Mux(live, buf[:8 * smax], 0)),
-                self.o.payload.scale.eq(is_scale),
-                self.o_useful.eq(Mux(live & ~is_scale, useful, 0)),
+                self.o.payload.data.eq(Mux(live, buf[:8 * S], 0)),
+                self.o.payload.scales.eq(Cat(*scales)),
+                self.o.payload.last.eq(tile_end),
+                self.o_useful.eq(Mux(live, useful, 0)),
             ]
         else:
             m.d.comb += [
@@ -234,7 +241,7 @@ class Gearbox(wiring.Component):
         for j in range(B):
             m.d.comb += keep[8 * j:8 * j + 8].eq(Mux(j < take, self.i.payload[8 * j:8 * j + 8], 0))
         if nb:
-            shifted = Mux(pop, Mux(is_scale, buf >> (8 * SS), buf >> (8 * S)), buf)
+            shifted = Mux(pop, Mux(tile_end, buf >> (8 * smax), buf >> (8 * S)), buf)
         else:
             shifted = Mux(pop, buf >> (8 * S), buf)
         m.d.sync += [
@@ -254,7 +261,7 @@ class Gearbox(wiring.Component):
                     Level(ig + 1 < self.n_groups, [ig.eq(ig + 1)], [ig.eq(0), ip.eq(ip + 1)]),
                 ], last=ip + 1 >= self.n_passes, done=[in_busy.eq(0)])
             if nb:   # output side: rows of a k-tile, k-tiles of a group, groups, passes
-                rows_of_group = [Level(row + 1 < D + nb, [row.eq(row + 1)], [row.eq(0)]),
+                rows_of_group = [Level(row + 1 < D, [row.eq(row + 1)], [row.eq(0)]),
                                  Level(k0 + D < self.kp, [k0.eq(k0 + D)], [k0.eq(0)])]
             else:    # output side: super-rows of a group, groups, passes
                 rows_of_group = [Level(row + 1 < self.kp, [row.eq(row + 1)], [row.eq(0)])]
@@ -263,4 +270,55 @@ class Gearbox(wiring.Component):
                     Level(og + 1 < self.n_groups, [og.eq(og + 1), cols_left.eq(cols_left - self._gc)],
                           [og.eq(0), op.eq(op + 1), cols_left.eq(self.n)]),
                 ], last=op + 1 >= self.n_passes, done=[out_busy.eq(0)])
+        return m
+
+
+class ScaleRows(wiring.Component):
+    """Turns a k-tile's scale rows, delivered in one beat, into one row per beat.
+
+    The first row leaves in the cycle the beat arrives (combinationally, no added latency), the
+    other ``rows - 1`` from a register in the following cycles; the next beat is taken in the
+    cycle the last row of the previous one leaves. With ``rows = 1`` it is wires.
+
+    Parameters
+    ----------
+    rows : int
+        Scale rows per beat (D/B).
+    row_bits : int
+        Bits per row.
+
+    Members
+    -------
+    i : In(stream(rows * row_bits))
+        Row r at ``[r*row_bits +: row_bits]``.
+    o : Out(stream(row_bits))
+        The rows in order.
+    """
+
+    def __init__(self, rows: int, row_bits: int):
+        self._rows, self._rb = rows, row_bits
+        super().__init__({"i": In(stream.Signature(rows * row_bits)),
+                          "o": Out(stream.Signature(row_bits))})
+
+    latency = 0
+
+    def elaborate(self, platform):
+        m = Module()
+        n, rb = self._rows, self._rb
+        if n == 1:
+            m.d.comb += [self.o.payload.eq(self.i.payload), self.o.valid.eq(self.i.valid),
+                         self.i.ready.eq(self.o.ready)]
+            return m
+        held = Signal((n - 1) * rb, reset_less=True)   # rows 1 .. n-1 of the beat, next one lowest
+        left = Signal(range(n))                        # rows of ``held`` still to leave
+        busy = left != 0
+        m.d.comb += [
+            self.o.valid.eq(busy | self.i.valid),
+            self.o.payload.eq(Mux(busy, held[:rb], self.i.payload[:rb])),
+            self.i.ready.eq(~busy & self.o.ready),
+        ]
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [held.eq(self.i.payload[rb:]), left.eq(n - 1)]
+        with m.Elif(busy & self.o.ready):
+            m.d.sync += [held.eq(held >> rb), left.eq(left - 1)]
         return m

@@ -26,8 +26,8 @@ from ..formats import BLOCK_FORMATS, MATRIX_FORMATS, get_block_format, get_forma
 from ..mu.exact_acc import GUARD_BITS
 from ..mu.interface import MatrixUnitSignature
 from ..mu.matrix_unit import MatrixUnit, MatrixUnitParams
-from ..stream import Fork
-from .feed import Gearbox, RequestGenerator, request_layout
+from ..stream import Fork, SkidBuffer
+from .feed import Gearbox, RequestGenerator, ScaleRows, request_layout
 from .scratchpad import Scratchpad, ScratchpadParams
 from .sequencer import ActivationIssue, WriteBack
 
@@ -244,6 +244,37 @@ class Slice(wiring.Component):
                             f"not {unit.signature!r}; build them on hw.mu.interface")
         return unit
 
+    def _scale_path(self, m: Module, rows, w_out):
+        """Block-scaled: split the gearbox's beats (``rows``) into the element rows, which go to
+        ``w_out`` (the units' ``w`` fork) through ``D/B - 1`` skid buffers, and the tile's scale rows,
+        which go one per cycle (:class:`~hw.slice.feed.ScaleRows`, first row without delay) to a
+        fork to the units' ``ws``; returns that fork.
+
+        The skid buffers delay every element row by ``D/B - 1`` cycles, so a tile's last scale row
+        reaches the units no later than its last element row and the tile is complete after its D
+        element beats.
+        """
+        nb, SS, S = self.scale_rows, self.scale_bytes, self.row_bytes
+        m.submodules.split = split = Fork(2, rows.payload.shape())
+        wiring.connect(m, rows, split.i)
+        m.submodules.scale_rows = ser = ScaleRows(nb, 8 * SS)
+        m.submodules.bc_ws = bc_ws = Fork(self.units, 8 * SS)
+        wiring.connect(m, ser.o, bc_ws.i)
+        o_e, o_s = split.outputs()
+        last = o_s.payload.last
+        m.d.comb += [ser.i.payload.eq(o_s.payload.scales), ser.i.valid.eq(o_s.valid & last),
+                     o_s.ready.eq(ser.i.ready | ~last)]
+        elem = o_e
+        for i in range(nb - 1):
+            skid = SkidBuffer(8 * S)
+            m.submodules[f"w_lead{i}"] = skid
+            m.d.comb += [skid.i.payload.eq(elem.payload.data if i == 0 else elem.payload),
+                         skid.i.valid.eq(elem.valid), elem.ready.eq(skid.i.ready)]
+            elem = skid.o
+        m.d.comb += [w_out.payload.eq(elem.payload.data if nb == 1 else elem.payload),
+                     w_out.valid.eq(elem.valid), elem.ready.eq(w_out.ready)]
+        return bc_ws
+
     def elaborate(self, platform):
         m = Module()
         D, U, R, b = self.width, self.units, self.rows, self.bits
@@ -263,7 +294,7 @@ class Slice(wiring.Component):
                                               len_bits=len_bits, group_cols=U * D, **blk)
         m.submodules.issue = issue = ActivationIssue(unit=self.unit_signature, addr_bits=aw)
         m.submodules.wb = wb = WriteBack(unit=self.unit_signature, units=U, addr_bits=aw)
-        m.submodules.bc_w = bc_w = Fork(U, gbox.o.payload.shape())
+        m.submodules.bc_w = bc_w = Fork(U, 8 * S if nb else gbox.o.payload.shape())
         m.submodules.bc_x = bc_x = Fork(U, self.unit_signature.x_layout)
         spad = Scratchpad(self.spad_words, 32 * D, macro=self.spad_macro)
         if self.spad_macro:
@@ -335,7 +366,10 @@ class Slice(wiring.Component):
         ]
         wiring.connect(m, wiring.flipped(self.hbm_req), reqgen.req)
         wiring.connect(m, wiring.flipped(self.hbm_rdata), gbox.i)
-        wiring.connect(m, gbox.o, bc_w.i)
+        if nb:
+            bc_ws = self._scale_path(m, gbox.o, bc_w.i)
+        else:
+            wiring.connect(m, gbox.o, bc_w.i)
         wiring.connect(m, issue.x, bc_x.i)
 
         # ---- units
@@ -346,20 +380,14 @@ class Slice(wiring.Component):
         for u, mu in enumerate(units):
             ow, ox = bc_w.outputs()[u], bc_x.outputs()[u]
             yin = getattr(wb, f"y{u}")
-            if nb:   # weight rows to w, scale rows (unit u's D codes) to ws
-                sc, wd = ow.payload.scale, Value.cast(ow.payload.data)
-                m.d.comb += [
-                    Value.cast(mu.w.payload).eq(wd[u * wslice:(u + 1) * wslice]),
-                    mu.w.valid.eq(ow.valid & ~sc),
-                    Value.cast(mu.ws.payload).eq(wd[u * 8 * D:(u + 1) * 8 * D]),
-                    mu.ws.valid.eq(ow.valid & sc),
-                    ow.ready.eq(Mux(sc, mu.ws.ready, mu.w.ready)),
-                ]
-            else:
-                m.d.comb += [
-                    Value.cast(mu.w.payload).eq(ow.payload[u * wslice:(u + 1) * wslice]),
-                    mu.w.valid.eq(ow.valid), ow.ready.eq(mu.w.ready),
-                ]
+            if nb:   # scale rows: unit u's D codes to its ws
+                os_ = bc_ws.outputs()[u]
+                m.d.comb += [Value.cast(mu.ws.payload).eq(os_.payload[u * 8 * D:(u + 1) * 8 * D]),
+                             mu.ws.valid.eq(os_.valid), os_.ready.eq(mu.ws.ready)]
+            m.d.comb += [
+                Value.cast(mu.w.payload).eq(ow.payload[u * wslice:(u + 1) * wslice]),
+                mu.w.valid.eq(ow.valid), ow.ready.eq(mu.w.ready),
+            ]
             m.d.comb += [
                 mu.x.payload.eq(ox.payload), mu.x.valid.eq(ox.valid), ox.ready.eq(mu.x.ready),
                 yin.payload.eq(mu.y.payload), yin.valid.eq(mu.y.valid), mu.y.ready.eq(yin.ready),
@@ -400,12 +428,12 @@ class Slice(wiring.Component):
                                               self.feed_bytes)
         with m.If(xfer(self.hbm_rdata)):
             m.d.sync += self.hbm_rcv_bytes.eq(self.hbm_rcv_bytes + self.feed_bytes)
-        with m.If(xfer(gbox.o) & ~gbox.o.payload.scale if nb else xfer(gbox.o)):   # element rows
+        with m.If(xfer(gbox.o)):   # element rows
             m.d.sync += [self.w_useful_elems.eq(self.w_useful_elems + gbox.o_useful),
                          self.w_pad_elems.eq(self.w_pad_elems + U * D - gbox.o_useful)]
-        if nb:
-            with m.If(xfer(gbox.o) & gbox.o.payload.scale):
-                m.d.sync += self.w_scale_bytes.eq(self.w_scale_bytes + SS)
+        if nb:   # a tile's scale rows, with its last element row
+            with m.If(xfer(gbox.o) & gbox.o.payload.last):
+                m.d.sync += self.w_scale_bytes.eq(self.w_scale_bytes + nb * SS)
         with m.If(xfer(issue.x)):
             m.d.sync += self.x_beats.eq(self.x_beats + 1)
         with m.If(wb.wr_en):

@@ -15,14 +15,18 @@ The format picks the sweep (:data:`SWEEPS`): its CSV, its columns and its defaul
   (``--tree words``: the same function as the Dadda tree synthesis maps, proved in
   ``docs/verification.md``, and the same latency and stream timing; it builds and simulates far
   faster at D = 64 and 128); the CSV's ``unit`` column names the build, ``matrix_unit(words)``.
-- ``mxfp8_e4m3``, ``mxfp4_e2m1``: two units (the unit's default Dadda tree) at D = 32, rates 0.9x
-  and 1.1x; rows in ``reports/knee_mx.csv`` with the contract's knee, the slice's knee
-  (:func:`perf.contract.slice_knee_feed`) and the plain model that ignores the scales
-  (:meth:`perf.contract.Product.macs_per_cycle` at ``b`` bits).
+- ``mxfp8_e4m3``, ``mxfp4_e2m1``, ``nvfp4``: two units at D = 32 (``--widths 32 64`` adds D = 64),
+  rates 0.9x and 1.1x, the units in the registry's accumulate mode for the format (the
+  per-tensor sweep: ``fp32``, as its rows were measured)
+  (:func:`hw.mu.numerics.default_acc`: ``fp32`` for MX, ``exact`` for NVFP4) and with the
+  word-level tree by default, as above; rows in ``reports/knee_mx.csv`` with the contract's knee,
+  the slice's knee (:func:`perf.contract.slice_knee_feed`), the plain model that ignores the scales
+  (:meth:`perf.contract.Product.macs_per_cycle` at ``b`` bits), the accumulate mode, the build, and
+  the revision and date of the run.
 
 The model column is the slice's steady state (:func:`perf.contract.slice_macs_per_cycle`: useful
 MACs over the schedule's cycles, each tile holding the unit for as long as the feed needs to bring
-it and the slice for at least its ``D + D/B`` rows). On a per-tensor format at batch 1 (every weight
+it and the slice for at least its ``D`` element rows). On a per-tensor format at batch 1 (every weight
 used once) that is the feed-bound line ``min(rate * 8 / b, units * D) * useful_fraction``
 (``useful_fraction`` = useful weight elements / elements streamed; 1 for this shape at every D).
 The measured value is useful MACs (M*K*N) over the command's cycles (acceptance to last write), so it
@@ -45,6 +49,7 @@ from pathlib import Path
 
 from flows.synth.metrics import git_revision
 from hw.formats import BLOCK_FORMATS, get_block_format, get_format
+from hw.mu.numerics import default_acc
 from hw.mu.tree import TREE_ARCHS
 from perf.contract import Product, knee_feed, slice_knee_feed, slice_macs_per_cycle
 from tb import sim
@@ -70,6 +75,7 @@ class Sweep:
     rates: tuple    # multiples of the contract's knee
     seed: int
     tree: str | None  # None: the unit's default tree
+    acc: str | None   # the units' accumulate mode; None: the registry's default for the format
 
 
 SWEEPS = {
@@ -77,13 +83,14 @@ SWEEPS = {
                    ("width", "feed_bytes_per_cycle", "measured_macs_per_cycle", "model_macs_per_cycle",
                     "unit", "revision", "date"),
                    fmts=(PLAIN_FMT,), widths=(32, 64, 128), units=1,
-                   rates=(0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0), seed=11, tree="words"),
+                   rates=(0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0), seed=11, tree="words",
+                   acc="fp32"),
     "block": Sweep(REPO / "reports" / "knee_mx.csv",
                    ("fmt", "width", "units", "feed_bytes_per_cycle", "rate_over_knee", "knee_feed",
                     "slice_knee_feed", "measured_macs_per_cycle", "model_macs_per_cycle",
-                    "model_without_scales"),
-                   fmts=("mxfp8_e4m3", "mxfp4_e2m1"), widths=(32,), units=2, rates=(0.9, 1.1),
-                   seed=31, tree=None),
+                    "model_without_scales", "acc", "unit", "revision", "date"),
+                   fmts=("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4"), widths=(32,), units=2,
+                   rates=(0.9, 1.1), seed=31, tree="words", acc=None),
 }
 FMTS = tuple(f for s in SWEEPS.values() for f in s.fmts)
 
@@ -99,9 +106,12 @@ def sweep_of(fmt: str) -> Sweep:
 
 
 def slice_params(fmt: str, width: int, units: int) -> dict:
-    """Slice parameters of the knee runs (also the full tests'): beats of twice the contract's knee."""
+    """Slice parameters of the knee runs (also the full tests'): beats of twice the contract's knee,
+    the units in the sweep's accumulate mode (the block sweep: the registry's default for ``fmt``,
+    :func:`hw.mu.numerics.default_acc`)."""
     return {"units": units, "width": width, "fmt": fmt, "spad_bytes": max(16384, 4 * width * 64),
-            "feed_bytes": int(2 * knee_feed(width, fmt, units=units))}
+            "feed_bytes": int(2 * knee_feed(width, fmt, units=units)),
+            "acc": sweep_of(fmt).acc or default_acc(fmt)}
 
 
 def model_macs(rate: float, width: int, units: int = 1, fmt: str = PLAIN_FMT) -> float:
@@ -125,8 +135,9 @@ def measure(fmt: str, width: int, rates, units: int | None = None, latency: int 
     knee = knee_feed(width, fmt, units=units)
     cases = [{"minilm": "ffn_up", "layer": 0, "token": 1, "rate": r * knee, "latency": latency,
               "seed": sw.seed, "garbage": False} for r in rates]
+    params = slice_params(fmt, width, units)
     name = (f"slice-{f'knee-{tree}' if tree else 'mu'}-u{units}w{width}"
-            + ("" if fmt == PLAIN_FMT else f"-{fmt}"))
+            + ("" if fmt == PLAIN_FMT else f"-{fmt}") + ("-xacc" if params["acc"] == "exact" else ""))
     out = sim.BUILD / name / "knee.json"
     t0 = time.time()
     if reuse and out.exists():
@@ -134,8 +145,7 @@ def measure(fmt: str, width: int, rates, units: int | None = None, latency: int 
         cases = [r["case"] for r in res]
         rates = [c["rate"] / knee for c in cases]
     else:
-        res, _ = run_cases(name, cases, numerics="mu", out=str(out), tree=tree,
-                           **slice_params(fmt, width, units))
+        res, _ = run_cases(name, cases, numerics="mu", out=str(out), tree=tree, **params)
     print(f"{fmt} D={width} x{units}: {len(cases)} rates in {time.time() - t0:.0f} s (build and "
           f"simulation, bit-exact)")
     bits = get_format(get_block_format(fmt).element if fmt in BLOCK_FORMATS else fmt).bits
@@ -149,7 +159,8 @@ def measure(fmt: str, width: int, rates, units: int | None = None, latency: int 
                      "measured_macs_per_cycle": round(r["macs"][0] / r["cmd_cycles"][0], 4),
                      "model_macs_per_cycle": round(model_macs(case["rate"], width, units, fmt), 4),
                      "model_without_scales": round(prod.macs_per_cycle(bits, case["rate"]), 4),
-                     "unit": f"matrix_unit({tree or 'dadda'})", "revision": git_revision(),
+                     "acc": params["acc"], "unit": f"matrix_unit({tree or 'dadda'})",
+                     "revision": git_revision(),
                      "date": time.strftime("%Y-%m-%d", time.gmtime())})
     return rows
 

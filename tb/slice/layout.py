@@ -177,10 +177,11 @@ def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str,
     ``fp32`` mode, one per K-long sum in the ``exact`` mode). ``"stub"``: the stub unit's integers.
     Block-scaled formats: the block model (:func:`tb.mu.model.unit_matmul`, the same k-tile
     order, one rounding per beat) on x, W and their scale codes (``xs``, ``ws``), padded with zero
-    elements and zero scale codes, as the slice pads them.
+    elements and zero scale codes, as the slice pads them (with ``"stub"``: the stub's integers,
+    scale codes included, on the same padded operands).
     """
     if g.block:
-        return _expected_y_block(g, x, w, xs, ws)
+        return _expected_y_block(g, x, w, xs, ws, numerics)
     mm, k = x.shape
     n = w.shape[1]
     D = g.width
@@ -204,7 +205,7 @@ def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str,
     return y[:, :n]
 
 
-def _expected_y_block(g: SliceGeometry, x, w, xs, ws) -> np.ndarray:
+def _expected_y_block(g: SliceGeometry, x, w, xs, ws, numerics: str) -> np.ndarray:
     from tb.mu.model import unit_matmul
     mm, k = x.shape
     n = w.shape[1]
@@ -218,6 +219,9 @@ def _expected_y_block(g: SliceGeometry, x, w, xs, ws) -> np.ndarray:
     xsp[:, :xs.shape[1]] = xs
     wsp = np.zeros((kt * nb, nt * D), dtype=np.uint8)
     wsp[:ws.shape[0], :n] = ws
+    if numerics == "stub":
+        from tb.slice.stub_unit import stub_reference
+        return stub_reference(xp, wp, xsp, wsp)[:, :n].astype(np.uint32)
     return unit_matmul(g.fmt, D, xp, xsp, wp, wsp)[:, :n].astype(np.uint32)
 
 

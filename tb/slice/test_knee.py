@@ -15,9 +15,10 @@ HEADERS = {
     "plain": "width,feed_bytes_per_cycle,measured_macs_per_cycle,model_macs_per_cycle,unit,revision,"
              "date",
     "block": "fmt,width,units,feed_bytes_per_cycle,rate_over_knee,knee_feed,slice_knee_feed,"
-             "measured_macs_per_cycle,model_macs_per_cycle,model_without_scales",
+             "measured_macs_per_cycle,model_macs_per_cycle,model_without_scales,acc,unit,revision,"
+             "date",
 }
-TEXT = {"fmt", "unit", "revision", "date"}
+TEXT = {"fmt", "acc", "unit", "revision", "date"}
 
 
 def _measured(row: dict, kind: str) -> dict:
@@ -58,32 +59,38 @@ def test_formats_pick_their_sweep():
 
 
 @pytest.mark.quick
-@pytest.mark.parametrize("fmt, width, units, feed, spad", [
-    ("fp8_e4m3", 32, 1, 64, 16384),      # 2 * D bytes: one byte per element
-    ("fp8_e4m3", 128, 1, 256, 32768),    # scratchpad 4 * D * 64 bytes from D = 64 up
-    ("mxfp8_e4m3", 32, 2, 132, 16384),   # 2 * 2 * 32 * (8 + 8/32) / 8
-    ("mxfp4_e2m1", 32, 2, 68, 16384),    # 2 * 2 * 32 * (4 + 8/32) / 8
+@pytest.mark.parametrize("fmt, width, units, feed, spad, acc", [
+    ("fp8_e4m3", 32, 1, 64, 16384, "fp32"),      # 2 * D bytes: one byte per element
+    ("fp8_e4m3", 128, 1, 256, 32768, "fp32"),    # scratchpad 4 * D * 64 bytes from D = 64 up
+    ("mxfp8_e4m3", 32, 2, 132, 16384, "fp32"),   # 2 * 2 * 32 * (8 + 8/32) / 8; MX has no exact
+    ("mxfp4_e2m1", 32, 2, 68, 16384, "fp32"),    # 2 * 2 * 32 * (4 + 8/32) / 8
+    ("nvfp4", 32, 2, 72, 16384, "exact"),        # 2 * 2 * 32 * (4 + 8/16) / 8
+    ("nvfp4", 64, 2, 144, 16384, "exact"),
 ])
-def test_slice_beats_are_twice_the_knee(fmt, width, units, feed, spad):
+def test_slice_beats_are_twice_the_knee(fmt, width, units, feed, spad, acc):
     assert knee.slice_params(fmt, width, units) == {
-        "units": units, "width": width, "fmt": fmt, "feed_bytes": feed, "spad_bytes": spad}
+        "units": units, "width": width, "fmt": fmt, "feed_bytes": feed, "spad_bytes": spad,
+        "acc": acc}
 
 
 @pytest.mark.quick
-@pytest.mark.parametrize("fmt, bits", [("mxfp8_e4m3", 8), ("mxfp4_e2m1", 4)])
-def test_block_model_counts_scales_and_scale_rows(fmt, bits):
-    """Two MX units of D = 32 (block 32): starved, MACs = feed / bytes per MAC with one scale byte
-    per 32 elements; fed, a tile holds the slice for 32 + 1 rows, so 64 * 32/33 MACs per cycle."""
-    per_mac = Fraction(bits, 8) + Fraction(1, 32)
+@pytest.mark.parametrize("fmt, bits, block", [("mxfp8_e4m3", 8, 32), ("mxfp4_e2m1", 4, 32),
+                                               ("nvfp4", 4, 16)])
+def test_block_model_counts_scales_not_scale_cycles(fmt, bits, block):
+    """Two block-scaled units of D = 32: starved, MACs = feed / bytes per MAC with one scale byte
+    per B elements; fed, a tile holds the slice for its 32 element rows (the scale rows ride
+    beside them), so the two units' peak of 64 MACs per cycle."""
+    per_mac = Fraction(bits, 8) + Fraction(1, block)
     knee_feed = 64 * per_mac
     assert knee.model_macs(float(knee_feed * Fraction(9, 10)), 32, 2, fmt) == pytest.approx(57.6)
-    assert knee.model_macs(float(10 * knee_feed), 32, 2, fmt) == pytest.approx(64 * 32 / 33)
+    assert knee.model_macs(float(Fraction(11, 10) * knee_feed), 32, 2, fmt) == pytest.approx(64)
 
 
 @pytest.mark.quick
 def test_cli_writes_only_the_sweep_of_its_formats(tmp_path, monkeypatch):
-    """``--fmts mxfp8_e4m3`` replaces that format's rows of the MX CSV, keeps the other format's
-    rows and leaves the plain CSV alone; ``measure`` is replaced by fixed rows (no simulation)."""
+    """``--fmts mxfp8_e4m3`` replaces that format's D = 32 rows of the block CSV, keeps the other
+    rows (other formats, other widths) and leaves the plain CSV alone; ``measure`` is replaced by
+    fixed rows (no simulation)."""
     committed = knee.SWEEPS["block"].csv.read_bytes()
     plain = tmp_path / "knee.csv"
     plain.write_bytes(b"untouched")
@@ -96,7 +103,7 @@ def test_cli_writes_only_the_sweep_of_its_formats(tmp_path, monkeypatch):
 
     def fake_measure(fmt, width, rates, **kw):
         calls.append((fmt, width, tuple(rates)))
-        return [_measured(r, "block") for r in read if r["fmt"] == fmt]
+        return [_measured(r, "block") for r in read if (r["fmt"], int(r["width"])) == (fmt, width)]
     monkeypatch.setattr(knee, "measure", fake_measure)
     assert knee.main(["--fmts", "mxfp8_e4m3"]) == 0
     assert calls == [("mxfp8_e4m3", 32, (0.9, 1.1))]

@@ -13,7 +13,7 @@ import pytest
 from hw.formats import MATRIX_FORMATS
 from hw.mu.matrix_unit import MatrixUnitParams
 from hw.slice.slice import Slice
-from perf.contract import Product
+from perf.contract import Product, slice_macs_per_cycle
 from tb.slice import knee
 from tb.slice.harness import run_cases
 
@@ -44,6 +44,44 @@ def test_stub_dataflow():
     for r, case in zip(res, cases, strict=True):
         busy = sum(r["cmd_cycles"])
         assert r["counters"]["hbm_rcv_bytes"] <= case["rate"] * busy + dut.feed_bytes * len(r["macs"])
+
+
+@pytest.mark.parametrize("width", [pytest.param(16, marks=pytest.mark.quick),
+                                   pytest.param(32, marks=pytest.mark.full)])
+def test_stub_block_scaled_tiles_take_d_cycles(width):
+    """Block-scaled stub units (NVFP4, two units; D = 16: one scale row per k-tile, D = 32: two, so
+    one skid buffer of lead on the element rows): ragged shapes with stalls and garbage padding,
+    bit-exact against the stub's integers with the scale codes in the sum (a scale row at the wrong
+    tile, unit or column, or a garbage scale code past K left unzeroed, changes the result); then at
+    full feed a command of 1 x 512 x 256 (256 or 64 k-tiles per unit) takes D cycles per tile, not
+    the D + D/B a cycle per scale row would cost, fill and drain aside."""
+    fill = 40   # SETUP (one cycle per group), HBM latency 3, the last x beat, unit and write-back
+    feed = 20 * width // 16   # bytes per beat and per cycle, above the knee (18 or 36)
+    cases = [
+        {"shapes": RAGGED_BLOCK, "rate": 11.0, "latency": 13, "seed": 26, "spy_reads": 300, **STALLS},
+        {"shapes": [[1, 512, 256]], "rate": float(feed), "latency": 3, "seed": 27},
+    ]
+    res, dut = run_cases(f"slice-stub-u2w{width}-nvfp4", cases, numerics="stub", units=2,
+                         width=width, fmt="nvfp4", feed_bytes=feed, spad_bytes=16384)
+    prod = Product(1, 512, 256, width, units=2)
+    tiles, nb = prod.groups * prod.k_tiles, dut.scale_rows
+    assert (tiles, nb) == {16: (256, 1), 32: (64, 2)}[width]
+    model = prod.macs_useful / slice_macs_per_cycle(prod, "nvfp4", float(feed))
+    assert model == tiles * width
+    cycles = res[1]["cmd_cycles"][0]
+    assert model <= cycles <= model + fill < tiles * (width + nb), (model, cycles)
+
+
+@pytest.mark.full
+def test_stub_block_scaled_four_scale_rows():
+    """Block-scaled stub units at NVFP4 D = 64 (four scale rows per k-tile, so three skid buffers of
+    lead on the element rows; two units): ragged shapes with stalls on every port and garbage
+    padding, bit-exact against the stub's integers with the scale codes in the sum."""
+    cases = [{"shapes": RAGGED_BLOCK + [[1, 130, 70, 0]], "rate": 30.0, "latency": 13, "seed": 28,
+              "spy_reads": 300, **STALLS}]
+    _, dut = run_cases("slice-stub-u2w64-nvfp4", cases, numerics="stub", units=2, width=64,
+                       fmt="nvfp4", feed_bytes=72, spad_bytes=32768)
+    assert dut.scale_rows == 4
 
 
 @pytest.mark.quick
