@@ -9,6 +9,7 @@ holds the synthesis reports and ``metrics.json`` with the pre-route and post-rou
 (:mod:`flows.metric_keys`), the routed DEF, the SPEF, and OpenSTA's reports.
 """
 
+import datetime
 import json
 import re
 import shutil
@@ -20,6 +21,7 @@ from .. import metric_keys as K
 from ..paths import BUILD, USER_PNR
 from ..synth.flow import run as synth_run
 from ..synth.flow import run_verilog
+from ..synth.metrics import git_revision, tool_versions
 from ..synth.outputs import sta_defaults
 from .layout import lef_sizes, read_def
 from .netlist import physical
@@ -139,6 +141,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         parasitics, or an OpenSTA warning.
     """
     t0 = time.monotonic()
+    revision, started = git_revision(), datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     require()
     util = _check_util(util)
     synth_dir = WORK / "synth"
@@ -172,10 +175,16 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     log(f"{tag}: place and route of {len(ph.cells)} cells at target utilization {util:g}")
     t1 = time.monotonic()
     q = run_qflow(ph, WORK / tag, density=util, fast=fast, checks=checks, log=log)
+    lay = read_def(q.routed_def.read_text(), lef_sizes(tech_lef().read_text()))
     if q.failed_routes:
+        m.update({K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1,
+                  K.DIE_AREA: round(lay.die_area, 2), K.UTIL: round(lay.utilization, 4),
+                  K.ROUTE_FAILED: q.failed_routes,
+                  K.ROUTE_FAILED_STAGE1: q.failed_stage1, "route__steps_seconds": q.seconds,
+                  "route__status": "failed", "flow__git_revision": revision, "flow__date": started})
+        (outdir / "metrics.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
         raise ToolError(f"qrouter left {q.failed_routes} net(s) unrouted on {tag} (log "
                         f"{q.project / 'log' / 'route.log'}); lower the target utilization (UTIL=)")
-    lay = read_def(q.routed_def.read_text(), lef_sizes(tech_lef().read_text()))
     rc = read_rc(q.rc.read_text())
     if len(rc) != lay.nets or len({n.name for n in rc}) != lay.nets:
         raise ToolError(f"qrouter's RC file {q.rc} has {len(rc)} nets, the routed DEF {lay.nets}: "
@@ -199,7 +208,8 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1, K.DIE_AREA: round(lay.die_area, 2),
         K.CORE_AREA: round(lay.core_area, 2),
         K.UTIL: round(lay.utilization, 4), K.ROUTE_WL: round(lay.wirelength, 1), K.ROUTE_VIAS: lay.vias,
-        K.ROUTE_FAILED: q.failed_routes, K.ROUTE_NETS: lay.nets, K.ROUTE_SPEF_NETS: len(rc),
+        K.ROUTE_FAILED: q.failed_routes, K.ROUTE_FAILED_STAGE1: q.failed_stage1, K.ROUTE_NETS: lay.nets,
+        K.ROUTE_SPEF_NETS: len(rc),
         K.ROUTE_WIRE_CAP: round(sum(n.wire_cap for n in rc), 5),
         K.DRC_ERRORS: q.drc_errors, K.LVS_MATCH: q.lvs_match, K.LVS_ERRORS: q.lvs_errors,
         K.ROUTE_WS: round(routed.slack_ps, 1), K.ROUTE_CP_PS: round(routed.critical_ps, 1),
@@ -216,6 +226,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
             "drc_lvs": "magic DRC over the cells' LEF abstracts (no cell GDS in the Debian package: "
                        "the cells' insides are unchecked); netgen LVS on cell instances"},
         "flow__runtime__seconds_total": round(time.monotonic() - t0, 1),
+        "flow__git_revision": revision, "flow__date": started, "synth__tools": tool_versions(),
     })
     (outdir / "metrics.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
     summary = "\n".join([

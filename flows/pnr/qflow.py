@@ -36,6 +36,7 @@ class QflowResult:
     rc: Path
     netlist_v: Path
     failed_routes: int
+    failed_stage1: int | None
     drc_errors: int | None
     lvs_match: bool | None
     lvs_errors: int | None
@@ -115,6 +116,9 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, checks=True, extra_
         failed = int(m2[-1])
     else:
         failed = 0 if m[-1][0].startswith("No") else int(m[-1][1])
+    first = re.search(r"Stage 1 total routes completed: \d+\s*\n(No failed routes!|Failed net routes: (\d+))",
+                      route)
+    stage1 = None if not first else 0 if first[1].startswith("No") else int(first[2])
     lay = project / "layout"
     drc = lvs_match = lvs_err = None
     if checks:
@@ -125,7 +129,8 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, checks=True, extra_
         e = re.findall(r"Total errors = (\d+)", lv)
         lvs_err = int(e[-1]) if e else None
     return QflowResult(project, lay / f"{top}.def", lay / f"{top}.rc",
-                       project / "synthesis" / f"{top}.rtlnopwr.v", failed, drc, lvs_match, lvs_err, seconds)
+                       project / "synthesis" / f"{top}.rtlnopwr.v", failed, stage1, drc, lvs_match, lvs_err,
+                       seconds)
 
 
 def tech_lef() -> Path:
