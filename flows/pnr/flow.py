@@ -106,7 +106,8 @@ def synth_block(design, given, block, *, clock_ps=None, booth=False, log=print):
     m = {"design": design, "variant": variant, "design__params": {**{k: str(v) for k, v in params.items()},
                                                                    "block": name, "top": name},
          K.AREA: round(area, 3), K.SEQ: round(seq, 3), K.CELLS: cells, K.CP_PS: round(worst.delay_ps, 1),
-         K.CP_KIND: worst.kind, K.FMAX: round(1e6 / worst.delay_ps, 2) if worst.delay_ps else None,
+         K.CP_LV: worst.levels, K.CP_KIND: worst.kind,
+         K.FMAX: round(1e6 / worst.delay_ps, 2) if worst.delay_ps else None,
          "flow__notes": [f"block {name} synthesized flat with its children; {rep.line()}"]}
     return m, path
 
