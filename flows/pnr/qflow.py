@@ -56,8 +56,8 @@ def _log(project: Path, name: str) -> str:
     return p.read_text(errors="replace") if p.exists() else ""
 
 
-def run_qflow(ph, project: Path, *, density=None, fast=None, checks=True, extra_vars=None, timeout_s=3600,
-              log=print) -> QflowResult:
+def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, checks=True, extra_vars=None,
+              timeout_s=3600, log=print) -> QflowResult:
     """Place and route ``ph`` in the qflow project directory ``project`` (made afresh).
 
     Parameters
@@ -68,6 +68,10 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, checks=True, extra_
     fast : int or None
         graywolf's ``TWSC*fast N``: N times fewer annealing moves per cell and temperature (its
         default effort grows as cells^(4/3); this is the knob for large blocks).
+    groute : bool
+        graywolf's own global routing (``TWSC*do.global.route``; the ``osu018`` default is on).
+        qrouter routes the whole layout afterwards, so it is not needed for a routed result; on
+        large blocks it takes most of graywolf's time.
     checks : bool
         Also run ``migrate``, ``drc`` and ``lvs``.
 
@@ -86,9 +90,13 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, checks=True, extra_
     (project / "synthesis" / f"{top}.rtl.v").write_text(ph.verilog())
     (project / "synthesis" / f"{top}.rtlnopwr.v").write_text(ph.verilog())
     (project / "synthesis" / f"{top}_powerground").write_text('set vddnet="vdd"\nset gndnet="gnd"\n')
-    if fast:
+    if fast or not groute:
         par = (TECH / "osu018.par").read_text()
-        (project / "layout" / f"{top}.par").write_text(par + f"\nTWSC*fast : {int(fast)}\n")
+        if fast:
+            par += f"\nTWSC*fast : {int(fast)}\n"
+        if not groute:
+            par = re.sub(r"^TWSC\*do\.global\.route\s*:.*$", "TWSC*do.global.route  : off", par, flags=re.M)
+        (project / "layout" / f"{top}.par").write_text(par)
     (project / "project_vars.sh").write_text(_project_vars(density, extra_vars or {}))
     steps = ["place", "route"] + (["migrate", "drc", "lvs"] if checks else [])
     seconds = {}

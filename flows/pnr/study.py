@@ -3,9 +3,9 @@
 
 Without ``--run`` the command only regenerates the report from the runs already under
 ``build/reports/pnr/`` (:func:`flows.pnr.report.load_runs`). With ``--run FMT:D`` (repeatable) it
-first places and routes those columns one after the other (``--place-fast``, ``--util``; DRC and LVS
-are skipped on these large macros), each exactly as ``python -m flows pnr --design mu --set
-width=D --set fmt=FMT --set acc=exact --block mu_col --no-checks`` would.
+first places and routes those columns one after the other (``--place-fast``, ``--util``,
+``--graywolf-groute``; DRC and LVS are skipped on these large macros), each exactly as ``python -m
+flows pnr --design mu --set width=D --set fmt=FMT --set acc=exact --block mu_col --no-checks`` would.
 """
 
 import argparse
@@ -93,6 +93,8 @@ def main(argv=None) -> int:
                    help=f"place and route this column first (formats {', '.join(FORMATS)}; D in "
                    f"{', '.join(map(str, WIDTHS))}); repeatable")
     p.add_argument("--place-fast", type=int, default=16, help="graywolf effort divisor (default 16)")
+    p.add_argument("--graywolf-groute", choices=("on", "off"), default="off",
+                   help="graywolf's own global routing (default off: qrouter routes everything)")
     p.add_argument("--util", type=float, default=0.6, help="target utilization (default 0.6)")
     p.add_argument("--out", default=str(REPORT), help="report path (default reports/physical.md)")
     a = p.parse_args(argv)
@@ -103,7 +105,7 @@ def main(argv=None) -> int:
         if fmt not in FORMATS or not d.isdigit() or int(d) not in WIDTHS:
             raise SystemExit(f"--run {item!r}: expected FMT:D with FMT in {FORMATS} and D in {WIDTHS}")
         run_pnr("mu", {"width": d, "fmt": fmt, "acc": "exact"}, block="mu_col", util=a.util,
-                fast=a.place_fast, checks=False)
+                fast=a.place_fast, groute=a.graywolf_groute == "on", checks=False)
     runs = load_runs(USER_PNR)
     if not runs:
         raise SystemExit(f"no column runs under {USER_PNR}: run with --run fp8_e4m3:32 first")
