@@ -24,7 +24,10 @@ from pathlib import Path
 
 from .tools import TECH, ToolError
 
-__all__ = ["QflowResult", "run_qflow"]
+__all__ = ["QflowResult", "run_qflow", "cel_to_pin"]
+
+#: qflow's tool directory (graywolf, qrouter, ...).
+QFLOW_BIN = Path("/usr/lib/qflow/bin")
 
 
 @dataclass
@@ -95,6 +98,7 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, checks
         if fast:
             par += f"\nTWSC*fast : {int(fast)}\n"
         if not groute:
+            extra_vars = {**(extra_vars or {}), **_graywolf_without_groute(project)}
             par = re.sub(r"^TWSC\*do\.global\.route\s*:.*$", "TWSC*do.global.route  : off", par, flags=re.M)
         (project / "layout" / f"{top}.par").write_text(par)
     (project / "project_vars.sh").write_text(_project_vars(density, extra_vars or {}))
@@ -141,6 +145,71 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, checks
                        seconds)
 
 
+def cel_to_pin(cel_text: str) -> str:
+    """The net list graywolf writes as ``<top>.pin`` after its global routing, from its input ``.cel``.
+
+    Without global routing graywolf writes no ``.pin`` file, and qflow's ``place2def.tcl`` reads
+    only the nets from it (net name, instance, pin; coordinates and rows unused). One line per cell
+    or pad pin: ``<net> <k> <instance> <pin> 0 0 0 1 1``, grouped by net; feedthrough pins
+    (``TW_PASS_THRU``) are left out.
+    """
+    by_net = {}
+    inst = None
+    for line in cel_text.splitlines():
+        w = line.split()
+        if not w:
+            continue
+        if w[0] == "cell" and len(w) >= 3:
+            inst = w[2]
+        elif w[0] == "pad" and len(w) >= 4 and w[2] == "name":
+            inst = w[3]
+        elif w[0] == "pin" and len(w) >= 5 and w[1] == "name" and w[3] == "signal":
+            if inst is None:
+                raise ToolError(f"graywolf .cel: a pin before any cell: {line.strip()!r}")
+            if w[4] != "TW_PASS_THRU":
+                by_net.setdefault(w[4], []).append((inst, w[2]))
+    out = []
+    for net, pins in by_net.items():
+        out += [f"{net} {k} {i} {p} 0 0 0 1 1" for k, (i, p) in enumerate(pins, 1)]
+    return "\n".join(out) + "\n"
+
+
+def _graywolf_without_groute(project: Path) -> dict:
+    """A tool directory for qflow (``bindir``) whose graywolf writes the ``.pin`` file itself
+    (:func:`cel_to_pin`) when graywolf's global routing is off; the other tools are qflow's."""
+    import sys
+
+    from ..paths import REPO
+
+    bindir = project / "bin"
+    bindir.mkdir()
+    for tool in QFLOW_BIN.iterdir():
+        if tool.name != "graywolf":
+            (bindir / tool.name).symlink_to(tool)
+    wrapper = bindir / "graywolf"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'{QFLOW_BIN / "graywolf"} "$@" || exit $?\n'
+        'for root; do :; done\n'
+        f'[ -f "$root.pin" ] || PYTHONPATH="{REPO}" exec "{sys.executable}" -m flows.pnr.qflow '
+        '"$root.cel" "$root.pin"\n')
+    wrapper.chmod(0o755)
+    return {"bindir": str(bindir)}
+
+
+def main(argv=None) -> int:
+    """``python -m flows.pnr.qflow CEL PIN``: write graywolf's ``.pin`` net list from its ``.cel``."""
+    import sys
+
+    cel, pin = (sys.argv[1:] if argv is None else argv)
+    Path(pin).write_text(cel_to_pin(Path(cel).read_text()))
+    return 0
+
+
 def tech_lef() -> Path:
     """The standard cells' LEF."""
     return TECH / "osu018_stdcells.lef"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

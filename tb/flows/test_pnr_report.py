@@ -102,3 +102,22 @@ def test_port_load_adds_wire_and_sink_pins():
     (load,) = port_load(spef, verilog, _Lib(), "x_")
     assert load == pytest.approx(0.005 + 0.01 + 0.02)
     assert not math.isnan(load)
+
+
+def test_cel_to_pin_lists_each_nets_pins_without_feedthroughs():
+    from flows.pnr.qflow import cel_to_pin
+
+    cel = ("cell 0 FILL.80X2.INVX1_1\nleft -160 right 160 bottom -500 top 500\n"
+           "pin name twfeed1 signal TW_PASS_THRU layer 1 -40 -500\n   equiv name twfeed1 layer 1 -40 500\n"
+           "pin name A signal x_0_ layer 1 -40 -270\npin name Y signal n3 layer 1 40 0\n"
+           "cell 1 NAND2X1_2\nleft -120 right 120 bottom -500 top 500\n"
+           "pin name A signal n3 layer 1 -40 -270\npin name B signal x_0_ layer 1 0 0\n"
+           "pin name Y signal y layer 1 40 0\n\npad 1 name twpin_x_0_\n"
+           "corners 4 -40 -50 -40 50 40 50 40 -50\n"
+           "pin name x_0_ signal x_0_ layer 1 0 0\n")
+    lines = [ln.split() for ln in cel_to_pin(cel).splitlines()]
+    nets = [w[0] for w in lines]
+    assert nets == ["x_0_"] * 3 + ["n3"] * 2 + ["y"]          # grouped by net: place2def counts changes
+    assert [(w[2], w[3]) for w in lines if w[0] == "x_0_"] == [("FILL.80X2.INVX1_1", "A"), ("NAND2X1_2", "B"),
+                                                              ("twpin_x_0_", "x_0_")]
+    assert all(w[1].isdigit() and len(w) == 9 for w in lines) and "twfeed1" not in cel_to_pin(cel)
