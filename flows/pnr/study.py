@@ -17,7 +17,7 @@ from statistics import mean
 from ..paths import REPO, USER_PNR
 from ..synth.metrics import git_revision
 from .report import FORMATS, WIDTHS, choose, load_runs, port_load, render
-from .tools import TECH
+from .tools import TECH, ToolError
 from .wires import broadcast, lef_layers
 
 __all__ = ["main", "estimate", "provenance", "REPORT"]
@@ -104,8 +104,11 @@ def main(argv=None) -> int:
         fmt, _, d = item.partition(":")
         if fmt not in FORMATS or not d.isdigit() or int(d) not in WIDTHS:
             raise SystemExit(f"--run {item!r}: expected FMT:D with FMT in {FORMATS} and D in {WIDTHS}")
-        run_pnr("mu", {"width": d, "fmt": fmt, "acc": "exact"}, block="mu_col", util=a.util,
-                fast=a.place_fast, groute=a.graywolf_groute == "on", checks=False)
+        try:
+            run_pnr("mu", {"width": d, "fmt": fmt, "acc": "exact"}, block="mu_col", util=a.util,
+                    fast=a.place_fast, groute=a.graywolf_groute == "on", checks=False)
+        except ToolError as e:   # failed routes are a result (metrics.json says so); go on
+            print(f"pnr-study: {item}: {e}", file=sys.stderr)
     runs = load_runs(USER_PNR)
     if not runs:
         raise SystemExit(f"no column runs under {USER_PNR}: run with --run fp8_e4m3:32 first")
