@@ -277,6 +277,29 @@ def claims_section(chosen, est) -> list:
     return L
 
 
+def missing_section(chosen) -> list:
+    """Points without a routed run, with the size and time they would take, scaled from the widest
+    routed column of the same format (a column is D lanes: cells about linear in D; place and route
+    time at least linear in the cells, so the time is a lower estimate)."""
+    missing = [(f, d) for f in FORMATS for d in WIDTHS if (f, d) not in chosen]
+    if not missing:
+        return []
+    L = ["## 5. Not routed", "", "| format | D | cells (est.) | place and route time (est., at least) |",
+         "|---|---|---|---|"]
+    for f, d in missing:
+        ref = [r for (g, _), r in chosen.items() if g == f]
+        if not ref:
+            L.append(f"| {f} | {d} | no routed column of this format to scale from | - |")
+            continue
+        r = max(ref, key=lambda r: r.width)
+        k = d / r.width
+        t = r.get("flow__runtime__seconds_total")
+        t = t / 60 if t else None
+        L.append(f"| {f} | {d} | {_f(k * r.get(K.CELLS))} (D={r.width}: {_f(r.get(K.CELLS))}) | "
+                 f"{_f(k * t if t else None, 0)} min (D={r.width}: {_f(t, 1)} min) |")
+    return L + [""]
+
+
 def render(runs, est, provenance) -> str:
     """The report's text from the runs (:func:`load_runs`), the top-level wire estimates
     (``{(fmt, D): dict}``, see :func:`wires_section`) and provenance lines."""
@@ -287,8 +310,5 @@ def render(runs, est, provenance) -> str:
     L += ["", "## What these numbers leave out", ""] + [f"- {x}" for x in LEAVES_OUT] + [""]
     L += runs_section(runs) + [""] + qor_section(chosen) + [""] + claims_section(chosen, est) + [""]
     L += wires_section(chosen, est) + [""]
-    missing = [f"{f} D={d}" for f in FORMATS for d in WIDTHS if (f, d) not in chosen]
-    if missing:
-        L += ["## Not routed", "", "Points without a routed run: " + ", ".join(missing)
-              + " (see the summary at the top for why).", ""]
+    L += missing_section(chosen)
     return "\n".join(L)

@@ -18,7 +18,8 @@ def _run(d, *, util=0.6, failed=0, post=1250.0, nowire=1000.0, wl=640_000.0, lev
                                             "block": f"mu_col_w{d}_{fmt}_r1_s2_xacc", "top": "c"},
          K.CELLS: 1000 * d, K.AREA: 500_000.0, K.DIE_AREA: die, K.UTIL: util, K.PNR_TARGET_UTIL: util,
          K.CP_PS: 900.0, K.CP_LV: levels, K.FMAX: 1e6 / 900, K.ROUTE_FAILED: failed, K.ROUTE_FAILED_STAGE1: 3,
-         "flow__date": date, "flow__git_revision": "abc", "route__steps_seconds": {"place": 60, "route": 30}}
+         "flow__date": date, "flow__git_revision": "abc", "flow__runtime__seconds_total": 600.0,
+         "route__steps_seconds": {"place": 60, "route": 30}}
     if not failed:
         m.update({K.ROUTE_CP_PS: post, K.ROUTE_CP_PS_NOWIRE: nowire, K.ROUTE_FMAX: fmax or 1e6 / post,
                   K.ROUTE_WL: wl, K.ROUTE_WIRE_CAP: 2.0})
@@ -49,7 +50,7 @@ def test_claims_on_two_widths():
     assert "(4.00 per doubling;" in text          # 24 - 20 levels over one doubling
     assert "post-route delay 250 ps per doubling" in text
     assert "*64 beats 128 at equal silicon*: D = 128 not routed: not decided" in text
-    assert "Points without a routed run:" in text and "fp8_e4m3 D=128" in text
+    assert "| fp8_e4m3 | 128 | 128,000 (D=64: 64,000) | 20 min (D=64: 10.0 min) |" in text
     assert "The clock is ideal" in text
 
 
