@@ -100,6 +100,8 @@ def _parser():
                    help="graywolf effort divisor TWSC*fast (large blocks; default: its full effort)")
     r.add_argument("--no-graywolf-groute", action="store_true",
                    help="skip graywolf's own global routing (qrouter routes everything; large blocks)")
+    r.add_argument("--no-route-cleanup", action="store_true",
+                   help="skip qrouter's cleanup stage (rip-up and reroute of every routed net; large blocks)")
     r.add_argument("--no-checks", action="store_true", help="skip magic DRC and netgen LVS")
     r.add_argument("--outdir", default=None, help="write exactly this report directory")
     c = sub.add_parser("check", help="QoR regression gate against reports/qor/rules-base.json")
@@ -138,11 +140,13 @@ def _pnr(args):
             raise ValueError("--set applies to registered designs; with --verilog, give --top only")
         run_pnr(verilog=args.verilog, top=args.top, util=util, liberty=args.liberty, clock_ps=clock,
                 booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks,
-                fast=args.place_fast, groute=not args.no_graywolf_groute)
+                fast=args.place_fast, groute=not args.no_graywolf_groute,
+                cleanup=not args.no_route_cleanup)
     else:
         run_pnr(args.design, _parse_sets(args.set), block=args.block, util=util, liberty=args.liberty,
                 clock_ps=clock, booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks,
-                fast=args.place_fast, groute=not args.no_graywolf_groute)
+                fast=args.place_fast, groute=not args.no_graywolf_groute,
+                cleanup=not args.no_route_cleanup)
     return 0
 
 

@@ -113,7 +113,7 @@ def synth_block(design, given, block, *, clock_ps=None, booth=False, log=print):
 
 
 def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=DEFAULT_UTIL, liberty=None,
-            clock_ps=None, booth=False, outdir=None, checks=True, fast=None, groute=True,
+            clock_ps=None, booth=False, outdir=None, checks=True, fast=None, groute=True, cleanup=True,
             log=print) -> PnrOutput:
     """Synthesize, place, route, check and time one design; write its reports.
 
@@ -136,6 +136,8 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     groute : bool
         graywolf's global routing (see :func:`flows.pnr.qflow.run_qflow`); off adds ``-ng`` to the
         report folder name.
+    cleanup : bool
+        qrouter's cleanup stage (see :func:`flows.pnr.qflow.run_qflow`); off adds ``-nc``.
     outdir : Path or None
         Exact report folder (default ``build/reports/pnr/<variant>-u<percent>/``).
 
@@ -167,7 +169,8 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     if "osu018" not in variant:
         raise ToolError(f"place and route uses the OSU 0.18 um cells (LEF from qflow-tech-osu018); "
                         f"{variant} was mapped to another library: leave LIBERTY unset")
-    tag = f"{variant}-u{round(util * 100)}" + (f"-f{int(fast)}" if fast else "") + ("" if groute else "-ng")
+    tag = (f"{variant}-u{round(util * 100)}" + (f"-f{int(fast)}" if fast else "") + ("" if groute else "-ng")
+           + ("" if cleanup else "-nc"))
     outdir = Path(outdir) if outdir else USER_PNR / tag
     outdir.mkdir(parents=True, exist_ok=True)
     for f in s.outdir.iterdir() if s is not None else ():
@@ -179,11 +182,12 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     ph = physical(mod_json[top_name], top_name)
     log(f"{tag}: place and route of {len(ph.cells)} cells at target utilization {util:g}")
     t1 = time.monotonic()
-    q = run_qflow(ph, WORK / tag, density=util, fast=fast, groute=groute, checks=checks, log=log)
+    q = run_qflow(ph, WORK / tag, density=util, fast=fast, groute=groute, cleanup=cleanup, checks=checks,
+                  log=log)
     lay = read_def(q.routed_def.read_text(), lef_sizes(tech_lef().read_text()))
     if q.failed_routes:
         m.update({K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1,
-                  "place__graywolf__global_route": groute,
+                  "place__graywolf__global_route": groute, "route__qrouter__cleanup": cleanup,
                   K.DIE_AREA: round(lay.die_area, 2), K.UTIL: round(lay.utilization, 4),
                   K.ROUTE_FAILED: q.failed_routes,
                   K.ROUTE_FAILED_STAGE1: q.failed_stage1, "route__steps_seconds": q.seconds,
@@ -212,7 +216,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     (outdir / "timing_routed.txt").write_text(routed.report)
     m.update({
         K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1, "place__graywolf__global_route": groute,
-        K.DIE_AREA: round(lay.die_area, 2),
+        "route__qrouter__cleanup": cleanup, K.DIE_AREA: round(lay.die_area, 2),
         K.CORE_AREA: round(lay.core_area, 2),
         K.UTIL: round(lay.utilization, 4), K.ROUTE_WL: round(lay.wirelength, 1), K.ROUTE_VIAS: lay.vias,
         K.ROUTE_FAILED: q.failed_routes, K.ROUTE_FAILED_STAGE1: q.failed_stage1, K.ROUTE_NETS: lay.nets,

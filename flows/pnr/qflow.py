@@ -59,8 +59,8 @@ def _log(project: Path, name: str) -> str:
     return p.read_text(errors="replace") if p.exists() else ""
 
 
-def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, checks=True, extra_vars=None,
-              timeout_s=3600, log=print) -> QflowResult:
+def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanup=True, checks=True,
+              extra_vars=None, timeout_s=3600, log=print) -> QflowResult:
     """Place and route ``ph`` in the qflow project directory ``project`` (made afresh).
 
     Parameters
@@ -75,6 +75,9 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, checks
         graywolf's own global routing (``TWSC*do.global.route``; the ``osu018`` default is on).
         qrouter routes the whole layout afterwards, so it is not needed for a routed result; on
         large blocks it takes most of graywolf's time.
+    cleanup : bool
+        qrouter's cleanup passes (stage 3: every net ripped up and rerouted twice to shorten it,
+        after all nets are routed); off routes with stages 1 and 2 only.
     checks : bool
         Also run ``migrate``, ``drc`` and ``lvs``.
 
@@ -101,6 +104,9 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, checks
             extra_vars = {**(extra_vars or {}), **_graywolf_without_groute(project)}
             par = re.sub(r"^TWSC\*do\.global\.route\s*:.*$", "TWSC*do.global.route  : off", par, flags=re.M)
         (project / "layout" / f"{top}.par").write_text(par)
+    if not cleanup:   # qflow appends <top>.cfg2 to qrouter's script in place of its own route command
+        (project / "layout" / f"{top}.cfg2").write_text(
+            f"qrouter::standard_route {top}_route.def false true\nquit\n")
     (project / "project_vars.sh").write_text(_project_vars(density, extra_vars or {}))
     steps = ["place", "route"] + (["migrate", "drc", "lvs"] if checks else [])
     seconds = {}

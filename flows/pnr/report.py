@@ -131,12 +131,13 @@ def runs_section(runs) -> list:
     L = ["## 1. Runs", "",
          "Every run found, chosen or not (a run with failed nets has no timing). Effort divisor: "
          "graywolf's `TWSC*fast` (1 = its default effort); groute: graywolf's own global routing (qrouter "
-         "routes the whole layout either way); stage-1 failed nets: what qrouter's first "
+         "routes the whole layout either way); cleanup: qrouter's stage 3 (every net rerouted to "
+         "shorten it); stage-1 failed nets: what qrouter's first "
          "pass (no rip-up) left unrouted, the congestion its later passes resolved; times are wall "
          "seconds per qflow step on this machine (2 cores shared with other jobs).", "",
-         "| format | D | cells | effort divisor | groute | target util | util | die (um^2) "
+         "| format | D | cells | effort divisor | groute | cleanup | target util | util | die (um^2) "
          "| stage-1 failed nets | failed nets | place (s) | route (s) | STA (s) | total (s) | revision |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(runs, key=lambda r: (FORMATS.index(r.fmt) if r.fmt in FORMATS else 9, r.width,
                                          r.metrics.get("flow__date") or "")):
         m, s = r.metrics, r.metrics.get("route__steps_seconds") or {}
@@ -146,6 +147,7 @@ def runs_section(runs) -> list:
             sta = r.get(K.PNR_RUNTIME) - sum(s.values())
         L.append(f"| {r.fmt} | {r.width} | {_f(r.get(K.CELLS))} | {m.get('place__graywolf__fast', '?')} | "
                  f"{'on' if m.get('place__graywolf__global_route', True) else 'off'} | "
+                 f"{'on' if m.get('route__qrouter__cleanup', True) else 'off'} | "
                  f"{_f(r.get(K.PNR_TARGET_UTIL), 2)} | {_f(r.get(K.UTIL), 3)} | {_f(r.get(K.DIE_AREA))} | "
                  f"{_f(r.get(K.ROUTE_FAILED_STAGE1))} | {_f(r.get(K.ROUTE_FAILED))} | {_f(s.get('place'))} | "
                  f"{_f(s.get('route'))} | {_f(sta)} | {_f(total)} | {m.get('flow__git_revision', '?')} |")
@@ -161,7 +163,7 @@ def qor_section(chosen) -> list:
          "| format | D | cells | cell area (um^2) | die (um^2) | die / cell area | pre-route (ps) | "
          "levels | OpenSTA no wires (ps) | post-route (ps) | wires' share | fmax pre / post (MHz) | "
          "wire (mm) | wire per MAC (um) | wire cap (pF) |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (fmt, d), r in sorted(chosen.items(), key=lambda kv: (FORMATS.index(kv[0][0])
                                                                if kv[0][0] in FORMATS else 9, kv[0][1])):
         post, nowire = r.get(K.ROUTE_CP_PS), r.get(K.ROUTE_CP_PS_NOWIRE)

@@ -4,8 +4,9 @@
 Without ``--run`` the command only regenerates the report from the runs already under
 ``build/reports/pnr/`` (:func:`flows.pnr.report.load_runs`). With ``--run FMT:D`` (repeatable) it
 first places and routes those columns one after the other (``--place-fast``, ``--util``,
-``--graywolf-groute``; DRC and LVS are skipped on these large macros), each exactly as ``python -m
-flows pnr --design mu --set width=D --set fmt=FMT --set acc=exact --block mu_col --no-checks`` would.
+``--graywolf-groute``, ``--route-cleanup``; DRC and LVS are skipped on these large macros), each
+exactly as ``python -m flows pnr --design mu --set width=D --set fmt=FMT --set acc=exact --block
+mu_col --no-checks`` would.
 """
 
 import argparse
@@ -66,17 +67,14 @@ def provenance(runs) -> list:
     for rev in revs:
         base = rev.split("+")[0]
         try:
-            changed = subprocess.run(["git", "diff", "--name-only", base, "HEAD", "--", "hw", "flows"],
-                                     cwd=REPO, capture_output=True, text=True, timeout=30).stdout.split()
+            log = subprocess.run(["git", "log", "--format=%h %s", f"{base}..HEAD", "--", "hw", "flows"],
+                                 cwd=REPO, capture_output=True, text=True, timeout=30).stdout.splitlines()
         except (OSError, subprocess.SubprocessError):
-            changed = ["(git unavailable)"]
+            log = ["(git unavailable)"]
         dates = sorted(r.metrics.get("flow__date", "?") for r in runs
                        if r.metrics.get("flow__git_revision", "unknown") == rev)
-        L.append(f"- Runs at revision `{rev}` ({dates[0]} to {dates[-1]}); files of `hw/` and `flows/` "
-                 f"changed since: {', '.join(f'`{c}`' for c in changed) or 'none'}"
-                 + (" (the report generator and wire estimate only: the flow that produced the numbers is "
-                    "unchanged)" if changed and all(c.startswith("flows/pnr/") and c.endswith(
-                        ("report.py", "study.py", "wires.py")) for c in changed) else ""))
+        L.append(f"- Runs at revision `{rev}` ({dates[0]} to {dates[-1]}); commits touching `hw/` or "
+                 f"`flows/` since then: " + ("; ".join(f"`{c}`" for c in log) if log else "none"))
     tools = {}
     for r in runs:
         tools.update({k: v for k, v in (r.metrics.get("route__tools") or {}).items() if v})
@@ -95,6 +93,8 @@ def main(argv=None) -> int:
     p.add_argument("--place-fast", type=int, default=16, help="graywolf effort divisor (default 16)")
     p.add_argument("--graywolf-groute", choices=("on", "off"), default="off",
                    help="graywolf's own global routing (default off: qrouter routes everything)")
+    p.add_argument("--route-cleanup", choices=("on", "off"), default="on",
+                   help="qrouter's cleanup stage (stage 3; off: stages 1 and 2 only)")
     p.add_argument("--util", type=float, default=0.6, help="target utilization (default 0.6)")
     p.add_argument("--out", default=str(REPORT), help="report path (default reports/physical.md)")
     a = p.parse_args(argv)
@@ -106,7 +106,8 @@ def main(argv=None) -> int:
             raise SystemExit(f"--run {item!r}: expected FMT:D with FMT in {FORMATS} and D in {WIDTHS}")
         try:
             run_pnr("mu", {"width": d, "fmt": fmt, "acc": "exact"}, block="mu_col", util=a.util,
-                    fast=a.place_fast, groute=a.graywolf_groute == "on", checks=False)
+                    fast=a.place_fast, groute=a.graywolf_groute == "on",
+                    cleanup=a.route_cleanup == "on", checks=False)
         except ToolError as e:   # failed routes are a result (metrics.json says so); go on
             print(f"pnr-study: {item}: {e}", file=sys.stderr)
     runs = load_runs(USER_PNR)
