@@ -101,7 +101,8 @@ def _parser():
     r.add_argument("--no-graywolf-groute", action="store_true",
                    help="skip graywolf's own global routing (qrouter routes everything; large blocks)")
     r.add_argument("--no-route-cleanup", action="store_true",
-                   help="skip qrouter's cleanup stage (rip-up and reroute of every routed net; large blocks)")
+                   help="bounded qrouter run for large blocks: stage 1, two stage-2 passes, no cleanup; "
+                   "nets left unrouted are counted and timed without wires")
     r.add_argument("--no-checks", action="store_true", help="skip magic DRC and netgen LVS")
     r.add_argument("--outdir", default=None, help="write exactly this report directory")
     c = sub.add_parser("check", help="QoR regression gate against reports/qor/rules-base.json")

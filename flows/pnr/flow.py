@@ -137,7 +137,9 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         graywolf's global routing (see :func:`flows.pnr.qflow.run_qflow`); off adds ``-ng`` to the
         report folder name.
     cleanup : bool
-        qrouter's cleanup stage (see :func:`flows.pnr.qflow.run_qflow`); off adds ``-nc``.
+        qrouter's full route; off: the bounded route (see :func:`flows.pnr.qflow.run_qflow`) and
+        ``-nc`` in the folder name. Nets it leaves unrouted are counted and timed without wires
+        (pin capacitances only) instead of failing the run.
     outdir : Path or None
         Exact report folder (default ``build/reports/pnr/<variant>-u<percent>/``).
 
@@ -185,7 +187,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     q = run_qflow(ph, WORK / tag, density=util, fast=fast, groute=groute, cleanup=cleanup, checks=checks,
                   log=log)
     lay = read_def(q.routed_def.read_text(), lef_sizes(tech_lef().read_text()))
-    if q.failed_routes:
+    if q.failed_routes and cleanup:
         m.update({K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1,
                   "place__graywolf__global_route": groute, "route__qrouter__cleanup": cleanup,
                   K.DIE_AREA: round(lay.die_area, 2), K.UTIL: round(lay.utilization, 4),
@@ -196,7 +198,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         raise ToolError(f"qrouter left {q.failed_routes} net(s) unrouted on {tag} (log "
                         f"{q.project / 'log' / 'route.log'}); lower the target utilization (UTIL=)")
     rc = read_rc(q.rc.read_text())
-    if len(rc) != lay.nets or len({n.name for n in rc}) != lay.nets:
+    if len({n.name for n in rc}) != len(rc) or not lay.nets - q.failed_routes <= len(rc) <= lay.nets:
         raise ToolError(f"qrouter's RC file {q.rc} has {len(rc)} nets, the routed DEF {lay.nets}: "
                         "some nets would be timed without wires")
     spef = outdir / f"{top_name}.spef"
@@ -216,7 +218,8 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     (outdir / "timing_routed.txt").write_text(routed.report)
     m.update({
         K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1, "place__graywolf__global_route": groute,
-        "route__qrouter__cleanup": cleanup, K.DIE_AREA: round(lay.die_area, 2),
+        "route__qrouter__cleanup": cleanup, "route__timing__unrouted_nets_without_wires": q.failed_routes,
+        K.DIE_AREA: round(lay.die_area, 2),
         K.CORE_AREA: round(lay.core_area, 2),
         K.UTIL: round(lay.utilization, 4), K.ROUTE_WL: round(lay.wirelength, 1), K.ROUTE_VIAS: lay.vias,
         K.ROUTE_FAILED: q.failed_routes, K.ROUTE_FAILED_STAGE1: q.failed_stage1, K.ROUTE_NETS: lay.nets,

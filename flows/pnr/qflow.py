@@ -46,6 +46,31 @@ class QflowResult:
     seconds: dict
 
 
+#: qrouter script of the bounded route (``cleanup=False``); the "Final:" line is what
+#: :func:`run_qflow` reads, as it reads standard_route's.
+_BOUNDED_ROUTE = """puts stdout "*** Running stage1 routing with defaults"
+set result [stage1]
+if {{$result > 0}} {{
+    puts stdout "*** Running stage2 routing with options mask 10, effort 10"
+    set result [stage2 mask 10 effort 10]
+}}
+if {{$result > 0}} {{
+    puts stdout "*** Running stage2 routing with options mask none, effort 50"
+    set result [stage2 mask none effort 50]
+}}
+cleanup all
+write_def {top}_route.def
+if {{$result > 0}} {{
+    write_failed fail.out
+    puts stdout "Final: Failed net routes: $result"
+}} else {{
+    puts stdout "Final: No failed routes!"
+}}
+write_delays {top}_route.rc
+quit
+"""
+
+
 def _project_vars(density, extra) -> str:
     lines = ["#!/usr/bin/tcsh -f", "# written by flows.pnr"]
     if density is not None:
@@ -76,8 +101,10 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
         qrouter routes the whole layout afterwards, so it is not needed for a routed result; on
         large blocks it takes most of graywolf's time.
     cleanup : bool
-        qrouter's cleanup passes (stage 3: every net ripped up and rerouted twice to shorten it,
-        after all nets are routed); off routes with stages 1 and 2 only.
+        qrouter's full ``standard_route``: stage 1, stage 2 passes until every net routes (up to
+        15 of them), stage 3 (every net ripped up and rerouted twice to shorten it). Off: a bounded
+        route for large blocks: stage 1, at most two stage-2 passes (mask 10 effort 10, then no
+        mask effort 50), no stage 3; nets still unrouted are counted in ``failed_routes``.
     checks : bool
         Also run ``migrate``, ``drc`` and ``lvs``.
 
@@ -105,8 +132,7 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
             par = re.sub(r"^TWSC\*do\.global\.route\s*:.*$", "TWSC*do.global.route  : off", par, flags=re.M)
         (project / "layout" / f"{top}.par").write_text(par)
     if not cleanup:   # qflow appends <top>.cfg2 to qrouter's script in place of its own route command
-        (project / "layout" / f"{top}.cfg2").write_text(
-            f"qrouter::standard_route {top}_route.def false true\nquit\n")
+        (project / "layout" / f"{top}.cfg2").write_text(_BOUNDED_ROUTE.format(top=top))
     (project / "project_vars.sh").write_text(_project_vars(density, extra_vars or {}))
     steps = ["place", "route"] + (["migrate", "drc", "lvs"] if checks else [])
     seconds = {}

@@ -94,7 +94,8 @@ def main(argv=None) -> int:
     p.add_argument("--graywolf-groute", choices=("on", "off"), default="off",
                    help="graywolf's own global routing (default off: qrouter routes everything)")
     p.add_argument("--route-cleanup", choices=("on", "off"), default="on",
-                   help="qrouter's cleanup stage (stage 3; off: stages 1 and 2 only)")
+                   help="qrouter's full route (off: stage 1, two stage-2 passes, no cleanup; unrouted "
+                   "nets counted and timed without wires)")
     p.add_argument("--util", type=float, default=0.6, help="target utilization (default 0.6)")
     p.add_argument("--out", default=str(REPORT), help="report path (default reports/physical.md)")
     a = p.parse_args(argv)

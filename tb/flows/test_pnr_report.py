@@ -43,6 +43,12 @@ def test_qor_row_has_wire_per_mac_and_the_wires_share():
     assert cells[12] == "640.0" and cells[13] == "20,000"   # 640 mm of wire over D = 32 MACs
 
 
+def test_choose_prefers_fewer_unrouted_nets_over_density():
+    a, b = _run(32, util=0.5), _run(32, util=0.7)
+    b.metrics[K.ROUTE_FAILED] = 2            # timed, with two nets left unrouted by a bounded route
+    assert choose([a, b])[("fp8_e4m3", 32)] is a
+
+
 def test_claims_on_two_widths():
     runs = [_run(32, post=1000.0, levels=20), _run(64, post=1250.0, levels=24)]
     text = render(runs, {}, ["- provenance"])
