@@ -32,7 +32,8 @@ WIDTHS = (32, 64, 128)
 #: What every number of the report leaves out.
 LEAVES_OUT = [
     "The clock is ideal: no clock tree, no insertion delay, no skew, no jitter (OpenSTA with an "
-    "ideal clock; a clock tree must keep its skew below the reported slack).",
+    "ideal clock; a clock tree must keep its skew below the reported slack). The clock net's wire "
+    "does not enter an ideal clock's timing, so a `clk` left unrouted (section 1) changes no number here.",
     "Only the column macro is placed and routed. The unit's top-level wires (activation broadcast, "
     "weight rows, results, control) are **estimated** analytically from the macro's routed size "
     "(section 4), not routed; the top's own logic (control, feed registers, result skid buffer) is "
@@ -88,7 +89,7 @@ def load_runs(pnr_dir: Path) -> list:
             raise ValueError(f"{f}: not valid JSON ({e}); rerun that place-and-route point") from None
         pt = point_of(m)
         if pt:
-            runs.append(Run(m, f.parent, *pt))
+            runs.append(Run(m, f.parent, *pt, extra={"unrouted": unrouted_names(m.get("route__project"))}))
     return runs
 
 
@@ -130,9 +131,24 @@ def _gmean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
+def unrouted_names(project) -> list:
+    """Names of the nets qrouter left unrouted (its ``layout/fail.out``; empty without one)."""
+    f = Path(project or "") / "layout" / "fail.out"
+    if not project or not f.is_file():
+        return []
+    return [ln.strip() for ln in f.read_text().splitlines()[1:] if ln.strip()]
+
+
+def _names(r) -> str:
+    names = r.extra.get("unrouted") or []
+    return f" ({', '.join(f'`{n}`' for n in names[:3])}{', ...' if len(names) > 3 else ''})" if names else ""
+
+
 def runs_section(runs) -> list:
     L = ["## 1. Runs", "",
-         "Every run found, chosen or not (a run with failed nets has no timing). Effort divisor: "
+         "Every run found, chosen or not (a run of the full route with failed nets has no timing; the "
+         "bounded route, cleanup off, times its few unrouted nets without wire and names them). "
+         "Effort divisor: "
          "graywolf's `TWSC*fast` (1 = its default effort); groute: graywolf's own global routing (qrouter "
          "routes the whole layout either way); cleanup: qrouter's stage 3 (every net rerouted to "
          "shorten it); stage-1 failed nets: what qrouter's first "
@@ -152,7 +168,8 @@ def runs_section(runs) -> list:
                  f"{'on' if m.get('place__graywolf__global_route', True) else 'off'} | "
                  f"{'on' if m.get('route__qrouter__cleanup', True) else 'off'} | "
                  f"{_f(r.get(K.PNR_TARGET_UTIL), 2)} | {_f(r.get(K.UTIL), 3)} | {_f(r.get(K.DIE_AREA))} | "
-                 f"{_f(r.get(K.ROUTE_FAILED_STAGE1))} | {_f(r.get(K.ROUTE_FAILED))} | {_f(s.get('place'))} | "
+                 f"{_f(r.get(K.ROUTE_FAILED_STAGE1))} | {_f(r.get(K.ROUTE_FAILED))}{_names(r)} | "
+                 f"{_f(s.get('place'))} | "
                  f"{_f(s.get('route'))} | {_f(sta)} | {_f(total)} | {m.get('flow__git_revision', '?')} |")
     return L
 
@@ -167,7 +184,7 @@ def qor_section(chosen) -> list:
          "| format | D | cells | cell area (um^2) | die (um^2) | die / cell area | pre-route (ps) | "
          "levels | OpenSTA no wires (ps) | post-route (ps) | wires' share | fmax pre / post (MHz) | "
          "wire (mm) | wire per MAC (um) | wire cap (pF) |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (fmt, d), r in sorted(chosen.items(), key=lambda kv: (FORMATS.index(kv[0][0])
                                                                if kv[0][0] in FORMATS else 9, kv[0][1])):
         post, nowire = r.get(K.ROUTE_CP_PS), r.get(K.ROUTE_CP_PS_NOWIRE)
