@@ -114,7 +114,7 @@ def synth_block(design, given, block, *, clock_ps=None, booth=False, log=print):
 
 def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=DEFAULT_UTIL, liberty=None,
             clock_ps=None, booth=False, outdir=None, checks=True, fast=None, groute=True, cleanup=True,
-            log=print) -> PnrOutput:
+            reuse=False, log=print) -> PnrOutput:
     """Synthesize, place, route, check and time one design; write its reports.
 
     Parameters
@@ -140,6 +140,9 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         qrouter's full route; off: the bounded route (see :func:`flows.pnr.qflow.run_qflow`) and
         ``-nc`` in the folder name. Nets it leaves unrouted are counted and timed without wires
         (pin capacitances only) instead of failing the run.
+    reuse : bool
+        Re-read a layout this run's settings already placed and routed (its qflow project under
+        ``build/pnr/``) instead of placing and routing again: synthesis, SPEF and timing are redone.
     outdir : Path or None
         Exact report folder (default ``build/reports/pnr/<variant>-u<percent>/``).
 
@@ -185,7 +188,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     log(f"{tag}: place and route of {len(ph.cells)} cells at target utilization {util:g}")
     t1 = time.monotonic()
     q = run_qflow(ph, WORK / tag, density=util, fast=fast, groute=groute, cleanup=cleanup, checks=checks,
-                  log=log)
+                  reuse=reuse, log=log)
     lay = read_def(q.routed_def.read_text(), lef_sizes(tech_lef().read_text()))
     if q.failed_routes and cleanup:
         m.update({K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1,
@@ -219,6 +222,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     m.update({
         K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1, "place__graywolf__global_route": groute,
         "route__qrouter__cleanup": cleanup, "route__timing__unrouted_nets_without_wires": q.failed_routes,
+        "route__rc__unnamed_sinks": sum(n.unnamed for n in rc), "route__reused_layout": not q.seconds,
         K.DIE_AREA: round(lay.die_area, 2),
         K.CORE_AREA: round(lay.core_area, 2),
         K.UTIL: round(lay.utilization, 4), K.ROUTE_WL: round(lay.wirelength, 1), K.ROUTE_VIAS: lay.vias,

@@ -85,7 +85,7 @@ def _log(project: Path, name: str) -> str:
 
 
 def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanup=True, checks=True,
-              extra_vars=None, timeout_s=3600, log=print) -> QflowResult:
+              extra_vars=None, timeout_s=3600, reuse=False, log=print) -> QflowResult:
     """Place and route ``ph`` in the qflow project directory ``project`` (made afresh).
 
     Parameters
@@ -107,34 +107,41 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
         mask effort 50), no stage 3; nets still unrouted are counted in ``failed_routes``.
     checks : bool
         Also run ``migrate``, ``drc`` and ``lvs``.
+    reuse : bool
+        Keep a project already placed and routed with the same settings: read its results again
+        (its step times are lost) instead of running qflow.
 
     Raises
     ------
     ToolError
         A step failed (the message names the step's log), or routes failed.
     """
-    if project.exists():
-        shutil.rmtree(project)
-    for d in ("source", "synthesis", "layout"):
-        (project / d).mkdir(parents=True)
     top = ph.top
-    (project / "source" / f"{top}.v").write_text(ph.verilog())
-    (project / "synthesis" / f"{top}.blif").write_text(ph.blif())
-    (project / "synthesis" / f"{top}.rtl.v").write_text(ph.verilog())
-    (project / "synthesis" / f"{top}.rtlnopwr.v").write_text(ph.verilog())
-    (project / "synthesis" / f"{top}_powerground").write_text('set vddnet="vdd"\nset gndnet="gnd"\n')
-    if fast or not groute:
-        par = (TECH / "osu018.par").read_text()
-        if fast:
-            par += f"\nTWSC*fast : {int(fast)}\n"
-        if not groute:
-            extra_vars = {**(extra_vars or {}), **_graywolf_without_groute(project)}
-            par = re.sub(r"^TWSC\*do\.global\.route\s*:.*$", "TWSC*do.global.route  : off", par, flags=re.M)
-        (project / "layout" / f"{top}.par").write_text(par)
-    if not cleanup:   # qflow appends <top>.cfg2 to qrouter's script in place of its own route command
-        (project / "layout" / f"{top}.cfg2").write_text(_BOUNDED_ROUTE.format(top=top))
-    (project / "project_vars.sh").write_text(_project_vars(density, extra_vars or {}))
-    steps = ["place", "route"] + (["migrate", "drc", "lvs"] if checks else [])
+    done = reuse and all((project / p).is_file() for p in (f"layout/{top}.def", f"layout/{top}.rc",
+                                                             "log/route.log"))
+    if project.exists() and not done:
+        shutil.rmtree(project)
+    if not done:
+        for d in ("source", "synthesis", "layout"):
+            (project / d).mkdir(parents=True, exist_ok=False)
+        (project / "source" / f"{top}.v").write_text(ph.verilog())
+        (project / "synthesis" / f"{top}.blif").write_text(ph.blif())
+        (project / "synthesis" / f"{top}.rtl.v").write_text(ph.verilog())
+        (project / "synthesis" / f"{top}.rtlnopwr.v").write_text(ph.verilog())
+        (project / "synthesis" / f"{top}_powerground").write_text('set vddnet="vdd"\nset gndnet="gnd"\n')
+        if fast or not groute:
+            par = (TECH / "osu018.par").read_text()
+            if fast:
+                par += f"\nTWSC*fast : {int(fast)}\n"
+            if not groute:
+                extra_vars = {**(extra_vars or {}), **_graywolf_without_groute(project)}
+                par = re.sub(r"^TWSC\*do\.global\.route\s*:.*$", "TWSC*do.global.route  : off", par,
+                             flags=re.M)
+            (project / "layout" / f"{top}.par").write_text(par)
+        if not cleanup:   # qflow appends <top>.cfg2 to qrouter's script in place of its own route command
+            (project / "layout" / f"{top}.cfg2").write_text(_BOUNDED_ROUTE.format(top=top))
+        (project / "project_vars.sh").write_text(_project_vars(density, extra_vars or {}))
+    steps = [] if done else ["place", "route"] + (["migrate", "drc", "lvs"] if checks else [])
     seconds = {}
     for step in steps:
         t0 = time.monotonic()
