@@ -153,7 +153,8 @@ def runs_section(runs) -> list:
          "routes the whole layout either way); cleanup: qrouter's stage 3 (every net rerouted to "
          "shorten it); stage-1 failed nets: what qrouter's first "
          "pass (no rip-up) left unrouted, the congestion its later passes resolved; times are wall "
-         "seconds per qflow step on this machine (2 cores shared with other jobs).", "",
+         "seconds per qflow step on this machine (2 cores shared with other jobs); a run that re-read an "
+         "earlier run's layout (`--reuse-layout`: SPEF and timing redone) has no step times.", "",
          "| format | D | cells | effort divisor | groute | cleanup | target util | util | die (um^2) "
          "| stage-1 failed nets | failed nets | place (s) | route (s) | STA (s) | total (s) | revision |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -161,8 +162,10 @@ def runs_section(runs) -> list:
                                          r.metrics.get("flow__date") or "")):
         m, s = r.metrics, r.metrics.get("route__steps_seconds") or {}
         total = r.get("flow__runtime__seconds_total")
+        if m.get("route__reused_layout"):   # timing redone on an earlier run's layout: its times are lost
+            total = None
         sta = None
-        if total is not None and r.get(K.PNR_RUNTIME) is not None:
+        if total is not None and r.get(K.PNR_RUNTIME) is not None and s:
             sta = r.get(K.PNR_RUNTIME) - sum(s.values())
         L.append(f"| {r.fmt} | {r.width} | {_f(r.get(K.CELLS))} | {m.get('place__graywolf__fast', '?')} | "
                  f"{'on' if m.get('place__graywolf__global_route', True) else 'off'} | "
@@ -310,7 +313,7 @@ def missing_section(chosen) -> list:
     L = ["## 5. Not routed", "", "| format | D | cells (est.) | place and route time (est., at least) |",
          "|---|---|---|---|"]
     for f, d in missing:
-        ref = [r for (g, _), r in chosen.items() if g == f]
+        ref = [r for (g, _), r in chosen.items() if g == f and not r.metrics.get("route__reused_layout")]
         if not ref:
             L.append(f"| {f} | {d} | no routed column of this format to scale from | - |")
             continue
