@@ -90,13 +90,13 @@ def main(argv=None) -> int:
     p.add_argument("--run", action="append", default=[], metavar="FMT:D",
                    help=f"place and route this column first (formats {', '.join(FORMATS)}; D in "
                    f"{', '.join(map(str, WIDTHS))}); repeatable")
-    p.add_argument("--place-fast", type=int, default=16, help="graywolf effort divisor (default 16)")
+    p.add_argument("--place-fast", type=int, default=4, help="graywolf effort divisor (default 4)")
     p.add_argument("--graywolf-groute", choices=("on", "off"), default="off",
                    help="graywolf's own global routing (default off: qrouter routes everything)")
-    p.add_argument("--route-cleanup", choices=("on", "off"), default="on",
+    p.add_argument("--route-cleanup", choices=("on", "off"), default="off",
                    help="qrouter's full route (off: stage 1, two stage-2 passes, no cleanup; unrouted "
                    "nets counted and timed without wires)")
-    p.add_argument("--util", type=float, default=0.6, help="target utilization (default 0.6)")
+    p.add_argument("--util", type=float, default=0.5, help="target utilization (default 0.5)")
     p.add_argument("--out", default=str(REPORT), help="report path (default reports/physical.md)")
     a = p.parse_args(argv)
     from .flow import run_pnr
