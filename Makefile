@@ -25,12 +25,13 @@ export FLOW ?= auto
 export JOBS ?= 2
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv test test-full lint synth pnr prove qor qor-check qor-update power explore clean help
+.PHONY: venv test test-full lint synth pnr pnr-study prove qor qor-check qor-update power explore clean help
 
 help:
 	@echo "make synth DESIGN=mu WIDTH=64 FMT=fp8_e4m3   synthesize, report area/timing (build/reports/qor/)"
 	@echo "make synth VERILOG=my.sv TOP=my_top          the same flow on your own (System)Verilog"
 	@echo "make pnr DESIGN=bf16_mul [UTIL=0.6]           place, route, DRC/LVS, post-route timing (build/reports/pnr/)"
+	@echo "make pnr-study [RUN=\"fp8_e4m3:32 ...\"]     routed exact columns, reports/physical.md (RUN: place and route first)"
 	@echo "make test                                    lint + unit tests + quick regression"
 	@echo "make test-full                               the whole regression"
 	@echo "make prove DESIGN=bf16_mul                   formal equivalence booth4 == behavioral"
@@ -86,6 +87,12 @@ ifneq ($(strip $(VERILOG)),)
 else
 	$(PY) -m flows pnr --design $(DESIGN) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(BLOCK),--block $(BLOCK)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST))
 endif
+
+# make pnr-study [RUN="fp8_e4m3:32 fp4_e2m1:32"] [PLACE_FAST=4] [UTIL=0.5]: place and route those exact
+# columns first (one after the other), then write reports/physical.md from every column run found
+RUN ?=
+pnr-study: $(STAMP)
+	$(PY) -m flows pnr-study $(foreach r,$(RUN),--run $(r)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(UTIL),--util $(UTIL))
 
 # make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=tiles|random|zeros|all] [SAMPLE=k] [PUBLISH=1] [ROWS=16 ...]
 # (energy of the matrix unit; other mu options as for make synth)

@@ -29,6 +29,9 @@ Commands
     Energy per MAC of the matrix unit on a workload (:mod:`flows.power.cli`, ``make power``).
 ``explore``
     Verified design-space search (:mod:`flows.explore.cli`, ``make explore``).
+``pnr-study [--run FMT:D ...]``
+    Routed ``exact`` matrix-unit columns against their pre-route numbers, ``reports/physical.md``
+    (:mod:`flows.pnr.study`, ``make pnr-study``).
 """
 
 import argparse
@@ -45,6 +48,7 @@ _DELEGATED = {
     "report-qor": ("flows.report.qor", "regenerate reports/qor_comparison.md from the metrics"),
     "power": ("flows.power.cli", "energy per MAC from a gate-level simulation of the mapped netlist"),
     "explore": ("flows.explore.cli", "verified design-space search (Optuna; verify, synthesize, Pareto)"),
+    "pnr-study": ("flows.pnr.study", "routed matrix-unit columns: reports/physical.md (--run FMT:D to run)"),
 }
 
 
@@ -94,6 +98,13 @@ def _parser():
                    help="place and route one module of the hierarchy (name or unique prefix, e.g. mu_col)")
     r.add_argument("--place-fast", type=int, default=int(os.environ.get("PLACE_FAST") or 0) or None,
                    help="graywolf effort divisor TWSC*fast (large blocks; default: its full effort)")
+    r.add_argument("--no-graywolf-groute", action="store_true",
+                   help="skip graywolf's own global routing (qrouter routes everything; large blocks)")
+    r.add_argument("--no-route-cleanup", action="store_true",
+                   help="bounded qrouter run for large blocks: stage 1, two stage-2 passes, no cleanup; "
+                   "nets left unrouted are counted and timed without wires")
+    r.add_argument("--reuse-layout", action="store_true",
+                   help="re-read the layout an earlier run with the same settings routed (redo SPEF, timing)")
     r.add_argument("--no-checks", action="store_true", help="skip magic DRC and netgen LVS")
     r.add_argument("--outdir", default=None, help="write exactly this report directory")
     c = sub.add_parser("check", help="QoR regression gate against reports/qor/rules-base.json")
@@ -132,11 +143,13 @@ def _pnr(args):
             raise ValueError("--set applies to registered designs; with --verilog, give --top only")
         run_pnr(verilog=args.verilog, top=args.top, util=util, liberty=args.liberty, clock_ps=clock,
                 booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks,
-                fast=args.place_fast)
+                fast=args.place_fast, groute=not args.no_graywolf_groute,
+                cleanup=not args.no_route_cleanup, reuse=args.reuse_layout)
     else:
         run_pnr(args.design, _parse_sets(args.set), block=args.block, util=util, liberty=args.liberty,
                 clock_ps=clock, booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks,
-                fast=args.place_fast)
+                fast=args.place_fast, groute=not args.no_graywolf_groute,
+                cleanup=not args.no_route_cleanup, reuse=args.reuse_layout)
     return 0
 
 

@@ -9,7 +9,8 @@ __all__ = ["AREA", "GE", "CELLS", "SEQ", "CP_PS", "CP_LV", "CP_KIND", "DEPTH", "
            "RUNTIME", "MEMORY", "CACHE_HIT", "BLOCK_AREA", "block_area", "MACRO_AREA", "AREA_WITH_MACROS",
            "MACROS", "CP_PS_TOP_OWN", "CP_LV_TOP_OWN", "SETUP_WS", "SETUP_STATUS", "MACS",
            "AREA_PER_MAC", "PEAK_GMACS", "NETLIST_SHA", "PNR_TARGET_UTIL", "DIE_AREA", "CORE_AREA",
-           "UTIL", "ROUTE_WL", "ROUTE_VIAS", "ROUTE_FAILED", "ROUTE_NETS", "ROUTE_SPEF_NETS",
+           "UTIL", "ROUTE_WL", "ROUTE_VIAS", "ROUTE_FAILED", "ROUTE_FAILED_STAGE1", "ROUTE_NETS",
+           "ROUTE_SPEF_NETS",
            "ROUTE_WIRE_CAP", "DRC_ERRORS", "LVS_MATCH", "LVS_ERRORS", "ROUTE_WS", "ROUTE_CP_PS",
            "ROUTE_FMAX", "ROUTE_CP_PS_NOWIRE", "PNR_RUNTIME", "CP_PS_OPENSTA", "CP_DIFF_OPENSTA",
            "OPENSTA_TIME", "OPENSTA_VERSION"]
@@ -95,6 +96,8 @@ ROUTE_WL = "route__wirelength"
 ROUTE_VIAS = "route__vias"
 #: Nets qrouter failed to route.
 ROUTE_FAILED = "route__net__failed"
+#: Nets qrouter's first pass (no rip-up) left unrouted: the congestion the later passes resolved.
+ROUTE_FAILED_STAGE1 = "route__net__failed__stage1"
 #: Routed nets.
 ROUTE_NETS = "route__net__count"
 #: Nets with parasitics in the SPEF OpenSTA read (each must be annotated: equal to ROUTE_NETS).

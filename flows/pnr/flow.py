@@ -9,6 +9,7 @@ holds the synthesis reports and ``metrics.json`` with the pre-route and post-rou
 (:mod:`flows.metric_keys`), the routed DEF, the SPEF, and OpenSTA's reports.
 """
 
+import datetime
 import json
 import re
 import shutil
@@ -20,6 +21,7 @@ from .. import metric_keys as K
 from ..paths import BUILD, USER_PNR
 from ..synth.flow import run as synth_run
 from ..synth.flow import run_verilog
+from ..synth.metrics import git_revision, tool_versions
 from ..synth.outputs import sta_defaults
 from .layout import lef_sizes, read_def
 from .netlist import physical
@@ -104,13 +106,15 @@ def synth_block(design, given, block, *, clock_ps=None, booth=False, log=print):
     m = {"design": design, "variant": variant, "design__params": {**{k: str(v) for k, v in params.items()},
                                                                    "block": name, "top": name},
          K.AREA: round(area, 3), K.SEQ: round(seq, 3), K.CELLS: cells, K.CP_PS: round(worst.delay_ps, 1),
-         K.CP_KIND: worst.kind, K.FMAX: round(1e6 / worst.delay_ps, 2) if worst.delay_ps else None,
+         K.CP_LV: worst.levels, K.CP_KIND: worst.kind,
+         K.FMAX: round(1e6 / worst.delay_ps, 2) if worst.delay_ps else None,
          "flow__notes": [f"block {name} synthesized flat with its children; {rep.line()}"]}
     return m, path
 
 
 def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=DEFAULT_UTIL, liberty=None,
-            clock_ps=None, booth=False, outdir=None, checks=True, fast=None, log=print) -> PnrOutput:
+            clock_ps=None, booth=False, outdir=None, checks=True, fast=None, groute=True, cleanup=True,
+            reuse=False, log=print) -> PnrOutput:
     """Synthesize, place, route, check and time one design; write its reports.
 
     Parameters
@@ -129,6 +133,16 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     fast : int or None
         graywolf effort divisor (``TWSC*fast``; None: its default effort). The report folder
         name carries it (``-f<N>``).
+    groute : bool
+        graywolf's global routing (see :func:`flows.pnr.qflow.run_qflow`); off adds ``-ng`` to the
+        report folder name.
+    cleanup : bool
+        qrouter's full route; off: the bounded route (see :func:`flows.pnr.qflow.run_qflow`) and
+        ``-nc`` in the folder name. Nets it leaves unrouted are counted and timed without wires
+        (pin capacitances only) instead of failing the run.
+    reuse : bool
+        Re-read a layout this run's settings already placed and routed (its qflow project under
+        ``build/pnr/``) instead of placing and routing again: synthesis, SPEF and timing are redone.
     outdir : Path or None
         Exact report folder (default ``build/reports/pnr/<variant>-u<percent>/``).
 
@@ -139,6 +153,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         parasitics, or an OpenSTA warning.
     """
     t0 = time.monotonic()
+    revision, started = git_revision(), datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     require()
     util = _check_util(util)
     synth_dir = WORK / "synth"
@@ -159,7 +174,8 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     if "osu018" not in variant:
         raise ToolError(f"place and route uses the OSU 0.18 um cells (LEF from qflow-tech-osu018); "
                         f"{variant} was mapped to another library: leave LIBERTY unset")
-    tag = f"{variant}-u{round(util * 100)}" + (f"-f{int(fast)}" if fast else "")
+    tag = (f"{variant}-u{round(util * 100)}" + (f"-f{int(fast)}" if fast else "") + ("" if groute else "-ng")
+           + ("" if cleanup else "-nc"))
     outdir = Path(outdir) if outdir else USER_PNR / tag
     outdir.mkdir(parents=True, exist_ok=True)
     for f in s.outdir.iterdir() if s is not None else ():
@@ -171,13 +187,21 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     ph = physical(mod_json[top_name], top_name)
     log(f"{tag}: place and route of {len(ph.cells)} cells at target utilization {util:g}")
     t1 = time.monotonic()
-    q = run_qflow(ph, WORK / tag, density=util, fast=fast, checks=checks, log=log)
-    if q.failed_routes:
+    q = run_qflow(ph, WORK / tag, density=util, fast=fast, groute=groute, cleanup=cleanup, checks=checks,
+                  reuse=reuse, log=log)
+    lay = read_def(q.routed_def.read_text(), lef_sizes(tech_lef().read_text()))
+    if q.failed_routes and cleanup:
+        m.update({K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1,
+                  "place__graywolf__global_route": groute, "route__qrouter__cleanup": cleanup,
+                  K.DIE_AREA: round(lay.die_area, 2), K.UTIL: round(lay.utilization, 4),
+                  K.ROUTE_FAILED: q.failed_routes,
+                  K.ROUTE_FAILED_STAGE1: q.failed_stage1, "route__steps_seconds": q.seconds,
+                  "route__status": "failed", "flow__git_revision": revision, "flow__date": started})
+        (outdir / "metrics.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
         raise ToolError(f"qrouter left {q.failed_routes} net(s) unrouted on {tag} (log "
                         f"{q.project / 'log' / 'route.log'}); lower the target utilization (UTIL=)")
-    lay = read_def(q.routed_def.read_text(), lef_sizes(tech_lef().read_text()))
     rc = read_rc(q.rc.read_text())
-    if len(rc) != lay.nets or len({n.name for n in rc}) != lay.nets:
+    if len({n.name for n in rc}) != len(rc) or not lay.nets - q.failed_routes <= len(rc) <= lay.nets:
         raise ToolError(f"qrouter's RC file {q.rc} has {len(rc)} nets, the routed DEF {lay.nets}: "
                         "some nets would be timed without wires")
     spef = outdir / f"{top_name}.spef"
@@ -196,10 +220,14 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     routed = run_opensta(lib_path, netlist_v, top_name, outdir / "sta_routed", spef=spef, **kw)
     (outdir / "timing_routed.txt").write_text(routed.report)
     m.update({
-        K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1, K.DIE_AREA: round(lay.die_area, 2),
+        K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1, "place__graywolf__global_route": groute,
+        "route__qrouter__cleanup": cleanup, "route__timing__unrouted_nets_without_wires": q.failed_routes,
+        "route__rc__unnamed_sinks": sum(n.unnamed for n in rc), "route__reused_layout": not q.seconds,
+        K.DIE_AREA: round(lay.die_area, 2),
         K.CORE_AREA: round(lay.core_area, 2),
         K.UTIL: round(lay.utilization, 4), K.ROUTE_WL: round(lay.wirelength, 1), K.ROUTE_VIAS: lay.vias,
-        K.ROUTE_FAILED: q.failed_routes, K.ROUTE_NETS: lay.nets, K.ROUTE_SPEF_NETS: len(rc),
+        K.ROUTE_FAILED: q.failed_routes, K.ROUTE_FAILED_STAGE1: q.failed_stage1, K.ROUTE_NETS: lay.nets,
+        K.ROUTE_SPEF_NETS: len(rc),
         K.ROUTE_WIRE_CAP: round(sum(n.wire_cap for n in rc), 5),
         K.DRC_ERRORS: q.drc_errors, K.LVS_MATCH: q.lvs_match, K.LVS_ERRORS: q.lvs_errors,
         K.ROUTE_WS: round(routed.slack_ps, 1), K.ROUTE_CP_PS: round(routed.critical_ps, 1),
@@ -216,6 +244,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
             "drc_lvs": "magic DRC over the cells' LEF abstracts (no cell GDS in the Debian package: "
                        "the cells' insides are unchecked); netgen LVS on cell instances"},
         "flow__runtime__seconds_total": round(time.monotonic() - t0, 1),
+        "flow__git_revision": revision, "flow__date": started, "synth__tools": tool_versions(),
     })
     (outdir / "metrics.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
     summary = "\n".join([

@@ -3,7 +3,7 @@
 import re
 from dataclasses import dataclass
 
-__all__ = ["lef_sizes", "Layout", "read_def"]
+__all__ = ["lef_sizes", "Layout", "read_def", "die_size"]
 
 
 def lef_sizes(lef_text: str) -> dict:
@@ -55,12 +55,19 @@ class Layout:
         return self.cell_area / self.core_area if self.core_area else 0.0
 
 
-def read_def(def_text: str, sizes: dict, fill=("FILL",)) -> Layout:
-    """Measure a routed DEF (``sizes`` from :func:`lef_sizes`; ``fill``: the fill cell names)."""
+def die_size(def_text: str) -> tuple:
+    """``(width, height)`` in um of a DEF's DIEAREA rectangle."""
     unit = float(re.search(r"UNITS\s+DISTANCE\s+MICRONS\s+(\d+)", def_text)[1])
     num = r"\s*(-?[\d.]+)\s+(-?[\d.]+)\s*"
     d = re.search(rf"DIEAREA\s*\({num}\)\s*\({num}\)", def_text)
-    die = (float(d[3]) - float(d[1])) * (float(d[4]) - float(d[2])) / unit ** 2
+    return (float(d[3]) - float(d[1])) / unit, (float(d[4]) - float(d[2])) / unit
+
+
+def read_def(def_text: str, sizes: dict, fill=("FILL",)) -> Layout:
+    """Measure a routed DEF (``sizes`` from :func:`lef_sizes`; ``fill``: the fill cell names)."""
+    unit = float(re.search(r"UNITS\s+DISTANCE\s+MICRONS\s+(\d+)", def_text)[1])
+    w, h = die_size(def_text)
+    die = w * h
     comp = re.search(r"^COMPONENTS\s+\d+\s*;(.*?)^END COMPONENTS", def_text, re.M | re.S)[1]
     cell_area = fill_area = 0.0
     cells = fills = 0

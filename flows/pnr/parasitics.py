@@ -37,6 +37,9 @@ class RcNet:
         ``(parent, child, R ohm)``.
     sinks : list[tuple[str, int]]
         ``(inst/pin or PIN/port, node)``.
+    unnamed : int
+        Branch ends qrouter wrote as ``ERROR`` (a pin it could not name): their wire stays in the
+        tree as internal nodes; the pin itself is not connected in the SPEF.
     """
 
     name: str
@@ -44,6 +47,7 @@ class RcNet:
     nodes: list = field(default_factory=lambda: [0.0])
     edges: list = field(default_factory=list)
     sinks: list = field(default_factory=list)
+    unnamed: int = 0
 
     @property
     def wire_cap(self) -> float:
@@ -74,6 +78,9 @@ def _parse_line(line: str, lineno: int) -> RcNet:
                 i += 1
             elif t == ")":
                 return i + 1
+            elif t == "ERROR":   # a branch end qrouter could not name: kept as an internal node
+                net.unnamed += 1
+                i += 1
             else:
                 net.sinks.append((t, k))
                 i += 1

@@ -24,7 +24,10 @@ from pathlib import Path
 
 from .tools import TECH, ToolError
 
-__all__ = ["QflowResult", "run_qflow"]
+__all__ = ["QflowResult", "run_qflow", "cel_to_pin"]
+
+#: qflow's tool directory (graywolf, qrouter, ...).
+QFLOW_BIN = Path("/usr/lib/qflow/bin")
 
 
 @dataclass
@@ -36,10 +39,36 @@ class QflowResult:
     rc: Path
     netlist_v: Path
     failed_routes: int
+    failed_stage1: int | None
     drc_errors: int | None
     lvs_match: bool | None
     lvs_errors: int | None
     seconds: dict
+
+
+#: qrouter script of the bounded route (``cleanup=False``); the "Final:" line is what
+#: :func:`run_qflow` reads, as it reads standard_route's.
+_BOUNDED_ROUTE = """puts stdout "*** Running stage1 routing with defaults"
+set result [stage1]
+if {{$result > 0}} {{
+    puts stdout "*** Running stage2 routing with options mask 10, effort 10"
+    set result [stage2 mask 10 effort 10]
+}}
+if {{$result > 0}} {{
+    puts stdout "*** Running stage2 routing with options mask none, effort 50"
+    set result [stage2 mask none effort 50]
+}}
+cleanup all
+write_def {top}_route.def
+if {{$result > 0}} {{
+    write_failed fail.out
+    puts stdout "Final: Failed net routes: $result"
+}} else {{
+    puts stdout "Final: No failed routes!"
+}}
+write_delays {top}_route.rc
+quit
+"""
 
 
 def _project_vars(density, extra) -> str:
@@ -55,8 +84,8 @@ def _log(project: Path, name: str) -> str:
     return p.read_text(errors="replace") if p.exists() else ""
 
 
-def run_qflow(ph, project: Path, *, density=None, fast=None, checks=True, extra_vars=None, timeout_s=3600,
-              log=print) -> QflowResult:
+def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanup=True, checks=True,
+              extra_vars=None, timeout_s=3600, reuse=False, log=print) -> QflowResult:
     """Place and route ``ph`` in the qflow project directory ``project`` (made afresh).
 
     Parameters
@@ -67,29 +96,52 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, checks=True, extra_
     fast : int or None
         graywolf's ``TWSC*fast N``: N times fewer annealing moves per cell and temperature (its
         default effort grows as cells^(4/3); this is the knob for large blocks).
+    groute : bool
+        graywolf's own global routing (``TWSC*do.global.route``; the ``osu018`` default is on).
+        qrouter routes the whole layout afterwards, so it is not needed for a routed result; on
+        large blocks it takes most of graywolf's time.
+    cleanup : bool
+        qrouter's full ``standard_route``: stage 1, stage 2 passes until every net routes (up to
+        15 of them), stage 3 (every net ripped up and rerouted twice to shorten it). Off: a bounded
+        route for large blocks: stage 1, at most two stage-2 passes (mask 10 effort 10, then no
+        mask effort 50), no stage 3; nets still unrouted are counted in ``failed_routes``.
     checks : bool
         Also run ``migrate``, ``drc`` and ``lvs``.
+    reuse : bool
+        Keep a project already placed and routed with the same settings: read its results again
+        (its step times are lost) instead of running qflow.
 
     Raises
     ------
     ToolError
         A step failed (the message names the step's log), or routes failed.
     """
-    if project.exists():
-        shutil.rmtree(project)
-    for d in ("source", "synthesis", "layout"):
-        (project / d).mkdir(parents=True)
     top = ph.top
-    (project / "source" / f"{top}.v").write_text(ph.verilog())
-    (project / "synthesis" / f"{top}.blif").write_text(ph.blif())
-    (project / "synthesis" / f"{top}.rtl.v").write_text(ph.verilog())
-    (project / "synthesis" / f"{top}.rtlnopwr.v").write_text(ph.verilog())
-    (project / "synthesis" / f"{top}_powerground").write_text('set vddnet="vdd"\nset gndnet="gnd"\n')
-    if fast:
-        par = (TECH / "osu018.par").read_text()
-        (project / "layout" / f"{top}.par").write_text(par + f"\nTWSC*fast : {int(fast)}\n")
-    (project / "project_vars.sh").write_text(_project_vars(density, extra_vars or {}))
-    steps = ["place", "route"] + (["migrate", "drc", "lvs"] if checks else [])
+    done = reuse and all((project / p).is_file() for p in (f"layout/{top}.def", f"layout/{top}.rc",
+                                                             "log/route.log"))
+    if project.exists() and not done:
+        shutil.rmtree(project)
+    if not done:
+        for d in ("source", "synthesis", "layout"):
+            (project / d).mkdir(parents=True, exist_ok=False)
+        (project / "source" / f"{top}.v").write_text(ph.verilog())
+        (project / "synthesis" / f"{top}.blif").write_text(ph.blif())
+        (project / "synthesis" / f"{top}.rtl.v").write_text(ph.verilog())
+        (project / "synthesis" / f"{top}.rtlnopwr.v").write_text(ph.verilog())
+        (project / "synthesis" / f"{top}_powerground").write_text('set vddnet="vdd"\nset gndnet="gnd"\n')
+        if fast or not groute:
+            par = (TECH / "osu018.par").read_text()
+            if fast:
+                par += f"\nTWSC*fast : {int(fast)}\n"
+            if not groute:
+                extra_vars = {**(extra_vars or {}), **_graywolf_without_groute(project)}
+                par = re.sub(r"^TWSC\*do\.global\.route\s*:.*$", "TWSC*do.global.route  : off", par,
+                             flags=re.M)
+            (project / "layout" / f"{top}.par").write_text(par)
+        if not cleanup:   # qflow appends <top>.cfg2 to qrouter's script in place of its own route command
+            (project / "layout" / f"{top}.cfg2").write_text(_BOUNDED_ROUTE.format(top=top))
+        (project / "project_vars.sh").write_text(_project_vars(density, extra_vars or {}))
+    steps = [] if done else ["place", "route"] + (["migrate", "drc", "lvs"] if checks else [])
     seconds = {}
     for step in steps:
         t0 = time.monotonic()
@@ -115,6 +167,9 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, checks=True, extra_
         failed = int(m2[-1])
     else:
         failed = 0 if m[-1][0].startswith("No") else int(m[-1][1])
+    first = re.search(r"Stage 1 total routes completed: \d+\s*\n(No failed routes!|Failed net routes: (\d+))",
+                      route)
+    stage1 = None if not first else 0 if first[1].startswith("No") else int(first[2])
     lay = project / "layout"
     drc = lvs_match = lvs_err = None
     if checks:
@@ -125,9 +180,75 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, checks=True, extra_
         e = re.findall(r"Total errors = (\d+)", lv)
         lvs_err = int(e[-1]) if e else None
     return QflowResult(project, lay / f"{top}.def", lay / f"{top}.rc",
-                       project / "synthesis" / f"{top}.rtlnopwr.v", failed, drc, lvs_match, lvs_err, seconds)
+                       project / "synthesis" / f"{top}.rtlnopwr.v", failed, stage1, drc, lvs_match, lvs_err,
+                       seconds)
+
+
+def cel_to_pin(cel_text: str) -> str:
+    """The net list graywolf writes as ``<top>.pin`` after its global routing, from its input ``.cel``.
+
+    Without global routing graywolf writes no ``.pin`` file, and qflow's ``place2def.tcl`` reads
+    only the nets from it (net name, instance, pin; coordinates and rows unused). One line per cell
+    or pad pin: ``<net> <k> <instance> <pin> 0 0 0 1 1``, grouped by net; feedthrough pins
+    (``TW_PASS_THRU``) are left out.
+    """
+    by_net = {}
+    inst = None
+    for line in cel_text.splitlines():
+        w = line.split()
+        if not w:
+            continue
+        if w[0] == "cell" and len(w) >= 3:
+            inst = w[2]
+        elif w[0] == "pad" and len(w) >= 4 and w[2] == "name":
+            inst = w[3]
+        elif w[0] == "pin" and len(w) >= 5 and w[1] == "name" and w[3] == "signal":
+            if inst is None:
+                raise ToolError(f"graywolf .cel: a pin before any cell: {line.strip()!r}")
+            if w[4] != "TW_PASS_THRU":
+                by_net.setdefault(w[4], []).append((inst, w[2]))
+    out = []
+    for net, pins in by_net.items():
+        out += [f"{net} {k} {i} {p} 0 0 0 1 1" for k, (i, p) in enumerate(pins, 1)]
+    return "\n".join(out) + "\n"
+
+
+def _graywolf_without_groute(project: Path) -> dict:
+    """A tool directory for qflow (``bindir``) whose graywolf writes the ``.pin`` file itself
+    (:func:`cel_to_pin`) when graywolf's global routing is off; the other tools are qflow's."""
+    import sys
+
+    from ..paths import REPO
+
+    bindir = project / "bin"
+    bindir.mkdir()
+    for tool in QFLOW_BIN.iterdir():
+        if tool.name != "graywolf":
+            (bindir / tool.name).symlink_to(tool)
+    wrapper = bindir / "graywolf"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'{QFLOW_BIN / "graywolf"} "$@" || exit $?\n'
+        'for root; do :; done\n'
+        f'[ -f "$root.pin" ] || PYTHONPATH="{REPO}" exec "{sys.executable}" -m flows.pnr.qflow '
+        '"$root.cel" "$root.pin"\n')
+    wrapper.chmod(0o755)
+    return {"bindir": str(bindir)}
+
+
+def main(argv=None) -> int:
+    """``python -m flows.pnr.qflow CEL PIN``: write graywolf's ``.pin`` net list from its ``.cel``."""
+    import sys
+
+    cel, pin = (sys.argv[1:] if argv is None else argv)
+    Path(pin).write_text(cel_to_pin(Path(cel).read_text()))
+    return 0
 
 
 def tech_lef() -> Path:
     """The standard cells' LEF."""
     return TECH / "osu018_stdcells.lef"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

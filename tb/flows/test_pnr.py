@@ -134,19 +134,22 @@ def test_routed_bf16_multiplier(tmp_path):
 
 def test_one_block_of_a_hierarchy_at_lower_placer_effort(tmp_path):
     """``BLOCK=``: one module of a hierarchical design placed and routed alone (here a multiplier of
-    the BF16 bank), with graywolf's effort divided (``TWSC*fast``); a name matching no module is a
-    clear error listing the modules."""
+    the BF16 bank), with graywolf's effort divided (``TWSC*fast``), without graywolf's global routing
+    (the ``.pin`` net list then comes from the ``.cel``) and with the bounded qrouter run; a name
+    matching no module is a clear error listing the modules."""
     from flows.pnr.flow import run_pnr
 
     tools.require()
     with pytest.raises(ValueError, match="BLOCK='nope' names 0 modules.*bf16_mul_booth4_s0"):
         run_pnr("bf16_bank", {"lanes": "2"}, block="nope", outdir=tmp_path / "x", log=lambda *_: None)
     out = run_pnr("bf16_bank", {"lanes": "2"}, block="bf16_mul", util=0.5, fast=4, checks=False,
-                  outdir=tmp_path / "rep", log=lambda *_: None)
+                  groute=False, cleanup=False, outdir=tmp_path / "rep", log=lambda *_: None)
     m = out.metrics
     assert m["design__params"]["block"] == "bf16_mul_booth4_s0" and m["place__graywolf__fast"] == 4
     par = Path(m["route__project"]) / "layout" / "bf16_mul_booth4_s0.par"
-    assert "TWSC*fast : 4" in par.read_text()
+    assert "TWSC*fast : 4" in par.read_text() and "TWSC*do.global.route  : off" in par.read_text()
+    assert all((par.parent / f"bf16_mul_booth4_s0.{x}").is_file() for x in ("pin", "cfg2"))
+    assert not m["place__graywolf__global_route"] and not m["route__qrouter__cleanup"]
     assert m[K.ROUTE_FAILED] == 0 and m[K.ROUTE_SPEF_NETS] == m[K.ROUTE_NETS]
     assert m[K.DRC_ERRORS] is None and m[K.LVS_MATCH] is None      # checks skipped, not faked
     assert abs(m[K.UTIL] - 0.5) < 0.08

@@ -1,0 +1,340 @@
+"""``reports/physical.md``: routed matrix-unit columns against their pre-route numbers.
+
+The report reads the ``metrics.json`` of place-and-route runs of the matrix unit's column macro
+(``python -m flows pnr --design mu --set acc=exact --block mu_col ...``, folders under
+``build/reports/pnr/``) and, from the same folders, the routed DEF (die size), the SPEF and the
+routed netlist (the load a column's activation input presents). It writes, per element format and
+width D: the runs (effort, utilization, failed routes, runtime per step), pre- against post-route
+area and delay, wirelength per MAC, the analytic estimate of the top-level wires the macro leaves
+out (:mod:`flows.pnr.wires`), and the study's claims restated on the routed numbers.
+
+The text is built by pure functions of the runs and estimates (:func:`render`), so it can be
+checked on hand-made metrics.
+"""
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import metric_keys as K
+from ..report.common import Point, fit_slope
+from ..report.silicon import model_costs, model_perf
+
+__all__ = ["Run", "load_runs", "point_of", "choose", "render", "port_load", "LEAVES_OUT", "FORMATS",
+           "WIDTHS"]
+
+#: Element formats and widths the study places and routes (``acc = exact`` columns).
+FORMATS = ("fp8_e4m3", "fp4_e2m1")
+WIDTHS = (32, 64, 128)
+
+#: What every number of the report leaves out.
+LEAVES_OUT = [
+    "The clock is ideal: no clock tree, no insertion delay, no skew, no jitter (OpenSTA with an "
+    "ideal clock; a clock tree must keep its skew below the reported slack). The clock net's wire "
+    "does not enter an ideal clock's timing, so a `clk` left unrouted (section 1) changes no number here.",
+    "Only the column macro is placed and routed. The unit's top-level wires (activation broadcast, "
+    "weight rows, results, control) are **estimated** analytically from the macro's routed size "
+    "(section 4), not routed; the top's own logic (control, feed registers, result skid buffer) is "
+    "not laid out, and unit silicon below is D x the column's die.",
+    "Inputs arrive at 0 ps at the macro's pins and outputs end at the pins (no input or output "
+    "delay); the pins are spread on the die edge by qflow's `arrangepins`, not floorplanned.",
+    "No timing-driven placement, no resizing or buffering after placement: the routed netlist is "
+    "the synthesized one (post-route delay differs from pre-route by wires and OpenSTA's arc model).",
+    "Parasitics are qrouter's own RC estimate from the LEF's per-square values (no field solver, no "
+    "coupling capacitance, so no crosstalk); one corner (the liberty's typical).",
+    "DRC and LVS are not run on these large macros (they are run on small blocks: `make pnr`); "
+    "where they are run, magic checks the cells as LEF abstracts (no cell GDS in the Debian package).",
+    "Power stripes are qflow's (2 um every 50 um); no IR-drop analysis.",
+]
+
+
+@dataclass
+class Run:
+    """One place-and-route run: its metrics and folder, and the point it measures."""
+
+    metrics: dict
+    folder: Path
+    fmt: str
+    width: int
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def routed(self) -> bool:
+        """Timed after routing (a bounded route may leave a few nets unrouted: counted, timed
+        without wires)."""
+        return self.metrics.get(K.ROUTE_CP_PS) is not None
+
+    def get(self, key):
+        v = self.metrics.get(key)
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def point_of(m: dict):
+    """``(fmt, D)`` of an ``exact`` matrix-unit column run, else None."""
+    p = m.get("design__params") or {}
+    if m.get("design") != "mu" or p.get("acc") != "exact" or not str(p.get("block", "")).startswith("mu_col"):
+        return None
+    return p.get("fmt"), int(p["width"])
+
+
+def load_runs(pnr_dir: Path) -> list:
+    """Every column run (:func:`point_of`) under ``pnr_dir/*/metrics.json``, by folder name."""
+    runs = []
+    for f in sorted(Path(pnr_dir).glob("*/metrics.json")):
+        try:
+            m = json.loads(f.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{f}: not valid JSON ({e}); rerun that place-and-route point") from None
+        pt = point_of(m)
+        if pt:
+            runs.append(Run(m, f.parent, *pt, extra={"unrouted": unrouted_names(m.get("route__project"))}))
+    return runs
+
+
+def choose(runs) -> dict:
+    """``{(fmt, D): run}``: per point the timed run with the fewest unrouted nets, then the highest
+    achieved utilization (the smallest die); later runs win ties."""
+    out = {}
+    for r in sorted(runs, key=lambda r: r.metrics.get("flow__date") or ""):
+        if not r.routed:
+            continue
+        best = out.get((r.fmt, r.width))
+        rank = (-(r.get(K.ROUTE_FAILED) or 0), r.get(K.UTIL))
+        if best is None or rank >= (-(best.get(K.ROUTE_FAILED) or 0), best.get(K.UTIL)):
+            out[(r.fmt, r.width)] = r
+    return out
+
+
+def port_load(spef_text: str, verilog_text: str, lib, port_prefix: str) -> list:
+    """Load (pF) each input port bit named ``<port_prefix><i>_`` presents inside the routed macro:
+    its net's routed wire capacitance (SPEF) plus the input pin capacitances of its sinks (liberty)."""
+    types = dict((inst, typ) for typ, inst in re.findall(r"^\s*(\w+)\s+(\w+)\s*\(", verilog_text, re.M))
+    out = []
+    pat = re.compile(rf"\*D_NET\s+({re.escape(port_prefix)}\d+_)\s+(\S+)\s*\n\*CONN\n(.*?)\*CAP", re.S)
+    for m in pat.finditer(spef_text):
+        pins = 0.0
+        for inst, pin in re.findall(r"^\*I\s+(\w+):(\w+)\s+I", m[3], re.M):
+            pins += lib.cell(types[inst]).inputs[pin] * lib.cap_pf
+        out.append(float(m[2]) + pins)
+    return out
+
+
+def _f(v, digits=0, unit=""):
+    if v is None:
+        return "not measured"
+    return f"{v:,.{digits}f}{unit}"
+
+
+def _gmean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def unrouted_names(project) -> list:
+    """Names of the nets qrouter left unrouted (its ``layout/fail.out``; empty without one)."""
+    f = Path(project or "") / "layout" / "fail.out"
+    if not project or not f.is_file():
+        return []
+    return [ln.strip() for ln in f.read_text().splitlines()[1:] if ln.strip()]
+
+
+def _names(r) -> str:
+    names = r.extra.get("unrouted") or []
+    return f" ({', '.join(f'`{n}`' for n in names[:3])}{', ...' if len(names) > 3 else ''})" if names else ""
+
+
+def runs_section(runs) -> list:
+    L = ["## 1. Runs", "",
+         "Every run found, chosen or not (a run of the full route with failed nets has no timing; the "
+         "bounded route, cleanup off, times its few unrouted nets without wire and names them). "
+         "Effort divisor: "
+         "graywolf's `TWSC*fast` (1 = its default effort); groute: graywolf's own global routing (qrouter "
+         "routes the whole layout either way); cleanup: qrouter's stage 3 (every net rerouted to "
+         "shorten it); stage-1 failed nets: what qrouter's first "
+         "pass (no rip-up) left unrouted, the congestion its later passes resolved; times are wall "
+         "seconds per qflow step on this machine (2 cores shared with other jobs); a run that re-read an "
+         "earlier run's layout (`--reuse-layout`: SPEF and timing redone) has no step times.", "",
+         "| format | D | cells | effort divisor | groute | cleanup | target util | util | die (um^2) "
+         "| stage-1 failed nets | failed nets | place (s) | route (s) | STA (s) | total (s) | revision |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(runs, key=lambda r: (FORMATS.index(r.fmt) if r.fmt in FORMATS else 9, r.width,
+                                         r.metrics.get("flow__date") or "")):
+        m, s = r.metrics, r.metrics.get("route__steps_seconds") or {}
+        total = r.get("flow__runtime__seconds_total")
+        if m.get("route__reused_layout"):   # timing redone on an earlier run's layout: its times are lost
+            total = None
+        sta = None
+        if total is not None and r.get(K.PNR_RUNTIME) is not None and s:
+            sta = r.get(K.PNR_RUNTIME) - sum(s.values())
+        L.append(f"| {r.fmt} | {r.width} | {_f(r.get(K.CELLS))} | {m.get('place__graywolf__fast', '?')} | "
+                 f"{'on' if m.get('place__graywolf__global_route', True) else 'off'} | "
+                 f"{'on' if m.get('route__qrouter__cleanup', True) else 'off'} | "
+                 f"{_f(r.get(K.PNR_TARGET_UTIL), 2)} | {_f(r.get(K.UTIL), 3)} | {_f(r.get(K.DIE_AREA))} | "
+                 f"{_f(r.get(K.ROUTE_FAILED_STAGE1))} | {_f(r.get(K.ROUTE_FAILED))}{_names(r)} | "
+                 f"{_f(s.get('place'))} | "
+                 f"{_f(s.get('route'))} | {_f(sta)} | {_f(total)} | {m.get('flow__git_revision', '?')} |")
+    return L
+
+
+def qor_section(chosen) -> list:
+    L = ["## 2. Pre- against post-route", "",
+         "Pre-route: our synthesis and STA (Yosys + ABC, drive repair, no wires). OpenSTA without "
+         "wires: the routed netlist timed with pin capacitances only (the same netlist: it checks "
+         "that the two STAs agree). Post-route: OpenSTA with every routed net's RC (SPEF; a net the "
+         "bounded route left unrouted, counted in section 1, is timed without wire). A column "
+         "does D MACs per cycle, so wirelength per MAC is the column's routed wire / D.", "",
+         "| format | D | cells | cell area (um^2) | die (um^2) | die / cell area | pre-route (ps) | "
+         "levels | OpenSTA no wires (ps) | post-route (ps) | wires' share | fmax pre / post (MHz) | "
+         "wire (mm) | wire per MAC (um) | wire cap (pF) |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (fmt, d), r in sorted(chosen.items(), key=lambda kv: (FORMATS.index(kv[0][0])
+                                                               if kv[0][0] in FORMATS else 9, kv[0][1])):
+        post, nowire = r.get(K.ROUTE_CP_PS), r.get(K.ROUTE_CP_PS_NOWIRE)
+        share = (post - nowire) / post if post and nowire is not None else None
+        wl = r.get(K.ROUTE_WL)
+        die, area = r.get(K.DIE_AREA), r.get(K.AREA)
+        L.append(f"| {fmt} | {d} | {_f(r.get(K.CELLS))} | {_f(area)} | {_f(die)} | "
+                 f"{_f(die / area, 2)} | {_f(r.get(K.CP_PS))} | {_f(r.get(K.CP_LV))} | "
+                 f"{_f(nowire)} | {_f(post)} | {_f(100 * share, 1, '%') if share is not None else '-'} | "
+                 f"{_f(r.get(K.FMAX), 1)} / {_f(r.get(K.ROUTE_FMAX), 1)} | {_f(wl / 1000, 1)} | "
+                 f"{_f(wl / d, 0)} | {_f(r.get(K.ROUTE_WIRE_CAP), 2)} |")
+    return L
+
+
+def wires_section(chosen, est) -> list:
+    """``est``: ``{(fmt, D): dict}`` with ``w``, ``h`` (macro um), ``c_in`` (pF, mean activation
+    pin load), ``layer``, ``length`` (um), ``elmore_ps``, ``repeated_ps``, ``repeaters``,
+    ``buffer``, ``top_wl`` (um of all top-level nets), ``bits`` (activation element width)."""
+    L = ["## 4. Top-level wires: an estimate, not routed", "",
+         "The column macro leaves out the unit's own nets. Estimated from the routed macro's size with "
+         "the D macros abutted in one row (`flows/pnr/wires.py`): each broadcast net (activation "
+         "`x`: D x b bits; row enable `we`: D bits; 4 control nets) runs the row, D x macro width, "
+         "with D taps of the load one column's activation pin presents (measured: the routed net's "
+         "wire capacitance plus its sinks' pin capacitances, mean over the `x` bits); the "
+         "point-to-point nets (`wdata`: b bits, `y`: 32 bits per column) average half the row. Wire R "
+         "and C per um from the technology LEF for the layer named; delays: the unbuffered wire's "
+         "Elmore delay from an ideal driver, and the fastest repeater chain (liberty delays). "
+         "**Estimate**: no routing, no congestion, no coupling.", "",
+         "| format | D | macro w x h (um) | row (mm) | x pin load (fF) | layer | broadcast wire C (pF) "
+         "| unbuffered Elmore (ps) | repeated (ps, repeaters) | fits one cycle at post-route fmax | "
+         "top-level wire per MAC (um, est.) | in-column wire per MAC (um) |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for key in sorted(est, key=lambda k: (FORMATS.index(k[0]) if k[0] in FORMATS else 9, k[1])):
+        e, r = est[key], chosen[key]
+        fmt, d = key
+        post = r.get(K.ROUTE_CP_PS)
+        fits = "yes" if e["repeated_ps"] <= post else f"no: {math.ceil(e['repeated_ps'] / post)} cycles"
+        L.append(f"| {fmt} | {d} | {e['w']:.0f} x {e['h']:.0f} | {e['length'] / 1000:.1f} | "
+                 f"{1000 * e['c_in']:.0f} | {e['layer']} | {e['wire_c']:.2f} | {e['elmore_ps']:,.0f} | "
+                 f"{e['repeated_ps']:,.0f} ({e['repeaters']} x {e['buffer']}) | {fits} | "
+                 f"{e['top_wl'] / (d * d):,.0f} | {r.get(K.ROUTE_WL) / d:,.0f} |")
+    L += ["", "Per MAC: a unit does D x D MACs per cycle; its top-level wire estimate over D^2 against "
+          "one column's routed wire over its D MACs. Placing each column's registers beside it, or the "
+          "columns in a grid instead of a row, shortens these nets; the row is the pessimistic, simple "
+          "floorplan."]
+    return L
+
+
+def _perf_ratio(pts, a, b, regime, n):
+    """Geometric mean over the models of perf(a)/perf(b) and how many models favour ``a``."""
+    ca, cb = model_costs(regime, n, a), model_costs(regime, n, b)
+    ratios = [model_perf(pts[a], ca[mo]) / model_perf(pts[b], cb[mo]) for mo in ca]
+    return _gmean(ratios), sum(x > 1 for x in ratios), len(ratios)
+
+
+def _unit_point(r, fmax, fmt, d):
+    return Point(f"mu-w{d}-{fmt}-routed", "mu", {"width": d}, {K.FMAX: fmax, K.AREA: d * r.get(K.DIE_AREA)},
+                 r.folder)
+
+
+def claims_section(chosen, est) -> list:
+    L = ["## 3. The study's claims on the routed numbers", "",
+         "Unit silicon = D x the column's routed die (the top's logic and wires left out); fmax "
+         "**column**: the routed column's post-route fmax; **with broadcast**: the lower of that and "
+         "1 / (the repeated activation broadcast's estimated delay), i.e. the broadcast given one "
+         "pipeline stage of its own (section 4). Equal-silicon performance: useful MACs per second "
+         "per mm^2 over each model's matmuls (`flows/report/silicon.py`, the same tile costs as "
+         "`reports/qor_comparison.md`).", ""]
+    for fmt in FORMATS:
+        pts = {d: chosen[(fmt, d)] for d in WIDTHS if (fmt, d) in chosen}
+        if not pts:
+            L += [f"- **{fmt}**: no routed point yet.", ""]
+            continue
+        fcol = {d: r.get(K.ROUTE_FMAX) for d, r in pts.items()}
+        fwire = {d: min(fcol[d], 1e6 / est[(fmt, d)]["repeated_ps"]) if (fmt, d) in est else None
+                 for d in pts}
+        ds = sorted(pts)
+        L.append(f"**{fmt}** (routed: D = {', '.join(map(str, ds))}; not routed: "
+                 f"{', '.join(str(d) for d in WIDTHS if d not in pts) or 'none'})")
+        L.append("")
+        falls = all(fcol[b] < fcol[a] for a, b in zip(ds, ds[1:], strict=False)) if len(ds) > 1 else None
+        L.append("- *Wider arrays cannot be clocked as fast*: post-route fmax "
+                 + ", ".join(f"D={d} {fcol[d]:.1f} MHz" for d in ds) + "; with broadcast "
+                 + ", ".join(f"D={d} {_f(fwire[d], 1)} MHz" for d in ds)
+                 + (f" -> column alone: {'agree' if falls else 'disagree'} (fmax "
+                    f"{'falls' if falls else 'does not fall'} with every doubling)" if falls is not None
+                    else " -> one width only: not decided"))
+        xs = [math.log2(d) for d in ds]
+        ps = fit_slope(xs, [pts[d].get(K.ROUTE_CP_PS) for d in ds])
+        lv = fit_slope(xs, [pts[d].get(K.CP_LV) for d in ds])
+        if ps is None:
+            L.append("- *Levels per doubling*: one width only: not decided")
+        else:
+            levels = ", ".join(f"D={d} {_f(pts[d].get(K.CP_LV))}" for d in ds)
+            L.append(f"- *Levels per doubling*: critical-path levels {levels} ({_f(lv, 2)} per doubling; "
+                     f"the pre-route path: the routed netlist is the same), post-route delay "
+                     f"{_f(ps, 0)} ps per doubling")
+        for a, b, claim in ((64, 128, "64 beats 128 at equal silicon"),
+                            (32, 64, "32 edges out 64 at equal silicon")):
+            if a not in pts or b not in pts:
+                L.append(f"- *{claim}*: D = {b if a in pts else a} not routed: not decided")
+                continue
+            parts = []
+            for label, f in (("column", fcol), ("with broadcast", fwire)):
+                if f[a] is None or f[b] is None:
+                    continue
+                P = {a: _unit_point(pts[a], f[a], fmt, a), b: _unit_point(pts[b], f[b], fmt, b)}
+                for regime, n in (("decode", 1), ("decode", 8), ("prefill", 4096)):
+                    g, k, tot = _perf_ratio(P, a, b, regime, n)
+                    parts.append(f"{label}, {regime} {n}: {a}/{b} = {g:.2f} ({k} of {tot} models favour {a})")
+            L.append(f"- *{claim}*: " + "; ".join(parts))
+        L.append("")
+    return L
+
+
+def missing_section(chosen) -> list:
+    """Points without a routed run, with the size and time they would take, scaled from the widest
+    routed column of the same format (a column is D lanes: cells about linear in D; place and route
+    time at least linear in the cells, so the time is a lower estimate)."""
+    missing = [(f, d) for f in FORMATS for d in WIDTHS if (f, d) not in chosen]
+    if not missing:
+        return []
+    L = ["## 5. Not routed", "", "| format | D | cells (est.) | place and route time (est., at least) |",
+         "|---|---|---|---|"]
+    for f, d in missing:
+        ref = [r for (g, _), r in chosen.items() if g == f and not r.metrics.get("route__reused_layout")]
+        if not ref:
+            L.append(f"| {f} | {d} | no routed column of this format to scale from | - |")
+            continue
+        r = max(ref, key=lambda r: r.width)
+        k = d / r.width
+        t = r.get("flow__runtime__seconds_total")
+        t = t / 60 if t else None
+        L.append(f"| {f} | {d} | {_f(k * r.get(K.CELLS))} (D={r.width}: {_f(r.get(K.CELLS))}) | "
+                 f"{_f(k * t if t else None, 0)} min (D={r.width}: {_f(t, 1)} min) |")
+    return L + [""]
+
+
+def render(runs, est, provenance) -> str:
+    """The report's text from the runs (:func:`load_runs`), the top-level wire estimates
+    (``{(fmt, D): dict}``, see :func:`wires_section`) and provenance lines."""
+    chosen = choose(runs)
+    L = ["# Physical design: routed matrix-unit columns (`acc = exact`)", "",
+         "Generated by `python -m flows pnr-study` (`make pnr-study`) from the place-and-route runs' "
+         "`metrics.json`; do not edit by hand.", "", "## Provenance", ""] + provenance
+    L += ["", "## What these numbers leave out", ""] + [f"- {x}" for x in LEAVES_OUT] + [""]
+    L += runs_section(runs) + [""] + qor_section(chosen) + [""] + claims_section(chosen, est) + [""]
+    L += wires_section(chosen, est) + [""]
+    L += missing_section(chosen)
+    return "\n".join(L)

@@ -1,0 +1,130 @@
+"""``python -m flows pnr-study``: place and route the matrix unit's ``exact`` columns, write
+``reports/physical.md``.
+
+Without ``--run`` the command only regenerates the report from the runs already under
+``build/reports/pnr/`` (:func:`flows.pnr.report.load_runs`). With ``--run FMT:D`` (repeatable) it
+first places and routes those columns one after the other (``--place-fast``, ``--util``,
+``--graywolf-groute``, ``--route-cleanup``; DRC and LVS are skipped on these large macros), each
+exactly as ``python -m flows pnr --design mu --set width=D --set fmt=FMT --set acc=exact --block
+mu_col --no-checks`` would.
+"""
+
+import argparse
+import datetime
+import subprocess
+import sys
+from statistics import mean
+
+from ..paths import REPO, USER_PNR
+from ..synth.metrics import git_revision
+from .report import FORMATS, WIDTHS, choose, load_runs, port_load, render
+from .tools import TECH, ToolError
+from .wires import broadcast, lef_layers
+
+__all__ = ["main", "estimate", "provenance", "REPORT"]
+
+#: The committed report.
+REPORT = REPO / "reports" / "physical.md"
+#: Layer of the top-level row nets (the horizontal layer with the least capacitance per um).
+ROW_LAYER = "metal5"
+#: Control nets every column reads besides ``x`` and ``we`` (en_next, swap_req, swap_ok_next, and
+#: the accumulate control record of a rows = 1 unit: valid, first, last).
+CONTROL_NETS = 6
+
+
+def estimate(run, lib, layers) -> dict:
+    """The top-level wire estimate of one routed column run (see :func:`flows.pnr.report.wires_section`)."""
+    from hw.formats import get_format
+
+    from .layout import die_size
+
+    top = run.metrics["design__params"]["top"]
+    w, h = die_size((run.folder / f"{top}.def").read_text())
+    loads = port_load((run.folder / f"{top}.spef").read_text(), (run.folder / f"{top}.routed.v").read_text(),
+                      lib, "x_")
+    d, b = run.width, get_format(run.fmt).bits
+    if not loads:
+        raise ValueError(f"{run.folder}: no activation input net x_<i>_ in the SPEF (expected up to D x b = "
+                         f"{d * b}); was it written by this flow?")
+    c_in = mean(loads)
+    rc = layers[ROW_LAYER]
+    length = d * w
+    bc = broadcast(length, d, c_in, rc, lib)
+    broadcast_nets = d * b + d + CONTROL_NETS
+    top_wl = broadcast_nets * length + d * (b + 32) * length / 2
+    return {"w": w, "h": h, "c_in": c_in, "layer": rc.layer, "length": length, "wire_c": bc.wire_cap_pf,
+            "elmore_ps": bc.elmore_ps, "repeated_ps": bc.repeated_ps, "repeaters": bc.repeaters,
+            "buffer": bc.buffer, "top_wl": top_wl, "bits": b}
+
+
+def provenance(runs) -> list:
+    """Lines: the report's revision, the runs' revisions and what changed in ``hw/``, ``flows/``
+    since each, the tools' versions."""
+    head = git_revision()
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    L = [f"- Generated {now} at git revision `{head}` by `python -m flows pnr-study`."]
+    revs = sorted({r.metrics.get("flow__git_revision", "unknown") for r in runs})
+    for rev in revs:
+        base = rev.split("+")[0]
+        try:
+            log = subprocess.run(["git", "log", "--format=%h %s", f"{base}..HEAD", "--", "hw", "flows"],
+                                 cwd=REPO, capture_output=True, text=True, timeout=30).stdout.splitlines()
+        except (OSError, subprocess.SubprocessError):
+            log = ["(git unavailable)"]
+        dates = sorted(r.metrics.get("flow__date", "?") for r in runs
+                       if r.metrics.get("flow__git_revision", "unknown") == rev)
+        L.append(f"- Runs at revision `{rev}` ({dates[0]} to {dates[-1]}); commits touching `hw/` or "
+                 f"`flows/` since then: " + ("; ".join(f"`{c}`" for c in log) if log else "none"))
+    tools = {}
+    for r in runs:
+        tools.update({k: v for k, v in (r.metrics.get("route__tools") or {}).items() if v})
+        tools.update({k: v for k, v in (r.metrics.get("synth__tools") or {}).items() if v})
+    L.append("- Tools: " + "; ".join(f"{k} {v}" for k, v in sorted(tools.items())) + ".")
+    L.append(f"- Technology: OSU 0.18 um (`{TECH}`: liberty `osu018_stdcells.lib`, LEF "
+             "`osu018_stdcells.lef`), qflow's `osu018` scripts (graywolf, qrouter on metal1-6).")
+    return L
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m flows pnr-study", description=__doc__.splitlines()[0])
+    p.add_argument("--run", action="append", default=[], metavar="FMT:D",
+                   help=f"place and route this column first (formats {', '.join(FORMATS)}; D in "
+                   f"{', '.join(map(str, WIDTHS))}); repeatable")
+    p.add_argument("--place-fast", type=int, default=4, help="graywolf effort divisor (default 4)")
+    p.add_argument("--graywolf-groute", choices=("on", "off"), default="off",
+                   help="graywolf's own global routing (default off: qrouter routes everything)")
+    p.add_argument("--route-cleanup", choices=("on", "off"), default="off",
+                   help="qrouter's full route (off: stage 1, two stage-2 passes, no cleanup; unrouted "
+                   "nets counted and timed without wires)")
+    p.add_argument("--util", type=float, default=0.5, help="target utilization (default 0.5)")
+    p.add_argument("--out", default=str(REPORT), help="report path (default reports/physical.md)")
+    a = p.parse_args(argv)
+    from .flow import run_pnr
+
+    for item in a.run:
+        fmt, _, d = item.partition(":")
+        if fmt not in FORMATS or not d.isdigit() or int(d) not in WIDTHS:
+            raise SystemExit(f"--run {item!r}: expected FMT:D with FMT in {FORMATS} and D in {WIDTHS}")
+        try:
+            run_pnr("mu", {"width": d, "fmt": fmt, "acc": "exact"}, block="mu_col", util=a.util,
+                    fast=a.place_fast, groute=a.graywolf_groute == "on",
+                    cleanup=a.route_cleanup == "on", checks=False)
+        except ToolError as e:   # failed routes are a result (metrics.json says so); go on
+            print(f"pnr-study: {item}: {e}", file=sys.stderr)
+    runs = load_runs(USER_PNR)
+    if not runs:
+        raise SystemExit(f"no column runs under {USER_PNR}: run with --run fp8_e4m3:32 first")
+    from ..synth.liberty import load
+
+    lib = load(TECH / "osu018_stdcells.lib")
+    layers = lef_layers((TECH / "osu018_stdcells.lef").read_text())
+    est = {k: estimate(r, lib, layers) for k, r in choose(runs).items()}
+    text = render(runs, est, provenance(runs))
+    with open(a.out, "w") as f:
+        f.write(text)
+    print(f"wrote {a.out} ({len(choose(runs))} routed points of {len(FORMATS) * len(WIDTHS)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""Analytic estimate of the wires a column macro leaves out: the matrix unit's top-level nets.
+
+A column macro (``--block mu_col``) is placed and routed alone; the unit places D of them and wires
+them to its own registers. This module estimates those top-level wires from the routed macro's
+measured size, labelled as an estimate (nothing here is routed):
+
+* **floorplan**: the D macros abutted in one row, each ``w`` wide and ``h`` high, the top's
+  registers along the row (so a broadcast net runs the length of the row, ``D * w``);
+* **broadcast nets** (every column reads them): the activation row ``x`` (D x b bits), the one-hot
+  weight-row enable ``we`` (D bits) and the column control (``en_next``, ``swap_req``,
+  ``swap_ok_next``, ``acc_next``): each one net of length ``D * w`` with D taps;
+* **point-to-point nets**: each column's weight element ``wdata`` (b bits) and result ``y``
+  (32 bits), on average half the row long (the top's register for column j is anywhere along the
+  row; a register placed above its column would make them short, so this is an upper estimate).
+
+A broadcast net's delay is estimated two ways with the layer's R and C per micron from the
+technology LEF (:func:`lef_layers`): the Elmore delay of the unbuffered wire with its taps spread
+evenly (an ideal driver: the wire's own RC), and a chain of repeaters (the library's strongest
+buffer, each driving the most load the liberty allows it: :meth:`flows.synth.liberty.Library.drive_limit`)
+whose cell delays come from the liberty's tables at their segment's load.
+"""
+
+import math
+import re
+from dataclasses import dataclass
+
+__all__ = ["WireRC", "lef_layers", "Broadcast", "broadcast", "strongest_buffer"]
+
+
+@dataclass(frozen=True)
+class WireRC:
+    """One routing layer's wire of minimum width: resistance (ohm/um) and capacitance (pF/um)."""
+
+    layer: str
+    direction: str
+    r_ohm_um: float
+    c_pf_um: float
+
+
+def lef_layers(lef_text: str) -> dict:
+    """``{layer: WireRC}`` of the routing layers of a LEF: R = RPERSQ / WIDTH, C = CPERSQDIST x WIDTH
+    + 2 x EDGECAPACITANCE (pF/um^2 and pF/um, the LEF's units).
+
+    Raises
+    ------
+    ValueError
+        A routing layer lacks WIDTH, RESISTANCE RPERSQ or CAPACITANCE CPERSQDIST.
+    """
+    out = {}
+    for m in re.finditer(r"^LAYER\s+(\S+)(.*?)^END\s+\1", lef_text, re.M | re.S):
+        body = m[2]
+        if not re.search(r"TYPE\s+ROUTING", body):
+            continue
+
+        def num(pat, body=body, name=m[1]):
+            v = re.search(pat + r"\s+([-0-9.eE+]+)", body)
+            if not v:
+                raise ValueError(f"LEF layer {name}: no {pat.split(chr(92))[0]} value")
+            return float(v[1])
+
+        width = num(r"WIDTH")
+        edge = re.search(r"EDGECAPACITANCE\s+([-0-9.eE+]+)", body)
+        d = re.search(r"DIRECTION\s+(\w+)", body)
+        out[m[1]] = WireRC(m[1], d[1].lower() if d else "?", num(r"RESISTANCE\s+RPERSQ") / width,
+                           num(r"CAPACITANCE\s+CPERSQDIST") * width + 2 * (float(edge[1]) if edge else 0.0))
+    return out
+
+
+def strongest_buffer(lib):
+    """``(cell name, output pin)`` of the non-inverting single-input cell with the largest drive
+    limit (the repeater of :func:`broadcast`)."""
+    cands = []
+    for c in lib.cells.values():
+        if c.is_seq or len(c.inputs) != 1 or len(c.outputs) != 1:
+            continue
+        func = c.functions.get(c.outputs[0], "").replace(" ", "")
+        if func == next(iter(c.inputs)):
+            cands.append((lib.drive_limit(c.name, c.outputs[0], within_tables=True), c.name, c.outputs[0]))
+    if not cands:
+        raise ValueError(f"liberty {lib.name}: no buffer cell (one input, output = input)")
+    _, name, pin = max(cands)
+    return name, pin
+
+
+def _cell_delay(lib, cell, pin, load_pf, slew):
+    """Worst rise/fall delay and output transition (library units) of ``cell``'s arc to ``pin``."""
+    arc = lib.cell(cell).arcs_to(pin)[0]
+    load = load_pf / lib.cap_pf
+    delay = max(t.lookup(load, slew) for k, t in arc.tables.items() if k.startswith("cell_"))
+    tran = max(t.lookup(load, slew) for k, t in arc.tables.items() if k.endswith("transition"))
+    return delay, tran
+
+
+def _chain_ps(lib, buf, pin, n, seg_len, seg_c, rc):
+    """Delay (ps) of ``n`` repeaters in a chain, each driving ``seg_c`` pF over ``seg_len`` um."""
+    slew = lib.default_input_slew()
+    total = 0.0
+    for _ in range(n):
+        d, slew = _cell_delay(lib, buf, pin, seg_c, slew)
+        total += d * lib.time_ps + rc.r_ohm_um * seg_len * seg_c / 2   # ohm x pF = ps
+    return total
+
+
+@dataclass
+class Broadcast:
+    """Estimated top-level broadcast net (lengths um, capacitances pF, delays ps)."""
+
+    length_um: float
+    taps: int
+    wire_cap_pf: float
+    load_cap_pf: float
+    elmore_ps: float
+    buffer: str
+    repeaters: int
+    repeated_ps: float
+
+
+def broadcast(length_um, taps, tap_cap_pf, rc: WireRC, lib) -> Broadcast:
+    """Estimate one net of ``length_um`` on layer ``rc`` with ``taps`` loads of ``tap_cap_pf``
+    spread evenly (see module docstring).
+
+    ``elmore_ps`` is the far end's Elmore delay of the unbuffered wire from an ideal driver,
+    ``r L (c L / 2 + taps C_tap / 2)``; ``repeated_ps`` is the fastest chain of ``repeaters`` equal
+    segments (at least as many as keep each segment's wire and tap load within the buffer's drive
+    limit), each the buffer's liberty delay at its segment's load (with the slew its predecessor
+    produces) plus the segment's Elmore delay.
+    """
+    if length_um <= 0 or taps < 1:
+        raise ValueError(f"a broadcast net needs a positive length and taps, not {length_um} um, {taps}")
+    wire_c = rc.c_pf_um * length_um
+    load_c = taps * tap_cap_pf
+    elmore_ps = rc.r_ohm_um * length_um * (wire_c / 2 + load_c / 2)   # ohm x pF = ps
+    buf, pin = strongest_buffer(lib)
+    limit_pf = lib.drive_limit(buf, pin, within_tables=True) * lib.cap_pf
+    n_min = max(1, math.ceil((wire_c + load_c) / limit_pf))
+    best = None
+    for n in range(n_min, 4 * n_min + 64):
+        t = _chain_ps(lib, buf, pin, n, length_um / n, (wire_c + load_c) / n, rc)
+        if best is None or t < best[1]:
+            best = (n, t)
+    return Broadcast(length_um, taps, wire_c, load_c, elmore_ps, buf, best[0], best[1])

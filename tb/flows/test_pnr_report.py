@@ -1,0 +1,130 @@
+"""``reports/physical.md`` generator (:mod:`flows.pnr.report`) and the top-level wire estimate
+(:mod:`flows.pnr.wires`) on hand-made inputs: every expected number is worked out by hand here."""
+
+import math
+
+import pytest
+
+from flows import metric_keys as K
+from flows.pnr.report import Run, choose, port_load, qor_section, render
+from flows.pnr.wires import lef_layers
+
+pytestmark = pytest.mark.quick
+
+
+def _run(d, *, util=0.6, failed=0, post=1250.0, nowire=1000.0, wl=640_000.0, levels=20, date="2026-01-01",
+         fmax=None, die=1_000_000.0, fmt="fp8_e4m3"):
+    m = {"design": "mu", "design__params": {"width": str(d), "fmt": fmt, "acc": "exact",
+                                            "block": f"mu_col_w{d}_{fmt}_r1_s2_xacc", "top": "c"},
+         K.CELLS: 1000 * d, K.AREA: 500_000.0, K.DIE_AREA: die, K.UTIL: util, K.PNR_TARGET_UTIL: util,
+         K.CP_PS: 900.0, K.CP_LV: levels, K.FMAX: 1e6 / 900, K.ROUTE_FAILED: failed, K.ROUTE_FAILED_STAGE1: 3,
+         "flow__date": date, "flow__git_revision": "abc", "flow__runtime__seconds_total": 600.0,
+         "route__steps_seconds": {"place": 60, "route": 30}}
+    if not failed:
+        m.update({K.ROUTE_CP_PS: post, K.ROUTE_CP_PS_NOWIRE: nowire, K.ROUTE_FMAX: fmax or 1e6 / post,
+                  K.ROUTE_WL: wl, K.ROUTE_WIRE_CAP: 2.0})
+    return Run(m, None, fmt, d)
+
+
+def test_choose_takes_the_densest_routed_run_and_never_a_failed_one():
+    runs = [_run(32, util=0.5), _run(32, util=0.7, date="2026-01-02"), _run(32, util=0.8, failed=4),
+            _run(64, failed=2)]
+    ch = choose(runs)
+    assert set(ch) == {("fp8_e4m3", 32)}
+    assert ch[("fp8_e4m3", 32)].metrics[K.UTIL] == 0.7
+
+
+def test_qor_row_has_wire_per_mac_and_the_wires_share():
+    (row,) = [ln for ln in qor_section({("fp8_e4m3", 32): _run(32)}) if ln.startswith("| fp8_e4m3")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[5] == "2.00"              # die / cell area: 1e6 / 5e5
+    assert cells[10] == "20.0%"            # (1250 - 1000) / 1250
+    assert cells[11] == "1,111.1 / 800.0"   # 1e6 / 900 ps, 1e6 / 1250 ps
+    assert cells[12] == "640.0" and cells[13] == "20,000"   # 640 mm of wire over D = 32 MACs
+
+
+def test_choose_prefers_fewer_unrouted_nets_over_density():
+    a, b = _run(32, util=0.5), _run(32, util=0.7)
+    b.metrics[K.ROUTE_FAILED] = 2            # timed, with two nets left unrouted by a bounded route
+    assert choose([a, b])[("fp8_e4m3", 32)] is a
+
+
+def test_claims_on_two_widths():
+    runs = [_run(32, post=1000.0, levels=20), _run(64, post=1250.0, levels=24)]
+    text = render(runs, {}, ["- provenance"])
+    assert "fmax falls with every doubling" in text and "column alone: agree" in text
+    assert "(4.00 per doubling;" in text          # 24 - 20 levels over one doubling
+    assert "post-route delay 250 ps per doubling" in text
+    assert "*64 beats 128 at equal silicon*: D = 128 not routed: not decided" in text
+    assert "| fp8_e4m3 | 128 | 128,000 (D=64: 64,000) | 20 min (D=64: 10.0 min) |" in text
+    assert "The clock is ideal" in text
+
+
+def test_claims_disagree_when_the_wider_column_is_faster():
+    text = render([_run(32, post=1300.0), _run(64, post=1200.0)], {}, [])
+    assert "column alone: disagree" in text and "does not fall" in text
+
+
+def test_equal_silicon_ratio_follows_fmax_over_area():
+    # Same routed die per column and the same fmax: D x die is the unit's area, so the ratio is the
+    # tile costs' MACs/cycle ratio alone; doubling D=64's fmax must double its side of the ratio.
+    base = render([_run(32), _run(64)], {}, [])
+    fast64 = render([_run(32), _run(64, post=625.0)], {}, [])
+
+    def ratio(text):
+        line = next(ln for ln in text.splitlines() if ln.startswith("- *32 edges out 64"))
+        return float(line.split("column, decode 1: 32/64 = ")[1].split()[0])
+
+    assert ratio(fast64) == pytest.approx(ratio(base) / 2, rel=0.02)
+
+
+def test_lef_layers_wire_r_and_c_per_um():
+    lef = ("LAYER metal1\n  TYPE ROUTING ;\n  DIRECTION HORIZONTAL ;\n  WIDTH 0.3 ;\n"
+           "  RESISTANCE RPERSQ 0.08 ;\n  CAPACITANCE CPERSQDIST 3.8e-05 ;\n  EDGECAPACITANCE 8e-05 ;\n"
+           "END metal1\nLAYER via\n  TYPE CUT ;\nEND via\n")
+    (m1,) = lef_layers(lef).values()
+    assert m1.direction == "horizontal"
+    assert m1.r_ohm_um == pytest.approx(0.08 / 0.3)
+    assert m1.c_pf_um == pytest.approx(3.8e-5 * 0.3 + 2 * 8e-5)
+    with pytest.raises(ValueError, match="metal2: no WIDTH"):
+        lef_layers("LAYER metal2\n  TYPE ROUTING ;\nEND metal2\n")
+
+
+class _Lib:
+    cap_pf = 1.0
+
+    class _Cell:
+        def __init__(self, caps):
+            self.inputs = caps
+
+    def cell(self, name):
+        return self._Cell({"A": 0.01, "B": 0.02})
+
+
+def test_port_load_adds_wire_and_sink_pins():
+    spef = ("*D_NET x_0_ 0.005\n*CONN\n*P x_0_ I\n*I u1:A I\n*I u2:B I\n*CAP\n1 u1:A 0.005\n*RES\n*END\n\n"
+            "*D_NET n7 0.1\n*CONN\n*I u1:Y O\n*CAP\n*RES\n*END\n")
+    verilog = ("module c (x_0_);\n  NAND2X1 u1 (.A(x_0_), .B(n1), .Y(n7));\n"
+               "  NOR2X1 u2 (.A(n7), .B(x_0_), .Y(n2));\n")
+    (load,) = port_load(spef, verilog, _Lib(), "x_")
+    assert load == pytest.approx(0.005 + 0.01 + 0.02)
+    assert not math.isnan(load)
+
+
+def test_cel_to_pin_lists_each_nets_pins_without_feedthroughs():
+    from flows.pnr.qflow import cel_to_pin
+
+    cel = ("cell 0 FILL.80X2.INVX1_1\nleft -160 right 160 bottom -500 top 500\n"
+           "pin name twfeed1 signal TW_PASS_THRU layer 1 -40 -500\n   equiv name twfeed1 layer 1 -40 500\n"
+           "pin name A signal x_0_ layer 1 -40 -270\npin name Y signal n3 layer 1 40 0\n"
+           "cell 1 NAND2X1_2\nleft -120 right 120 bottom -500 top 500\n"
+           "pin name A signal n3 layer 1 -40 -270\npin name B signal x_0_ layer 1 0 0\n"
+           "pin name Y signal y layer 1 40 0\n\npad 1 name twpin_x_0_\n"
+           "corners 4 -40 -50 -40 50 40 50 40 -50\n"
+           "pin name x_0_ signal x_0_ layer 1 0 0\n")
+    lines = [ln.split() for ln in cel_to_pin(cel).splitlines()]
+    nets = [w[0] for w in lines]
+    assert nets == ["x_0_"] * 3 + ["n3"] * 2 + ["y"]          # grouped by net: place2def counts changes
+    assert [(w[2], w[3]) for w in lines if w[0] == "x_0_"] == [("FILL.80X2.INVX1_1", "A"), ("NAND2X1_2", "B"),
+                                                              ("twpin_x_0_", "x_0_")]
+    assert all(w[1].isdigit() and len(w) == 9 for w in lines) and "twfeed1" not in cel_to_pin(cel)
