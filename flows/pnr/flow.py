@@ -178,6 +178,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
            + ("" if cleanup else "-nc"))
     outdir = Path(outdir) if outdir else USER_PNR / tag
     outdir.mkdir(parents=True, exist_ok=True)
+    layout_run = _layout_run(outdir / "metrics.json") if reuse else None
     for f in s.outdir.iterdir() if s is not None else ():
         if f.is_file():
             shutil.copyfile(f, outdir / f.name)
@@ -246,6 +247,8 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         "flow__runtime__seconds_total": round(time.monotonic() - t0, 1),
         "flow__git_revision": revision, "flow__date": started, "synth__tools": tool_versions(),
     })
+    if not q.seconds and layout_run:
+        m["route__layout_run"] = layout_run
     (outdir / "metrics.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
     summary = "\n".join([
         f"== {tag}  (placed and routed, OSU 0.18 um, qflow {versions().get('qflow', '?')})",
@@ -261,6 +264,21 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         f"  reports     {outdir}/"])
     log(summary)
     return PnrOutput(m, outdir, summary)
+
+
+def _layout_run(path: Path) -> dict | None:
+    """What the run that placed and routed a reused layout measured (revision, date, step seconds,
+    total seconds), read from its ``metrics.json`` (carried along by an earlier reuse), or None."""
+    if not path.is_file():
+        return None
+    o = json.loads(path.read_text())
+    if o.get("route__layout_run"):
+        return o["route__layout_run"]
+    if o.get("route__reused_layout") or not o.get("route__steps_seconds"):
+        return None
+    return {"revision": o.get("flow__git_revision"), "date": o.get("flow__date"),
+            "steps_seconds": o["route__steps_seconds"],
+            "seconds_total": o.get("flow__runtime__seconds_total")}
 
 
 def _lib_of(liberty):

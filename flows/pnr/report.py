@@ -154,7 +154,8 @@ def runs_section(runs) -> list:
          "shorten it); stage-1 failed nets: what qrouter's first "
          "pass (no rip-up) left unrouted, the congestion its later passes resolved; times are wall "
          "seconds per qflow step on this machine (2 cores shared with other jobs); a run that re-read an "
-         "earlier run's layout (`--reuse-layout`: SPEF and timing redone) has no step times.", "",
+         "earlier run's layout (`--reuse-layout`: SPEF and timing redone) shows the times and the "
+         "revision of the run that made the layout, when that run measured them.", "",
          "| format | D | cells | effort divisor | groute | cleanup | target util | util | die (um^2) "
          "| stage-1 failed nets | failed nets | place (s) | route (s) | STA (s) | total (s) | revision |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -162,8 +163,9 @@ def runs_section(runs) -> list:
                                          r.metrics.get("flow__date") or "")):
         m, s = r.metrics, r.metrics.get("route__steps_seconds") or {}
         total = r.get("flow__runtime__seconds_total")
-        if m.get("route__reused_layout"):   # timing redone on an earlier run's layout: its times are lost
-            total = None
+        lay = m.get("route__layout_run") or {}
+        if m.get("route__reused_layout"):   # timing redone on an earlier run's layout: its run's times
+            s, total = lay.get("steps_seconds") or {}, lay.get("seconds_total")
         sta = None
         if total is not None and r.get(K.PNR_RUNTIME) is not None and s:
             sta = r.get(K.PNR_RUNTIME) - sum(s.values())
@@ -173,7 +175,8 @@ def runs_section(runs) -> list:
                  f"{_f(r.get(K.PNR_TARGET_UTIL), 2)} | {_f(r.get(K.UTIL), 3)} | {_f(r.get(K.DIE_AREA))} | "
                  f"{_f(r.get(K.ROUTE_FAILED_STAGE1))} | {_f(r.get(K.ROUTE_FAILED))}{_names(r)} | "
                  f"{_f(s.get('place'))} | "
-                 f"{_f(s.get('route'))} | {_f(sta)} | {_f(total)} | {m.get('flow__git_revision', '?')} |")
+                 f"{_f(s.get('route'))} | {_f(sta)} | {_f(total)} | {m.get('flow__git_revision', '?')}"
+                 + (f" (layout {lay.get('revision')})" if lay else "") + " |")
     return L
 
 
@@ -313,17 +316,24 @@ def missing_section(chosen) -> list:
     L = ["## 5. Not routed", "", "| format | D | cells (est.) | place and route time (est., at least) |",
          "|---|---|---|---|"]
     for f, d in missing:
-        ref = [r for (g, _), r in chosen.items() if g == f and not r.metrics.get("route__reused_layout")]
+        ref = [r for (g, _), r in chosen.items() if g == f and _seconds(r)]
         if not ref:
             L.append(f"| {f} | {d} | no routed column of this format to scale from | - |")
             continue
         r = max(ref, key=lambda r: r.width)
         k = d / r.width
-        t = r.get("flow__runtime__seconds_total")
-        t = t / 60 if t else None
+        t = _seconds(r) / 60
         L.append(f"| {f} | {d} | {_f(k * r.get(K.CELLS))} (D={r.width}: {_f(r.get(K.CELLS))}) | "
                  f"{_f(k * t if t else None, 0)} min (D={r.width}: {_f(t, 1)} min) |")
     return L + [""]
+
+
+def _seconds(r):
+    """Wall seconds of the run that placed and routed ``r``'s layout (that earlier run's, for a
+    re-timed layout), or None when not measured."""
+    if r.metrics.get("route__reused_layout"):
+        return (r.metrics.get("route__layout_run") or {}).get("seconds_total")
+    return r.get("flow__runtime__seconds_total")
 
 
 def render(runs, est, provenance) -> str:

@@ -128,3 +128,28 @@ def test_cel_to_pin_lists_each_nets_pins_without_feedthroughs():
     assert [(w[2], w[3]) for w in lines if w[0] == "x_0_"] == [("FILL.80X2.INVX1_1", "A"), ("NAND2X1_2", "B"),
                                                               ("twpin_x_0_", "x_0_")]
     assert all(w[1].isdigit() and len(w) == 9 for w in lines) and "twfeed1" not in cel_to_pin(cel)
+
+
+def test_a_retimed_layout_keeps_the_times_of_the_run_that_made_it(tmp_path):
+    """``--reuse-layout`` redoes SPEF and timing on an earlier layout: the earlier run's revision and
+    step times are carried along (also through a second re-timing) and the report shows them."""
+    import json
+
+    from flows.pnr.flow import _layout_run
+
+    first = _run(64).metrics
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps(first))
+    lay = _layout_run(path)
+    assert lay == {"revision": "abc", "date": "2026-01-01", "steps_seconds": {"place": 60, "route": 30},
+                   "seconds_total": 600.0}
+    retimed = dict(_run(64).metrics, route__reused_layout=True, route__layout_run=lay,
+                   flow__git_revision="def", route__steps_seconds={})
+    path.write_text(json.dumps(retimed))
+    assert _layout_run(path) == lay                       # a second re-timing keeps the first run's
+    path.write_text(json.dumps(dict(retimed, route__layout_run=None)))
+    assert _layout_run(path) is None                      # a re-timing without them: nothing to carry
+    text = render([_run(32), Run(retimed, None, "fp8_e4m3", 64)], {}, ["- provenance"])
+    row = next(ln for ln in text.splitlines() if ln.startswith("| fp8_e4m3 | 64 |") and "(layout abc)" in ln)
+    assert "| 60 | 30 |" in row and "| 600 | def (layout abc) |" in row
+    assert "| fp8_e4m3 | 128 | 128,000 (D=64: 64,000) | 20 min (D=64: 10.0 min) |" in text
