@@ -167,7 +167,9 @@ def runs_section(runs) -> list:
         if m.get("route__reused_layout"):   # timing redone on an earlier run's layout: its run's times
             s, total = lay.get("steps_seconds") or {}, lay.get("seconds_total")
         sta = None
-        if total is not None and r.get(K.PNR_RUNTIME) is not None and s:
+        if m.get("route__reused_layout"):   # the re-timing itself: SPEF and OpenSTA
+            sta = r.get(K.PNR_RUNTIME)
+        elif total is not None and r.get(K.PNR_RUNTIME) is not None and s:
             sta = r.get(K.PNR_RUNTIME) - sum(s.values())
         L.append(f"| {r.fmt} | {r.width} | {_f(r.get(K.CELLS))} | {m.get('place__graywolf__fast', '?')} | "
                  f"{'on' if m.get('place__graywolf__global_route', True) else 'off'} | "

@@ -144,7 +144,7 @@ def test_a_retimed_layout_keeps_the_times_of_the_run_that_made_it(tmp_path):
     assert lay == {"revision": "abc", "date": "2026-01-01", "steps_seconds": {"place": 60, "route": 30},
                    "seconds_total": 600.0}
     retimed = dict(_run(64).metrics, route__reused_layout=True, route__layout_run=lay,
-                   flow__git_revision="def", route__steps_seconds={})
+                   flow__git_revision="def", route__steps_seconds={}, **{K.PNR_RUNTIME: 2.0})
     path.write_text(json.dumps(retimed))
     assert _layout_run(path) == lay                       # a second re-timing keeps the first run's
     path.write_text(json.dumps(dict(retimed, route__layout_run=None)))
@@ -152,4 +152,5 @@ def test_a_retimed_layout_keeps_the_times_of_the_run_that_made_it(tmp_path):
     text = render([_run(32), Run(retimed, None, "fp8_e4m3", 64)], {}, ["- provenance"])
     row = next(ln for ln in text.splitlines() if ln.startswith("| fp8_e4m3 | 64 |") and "(layout abc)" in ln)
     assert "| 60 | 30 |" in row and "| 600 | def (layout abc) |" in row
+    assert "| 60 | 30 | 2 | 600 |" in row               # STA: the re-timing's own 2 s
     assert "| fp8_e4m3 | 128 | 128,000 (D=64: 64,000) | 20 min (D=64: 10.0 min) |" in text
