@@ -12,14 +12,13 @@ The text is built by pure functions of the runs and estimates (:func:`render`), 
 checked on hand-made metrics.
 """
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import metric_keys as K
-from ..report.common import Point, fit_slope
+from ..report.common import Point, fit_slope, read_metrics
 from ..report.silicon import model_costs, model_perf
 
 __all__ = ["Run", "load_runs", "point_of", "choose", "render", "port_load", "LEAVES_OUT", "FORMATS",
@@ -82,11 +81,7 @@ def point_of(m: dict):
 def load_runs(pnr_dir: Path) -> list:
     """Every column run (:func:`point_of`) under ``pnr_dir/*/metrics.json``, by folder name."""
     runs = []
-    for f in sorted(Path(pnr_dir).glob("*/metrics.json")):
-        try:
-            m = json.loads(f.read_text())
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{f}: not valid JSON ({e}); rerun that place-and-route point") from None
+    for f, m in read_metrics(pnr_dir, "rerun that place-and-route point"):
         pt = point_of(m)
         if pt:
             runs.append(Run(m, f.parent, *pt, extra={"unrouted": unrouted_names(m.get("route__project"))}))

@@ -17,9 +17,9 @@ from hw.formats import MATRIX_FORMATS
 from ..metric_keys import AREA, BLOCK_AREA
 from ..qor_plan import qor_stages
 
-__all__ = ["Point", "load_points", "fit_slope", "fmt_value", "sig", "lib_short", "main_library", "mu_grid",
-           "breakdown", "measured_formats", "NOT_MEASURED", "WIDTHS", "FORMATS", "BATCHES", "CATEGORIES",
-           "CONTROL"]
+__all__ = ["Point", "load_points", "read_metrics", "fit_slope", "fmt_value", "sig", "lib_short",
+           "main_library", "mu_grid", "breakdown", "measured_formats", "NOT_MEASURED", "WIDTHS", "FORMATS",
+           "BATCHES", "CATEGORIES", "CONTROL"]
 
 NOT_MEASURED = "not measured yet"
 #: Matrix-unit widths the report compares.
@@ -52,14 +52,20 @@ class Point:
         return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def read_metrics(folder: Path, fix: str):
+    """``(path, metrics)`` of every ``<folder>/*/metrics.json`` in name order; a file that is not JSON
+    is an error naming it and ``fix`` (how to regenerate it)."""
+    for f in sorted(Path(folder).glob("*/metrics.json")):
+        try:
+            yield f, json.loads(f.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{f}: not valid JSON ({e}); {fix}") from None
+
+
 def load_points(qor_dir: Path) -> list[Point]:
     """Every ``<qor_dir>/*/metrics.json``; unreadable or foreign files are an error naming the file."""
     points = []
-    for f in sorted(Path(qor_dir).glob("*/metrics.json")):
-        try:
-            m = json.loads(f.read_text())
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{f}: not valid JSON ({e}); rerun 'make qor' to regenerate it") from None
+    for f, m in read_metrics(qor_dir, "rerun 'make qor' to regenerate it"):
         design = m.get("design")
         if not isinstance(design, str):
             raise ValueError(f"{f}: no 'design' entry; it was not written by the flow "
