@@ -31,7 +31,7 @@ Commands
     Verified design-space search (:mod:`flows.explore.cli`, ``make explore``).
 ``pnr-study [--run FMT:D ...]``
     Routed ``exact`` matrix-unit columns against their pre-route numbers, ``reports/physical.md``
-    (:mod:`flows.pnr.study`, ``make pnr-study``).
+    (:mod:`flows.pnr_study`, ``make pnr-study``).
 """
 
 import argparse
@@ -48,7 +48,7 @@ _DELEGATED = {
     "report-qor": ("flows.report.qor", "regenerate reports/qor_comparison.md from the metrics"),
     "power": ("flows.power.cli", "energy per MAC from a gate-level simulation of the mapped netlist"),
     "explore": ("flows.explore.cli", "verified design-space search (Optuna; verify, synthesize, Pareto)"),
-    "pnr-study": ("flows.pnr.study", "routed matrix-unit columns: reports/physical.md (--run FMT:D to run)"),
+    "pnr-study": ("flows.pnr_study", "routed matrix-unit columns: reports/physical.md (--run FMT:D to run)"),
 }
 
 

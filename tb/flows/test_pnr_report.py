@@ -1,4 +1,4 @@
-"""``reports/physical.md`` generator (:mod:`flows.pnr.report`) and the top-level wire estimate
+"""``reports/physical.md`` generator (:mod:`flows.report.physical`) and the top-level wire estimate
 (:mod:`flows.pnr.wires`) on hand-made inputs: every expected number is worked out by hand here."""
 
 import math
@@ -6,8 +6,8 @@ import math
 import pytest
 
 from flows import metric_keys as K
-from flows.pnr.report import Run, choose, port_load, qor_section, render
 from flows.pnr.wires import lef_layers
+from flows.report.physical import Run, choose, port_load, qor_section, render
 
 pytestmark = pytest.mark.quick
 

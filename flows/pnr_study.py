@@ -2,7 +2,7 @@
 ``reports/physical.md``.
 
 Without ``--run`` the command only regenerates the report from the runs already under
-``build/reports/pnr/`` (:func:`flows.pnr.report.load_runs`). With ``--run FMT:D`` (repeatable) it
+``build/reports/pnr/`` (:func:`flows.report.physical.load_runs`). With ``--run FMT:D`` (repeatable) it
 first places and routes those columns one after the other (``--place-fast``, ``--util``,
 ``--graywolf-groute``, ``--route-cleanup``; DRC and LVS are skipped on these large macros), each
 exactly as ``python -m flows pnr --design mu --set width=D --set fmt=FMT --set acc=exact --block
@@ -15,11 +15,11 @@ import subprocess
 import sys
 from statistics import mean
 
-from ..paths import REPO, USER_PNR
-from ..synth.metrics import git_revision
-from .report import FORMATS, WIDTHS, choose, load_runs, port_load, render
-from .tools import TECH, ToolError
-from .wires import broadcast, lef_layers
+from .paths import REPO, USER_PNR
+from .pnr.tools import TECH, ToolError
+from .pnr.wires import broadcast, lef_layers
+from .report.physical import FORMATS, WIDTHS, choose, load_runs, port_load, render
+from .synth.metrics import git_revision
 
 __all__ = ["main", "estimate", "provenance", "REPORT"]
 
@@ -33,10 +33,11 @@ CONTROL_NETS = 6
 
 
 def estimate(run, lib, layers) -> dict:
-    """The top-level wire estimate of one routed column run (see :func:`flows.pnr.report.wires_section`)."""
+    """The top-level wire estimate of one routed column run (see
+    :func:`flows.report.physical.wires_section`)."""
     from hw.formats import get_format
 
-    from .layout import die_size
+    from .pnr.layout import die_size
 
     top = run.metrics["design__params"]["top"]
     w, h = die_size((run.folder / f"{top}.def").read_text())
@@ -99,7 +100,7 @@ def main(argv=None) -> int:
     p.add_argument("--util", type=float, default=0.5, help="target utilization (default 0.5)")
     p.add_argument("--out", default=str(REPORT), help="report path (default reports/physical.md)")
     a = p.parse_args(argv)
-    from .flow import run_pnr
+    from .pnr.flow import run_pnr
 
     for item in a.run:
         fmt, _, d = item.partition(":")
@@ -114,7 +115,7 @@ def main(argv=None) -> int:
     runs = load_runs(USER_PNR)
     if not runs:
         raise SystemExit(f"no column runs under {USER_PNR}: run with --run fp8_e4m3:32 first")
-    from ..synth.liberty import load
+    from .synth.liberty import load
 
     lib = load(TECH / "osu018_stdcells.lib")
     layers = lef_layers((TECH / "osu018_stdcells.lef").read_text())

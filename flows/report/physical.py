@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import metric_keys as K
-from ..report.common import Point, fit_slope, read_metrics
-from ..report.silicon import model_costs, model_perf
+from .common import Point, fit_slope, read_metrics
+from .silicon import model_costs, model_perf
 
 __all__ = ["Run", "load_runs", "point_of", "choose", "render", "port_load", "LEAVES_OUT", "FORMATS",
            "WIDTHS"]
