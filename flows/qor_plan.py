@@ -19,11 +19,11 @@ __all__ = ["QOR_ACC_MODES", "QOR_BLOCK_FORMATS", "QOR_FORMATS", "DEFAULT_STAGES"
 
 #: Accumulate modes in the study, the contract's default first.
 QOR_ACC_MODES = ACC_MODES
-#: Block-scaled formats in the study, measured with ``fp32`` accumulation only (the unit takes them
-#: in that mode only).
+#: Block-scaled formats in the study, measured with ``fp32`` accumulation.
 QOR_BLOCK_FORMATS = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")
-#: Block-scaled formats the study also measures in the ``exact`` mode (the unit takes them in it).
-EXACT_BLOCK_FORMATS = ("nvfp4",)
+#: Block-scaled formats the study also measures in the ``exact`` mode (NVFP4 on a fixed-point grid,
+#: OCP MX in the window of ``hw/mu/window.py``).
+EXACT_BLOCK_FORMATS = ("nvfp4", "mxfp8_e4m3", "mxfp4_e2m1")
 #: Every format of the study: the element formats, then the block-scaled ones.
 QOR_FORMATS = MATRIX_FORMATS + QOR_BLOCK_FORMATS
 #: The generator's default column stages (the ``fp32`` points use it).
@@ -35,6 +35,9 @@ EXACT_STAGES: dict = {
     # cycle (6,443 ps at D = 32); the third register goes on the scaled block terms (then the scale
     # multiply no longer limits: 6,065-6,443 ps, the tree again), the fourth inside the trees
     **{("nvfp4", d): 4 for d in STUDY_WIDTHS},
+    # MX's window: the same placement (no scale multiply, so the third register sits on the block
+    # sums; stages 2 leaves lanes + tree + adder in one cycle: 10,118 ps at D = 32 for MXFP8 E4M3)
+    **{(f, d): 4 for f in ("mxfp8_e4m3", "mxfp4_e2m1") for d in STUDY_WIDTHS},
 }
 #: ``exact`` mode's critical-path goal per format (ps), at every study width.
 EXACT_GOAL_PS = {"fp8_e4m3": 5300, "fp8_e5m2": 6500, "fp4_e2m1": 4500}
@@ -59,7 +62,7 @@ def qor_stages(acc: str, fmt: str, width: int) -> int:
 
 def in_study(acc: str, fmt: str) -> bool:
     """Whether the study measures format ``fmt`` in mode ``acc``: block formats in ``fp32``, and in
-    ``exact`` where the unit takes them (NVFP4; MX's E8M0 scales do not allow it), integers in
+    ``exact`` those of :data:`EXACT_BLOCK_FORMATS`, integers in
     ``exact`` only (their dot product is exact, so the mode that keeps it exact is theirs; the unit
     builds them in ``fp32`` too, with its own tests)."""
     if fmt in BLOCK_FORMATS:

@@ -120,9 +120,11 @@ def block_exact_section(full: dict) -> list[str]:
     if not fmts:
         return []
     L = ["## Block-scaled formats in the `exact` mode", "",
-         "Each block term (the block's exact sum times its two scales' significands) is shifted by its "
-         "scale exponent into one fixed-point grid and the beat's terms are summed exactly into the "
-         "exact accumulator of the plain formats (docs/numerics.md section 7.5): no per-beat FP32 add. "
+         "NVFP4: each block term (the block's exact sum times its two scales' significands) is shifted "
+         "by its scale exponent into one fixed-point grid and the beat's terms are summed exactly into "
+         "the exact accumulator of the plain formats (docs/numerics.md section 7.5). OCP MX: the terms "
+         "are summed exactly in a window that slides up with the largest term, rounded once (section "
+         "7.7). Neither has a per-beat FP32 add. "
          "Goals: critical path at most 1.10x, area at most 1.30x the plain element format's `exact` "
          "unit at the same D.", "",
          "| D | format | stages | area / MAC (um^2) | element `exact` area / MAC | area ratio | "

@@ -57,13 +57,13 @@ from .numerics import ACC_MODES, dot_widths
 from .scales import (
     ScaledAccumulator,
     block_terms,
-    check_exact_block,
     fixed_sum,
     fixed_sum_widths,
     register_terms,
     scaled_sum,
 )
 from .tree import Tree, TreeParams
+from .window import window_inputs, windowed
 
 __all__ = ["WeightBuffer", "WeightBufferParams", "Column", "ColumnParams"]
 
@@ -256,8 +256,6 @@ class Column(wiring.Component):
         self._bf = BLOCK_FORMATS.get(fmt) if isinstance(fmt, str) else None
         if self._bf is not None:
             self._bf.check_width(width)
-            if acc == "exact":
-                check_exact_block(fmt)
         self._dw = dot_widths(fmt if self._bf is None else self._bf.element, width)
         self._tree = tree
         self._rows, self._stages = rows, stages
@@ -330,7 +328,16 @@ class Column(wiring.Component):
                                    chunk_bits=p.chunk_bits, drain_stages=p.drain_stages,
                                    in_reg=p.in_reg)
             hier.place(m, "acc", acc)
-            m.d.comb += fixed_sum(m, acc, *terms, widths=fixed_sum_widths(bf.name, D)) + [
+            if windowed(bf.name):  # the window's anchors move a stage ahead of the loop
+                sums = window_inputs(m, acc, *terms)
+                if p.in_reg:
+                    sums += [acc.we_next.eq(self.acc_next.valid),
+                             acc.first_next.eq(self.acc_next.first)]
+                    if self._rows > 1:
+                        sums.append(acc.row_next.eq(self.acc_next.row))
+            else:
+                sums = fixed_sum(m, acc, *terms, widths=fixed_sum_widths(bf.name, D))
+            m.d.comb += sums + [
                 acc.en.eq(en), acc.we.eq(acc_we), acc.first.eq(ctl.first), acc.last.eq(ctl.last),
                 self.overflow.eq(acc.overflow), self.y.eq(acc.y)]
         elif bf is not None:  # block terms scaled and summed in the window, with an exponent

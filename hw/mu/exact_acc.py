@@ -53,6 +53,15 @@ from ..hier import BlockParams
 from .accumulate import beat_inputs
 from .numerics import GUARD_BITS, dot_widths
 from .scales import fixed_sum_widths
+from .window import (
+    anchor_step,
+    drain_steps,
+    place_beat,
+    realign,
+    shift_beat,
+    window_widths,
+    windowed,
+)
 
 __all__ = ["ExactAccumulator", "ExactAccumulatorParams", "DRAIN_STEPS", "GUARD_BITS", "DRAIN_STAGES"]
 
@@ -82,8 +91,8 @@ class ExactAccumulatorParams(BlockParams):
     @property
     def write_delay(self) -> int:
         """Cycles from ``s`` to the cycle whose ``we``/``first``/``last``/``row`` apply to it:
-        1 with ``in_reg``, else 0."""
-        return int(self.in_reg)
+        1 with ``in_reg``, else 0, plus the window's placement register (MX formats)."""
+        return int(self.in_reg) + windowed(self.fmt)
 
     @property
     def drain_latency(self) -> int:
@@ -165,27 +174,40 @@ class ExactAccumulator(wiring.Component):
     def __init__(self, fmt, width: int, rows: int = 1, *, guard_bits: int = GUARD_BITS,
                  chunk_bits: int = 8, drain_stages: int = DRAIN_STAGES, in_reg: bool = True):
         block = isinstance(fmt, str) and fmt in BLOCK_FORMATS
-        self._dw = fixed_sum_widths(fmt, width) if block else dot_widths(fmt, width)
-        assert self._dw.lsb_exp > FP32.emin, "a nonzero sum must be an FP32 normal (no subnormal path)"
+        self._win = windowed(fmt)
         for name, v, lo in (("rows", rows, 1), ("guard_bits", guard_bits, 1),
                             ("chunk_bits", chunk_bits, 1), ("drain_stages", drain_stages, 1)):
             if not isinstance(v, int) or v < lo:
                 raise ValueError(f"{name} must be an integer >= {lo}, not {v!r}")
+        if self._win:
+            self._dw = window_widths(fmt, width, guard_bits, chunk_bits)
+        else:
+            self._dw = fixed_sum_widths(fmt, width) if block else dot_widths(fmt, width)
+            assert self._dw.lsb_exp > FP32.emin, "a nonzero sum must be an FP32 normal (no subnormal path)"
         self._rows, self._g, self._cb = rows, guard_bits, chunk_bits
         self._k, self._in_reg = drain_stages, bool(in_reg)
         self.params = ExactAccumulatorParams(width, self._dw.fmt.name, rows, guard_bits, chunk_bits,
                                              drain_stages, self._in_reg)
-        W = self._dw.sum_bits
         members = {}
-        for k, v in beat_inputs(self._dw, rows, last=True).items():
-            members.update({"s0": In(W), "s1": In(W)} if k == "s" else {k: v})
+        if self._win:  # the block terms and their exponent sums, placed in the window here
+            ww = self._dw
+            sums = {"t": In(ww.blocks * ww.term_bits), "e": In(ww.blocks * ww.exp_bits)}
+            if self._in_reg:  # the control one cycle ahead: the anchors move a stage early
+                members.update({"we_next": In(1), "first_next": In(1)})
+                if rows > 1:
+                    members["row_next"] = In(range(rows))
+        else:
+            sums = {"s0": In(self._dw.sum_bits), "s1": In(self._dw.sum_bits)}
+        for k, v in beat_inputs(SimpleNamespace(fmt=self._dw.fmt, sum_bits=1), rows,
+                                last=True).items():
+            members.update(sums if k == "s" else {k: v})
         super().__init__({**members, "y": Out(32), "y_valid": Out(1), "overflow": Out(1)})
 
     # ------------------------------------------------------------------------------- geometry
     @property
     def acc_bits(self) -> int:
-        """A = W + g, two's-complement bits of a row's sum."""
-        return self._dw.sum_bits + self._g
+        """A = W + g, two's-complement bits of a row's sum (the window's A for an MX format)."""
+        return self._dw.acc_bits if self._win else self._dw.sum_bits + self._g
 
     @property
     def chunks(self) -> int:
@@ -199,8 +221,10 @@ class ExactAccumulator(wiring.Component):
 
     @property
     def row_state_bits(self) -> int:
-        """Register bits per row: sum, pending carries, beat counter, overflow bit, flags."""
-        return self.acc_bits + (self.chunks - 1) + self._g + 1 + self.flag_bits
+        """Register bits per row: sum, pending carries, beat counter, overflow bit, flags (and the
+        window's anchor, lost bit and pending carry into chunk 0)."""
+        win = self._dw.anchor_bits + 2 if self._win else 0
+        return self.acc_bits + (self.chunks - 1) + self._g + 1 + self.flag_bits + win
 
     @property
     def latency(self) -> int:
@@ -209,7 +233,8 @@ class ExactAccumulator(wiring.Component):
 
     @property
     def in_latency(self) -> int:
-        """Cycles between ``s`` and the accumulate stage (``we``): 1 with ``in_reg``, else 0."""
+        """Cycles between ``s`` (MX: ``t``, ``e``) and the accumulate stage (``we``):
+        :attr:`ExactAccumulatorParams.write_delay`."""
         return self.params.write_delay
 
     @property
@@ -227,15 +252,26 @@ class ExactAccumulator(wiring.Component):
         """``s0``, ``s1`` and the beat's flags (a dict like :meth:`_flag_names`) at the accumulate
         stage."""
         f = self._dw.fmt
-        vals = {"s0": self.s0, "s1": self.s1}
+        vals = {} if self._win else {"s0": self.s0, "s1": self.s1}
         if f.has_nan or f.has_inf:
             vals["nan"] = self.s_nan
         if f.has_inf:
             vals["pinf"] = self.s_inf & ~self.s_inf_neg
             vals["ninf"] = self.s_inf & self.s_inf_neg
-        if not self._in_reg:
-            return vals
-        regs = {k: Signal(len(v), name=f"i_{k}", reset_less=True) for k, v in vals.items()}
+        if self._win:  # the window's placement and the rows' anchors, a stage before the loop
+            placed = place_beat(m, self._dw, self.t, self.e, self.en)
+            if self._in_reg:
+                ctl = (self.first_next, getattr(self, "row_next", None), self.we_next & self.en)
+            else:
+                ctl = (self.first, getattr(self, "row", None), self.we & self.en)
+            moves = anchor_step(m, self._dw, placed["need"], rows=self._rows, first=ctl[0],
+                                row=ctl[1], take=ctl[2])
+            vals = {**self._register(m, vals, "i0_"), "T": placed["T"], "tloss": placed["tloss"],
+                    **moves}
+        return self._register(m, vals, "i_") if self._in_reg else vals
+
+    def _register(self, m, vals, prefix):
+        regs = {k: Signal(v.shape(), name=f"{prefix}{k}", reset_less=True) for k, v in vals.items()}
         with m.If(self.en):
             m.d.sync += [regs[k].eq(v) for k, v in vals.items()]
         return regs
@@ -243,7 +279,12 @@ class ExactAccumulator(wiring.Component):
     def _row_regs(self, r):
         """The registers of row ``r`` (a dict; also the layout of the drain's capture register)."""
         A, nc = self.acc_bits, self.chunks
-        return {"x": Signal(A, name=f"r{r}_x"), "c": Signal(max(nc - 1, 1), name=f"r{r}_c"),
+        if self._win:  # c: the pending carry into every chunk; b: the anchor
+            win = {"c": Signal(nc, name=f"r{r}_c"), "b": Signal(self._dw.anchor_bits, name=f"r{r}_b"),
+                   "lost": Signal(name=f"r{r}_lost")}
+        else:
+            win = {"c": Signal(max(nc - 1, 1), name=f"r{r}_c")}
+        return {"x": Signal(A, name=f"r{r}_x"), **win,
                 "cnt": Signal(self._g, name=f"r{r}_cnt"), "ovf": Signal(name=f"r{r}_ovf"),
                 **{k: Signal(name=f"r{r}_{k}") for k in self._flag_names()}}
 
@@ -259,26 +300,54 @@ class ExactAccumulator(wiring.Component):
         ]
         return u, v
 
-    def _beat(self, m, cur, inp):
-        """The row's next state after adding this beat (``cur`` is already cleared on ``first``)."""
+    def _beat(self, m, cur, inp, raw=None):
+        """The row's next state after adding this beat (``cur`` is already cleared on ``first``,
+        ``raw`` is not: the window moves it and clears the result)."""
         A, cb, nc = self.acc_bits, self._cb, self.chunks
-        u, v = self._addend(m, inp)
-        p, q = Signal(A, name="csa_p"), Signal(A, name="csa_q")  # x + u + v = p + q
-        x = cur["x"]
-        m.d.comb += [p.eq(x ^ u ^ v), q.eq(Cat(Const(0, 1), ((x & u) | (x & v) | (u & v))[:A - 1]))]
+        p, q = Signal(A, name="csa_p"), Signal(A, name="csa_q")  # x + addend = p + q
+        win = {}
+        if self._win:  # both sums moved to the larger anchor, then one half-adder level
+            x, cin, win = self._window_beat(m, cur, raw, inp)
+            t = cin[0]
+            m.d.comb += [p.eq(x ^ t), q.eq(Cat(cin[1], (x & t)[:A - 1]))]
+            cin = cin[2]
+        else:
+            u, v = self._addend(m, inp)
+            x = cur["x"]
+            m.d.comb += [p.eq(x ^ u ^ v),
+                         q.eq(Cat(Const(0, 1), ((x & u) | (x & v) | (u & v))[:A - 1]))]
+            cin = cur["c"]
         xs, cs = [], []
         for i in range(nc):
             lo, hi = i * cb, min((i + 1) * cb, A)
             t = Signal(hi - lo + 1, name=f"sum{i}")
-            cin = cur["c"][i - 1] if i > 0 else Const(0, 1)
-            m.d.comb += t.eq(p[lo:hi] + q[lo:hi] + cin)
+            m.d.comb += t.eq(p[lo:hi] + q[lo:hi] + (cin[i - 1] if i > 0 else Const(0, 1)))
             xs.append(t[:hi - lo])
             cs.append(t[-1])
         full = Signal(name="cnt_full")
         m.d.comb += full.eq(cur["cnt"].all())
-        return {"x": Cat(*xs), "c": Cat(*cs[:-1]) if nc > 1 else Const(0, 1),
+        carries = Cat(*cs[:-1]) if nc > 1 else Const(0, 1)
+        if self._win:
+            carries = Cat(win.pop("lam"), carries)
+        return {"x": Cat(*xs), "c": carries, **win,
                 "cnt": Mux(self.first, 0, cur["cnt"] + 1), "ovf": cur["ovf"] | full,
                 **{k: cur[k] | inp[k] for k in self._flag_names()}}
+
+    def _window_beat(self, m, cur, raw, inp):
+        """The window's move (``kr``, ``kt`` and the anchor ``b`` come with the beat, a stage
+        ahead): the row's sum floor-shifted down by ``kr`` chunks (the uncleared row, cleared after
+        the shift on ``first``), the beat's sum by ``kt``. Returns the row's moved sum, ``(beat's
+        sum, carry into chunk 0, carries into chunks 1..)`` and the window's next state (anchor,
+        lost bit, carry out of the dropped chunks)."""
+        A, nc = self.acc_bits, self.chunks
+        x, c, lam, lossr = realign(m, self._dw, raw["x"], raw["c"], inp["kr"])
+        t, losst = shift_beat(m, self._dw, inp["T"], inp["kt"])
+        keep = ~self.first
+        xk, ck = Signal(A, name="w_xk"), Signal(nc, name="w_ck")
+        m.d.comb += [xk.eq(x & keep.replicate(A)), ck.eq(c & keep.replicate(nc))]
+        state = {"b": inp["b"], "lam": lam & keep,
+                 "lost": cur["lost"] | (lossr & keep) | losst | inp["tloss"]}
+        return xk, (t, ck[0], ck[1:]), state
 
     def elaborate(self, platform):
         m = Module()
@@ -298,7 +367,7 @@ class ExactAccumulator(wiring.Component):
         else:
             m.d.comb += [cur[k].eq(v) for k, v in rows[0].items()]
         op = {k: Mux(self.first, 0, v) for k, v in cur.items()}  # a new accumulation starts at 0
-        nxt = self._beat(m, op, inp)
+        nxt = self._beat(m, op, inp, cur)
         for r, regs in enumerate(rows):
             sel = take if self._rows == 1 else take & (self.row == r)
             with m.If(sel):
@@ -329,6 +398,10 @@ class ExactAccumulator(wiring.Component):
         dw, A, cb = self._dw, self.acc_bits, self._cb
         cuts = _cuts(self._k)
         steps = (self._carries, self._resolve, self._magnitude, self._normalize, self._round)
+        if self._win:  # carry into chunk 0 apart; then 2 v + lost, anchor's exponent, subnormals
+            vals = {**vals, "c0": vals["c"][0], "c": vals["c"][1:]}
+            mag, norm = drain_steps(dw)
+            steps = steps[:2] + (lambda *a: mag(*a, self._magnitude), norm, self._round)
         for i, step in enumerate(steps):
             if i in cuts:
                 vals, valid = self._stage(m, vals, valid, i)
@@ -351,14 +424,15 @@ class ExactAccumulator(wiring.Component):
         gp = []
         for i in range(nc - 1):
             lo, hi = i * cb, min((i + 1) * cb, A)
-            cin = v["c"][i - 1] if i > 0 else Const(0, 1)
+            cin = v["c"][i - 1] if i > 0 else v.get("c0", Const(0, 1))
             a0 = Signal(hi - lo + 1, name=f"rc_s{i}")
             m.d.comb += a0.eq(v["x"][lo:hi] + cin)
             gp.append((a0[-1], a0[:-1].all()))
         grp = _prefix(m, gp, name="rc") if gp else []
         cc = Signal(max(nc - 1, 1), name="rc_cc")
         m.d.comb += cc.eq(Cat(*grp) if grp else 0)
-        return {"x": v["x"], "c": v["c"], "cc": cc, **_flags(v)}
+        return {"x": v["x"], "c": v["c"], "cc": cc, **{k: v[k] for k in ("c0",) if k in v},
+                **_flags(v)}
 
     @staticmethod
     def _resolve(m, v, A, cb, dw):
@@ -368,8 +442,13 @@ class ExactAccumulator(wiring.Component):
         parts = []
         for i in range(nc):
             lo, hi = i * cb, min((i + 1) * cb, A)
-            if i == 0:
+            if i == 0 and "c0" not in v:
                 parts.append(v["x"][lo:hi])
+                continue
+            if i == 0:
+                t = Signal(hi - lo, name="rs_0")
+                m.d.comb += t.eq(v["x"][lo:hi] + v["c0"])
+                parts.append(t)
                 continue
             t = Signal(hi - lo, name=f"rs_{i}")
             m.d.comb += t.eq(v["x"][lo:hi] + v["c"][i - 1] + v["cc"][i - 1])
@@ -425,6 +504,10 @@ class ExactAccumulator(wiring.Component):
         m.d.comb += [rounded.eq(kept ^ carry), cout.eq(up & ones[-1])]
         eb = Signal(10, name="r_eb")
         m.d.comb += eb.eq(Mux(cout, v["eb1"], v["eb0"]))
+        if "sub" in v:  # a subnormal's field: 1 once the rounding carries into the hidden bit
+            ebs = Signal(10, name="r_ebs")
+            m.d.comb += ebs.eq(Mux(v["sub"], rounded[-1], eb))
+            eb = ebs
         nan, pinf, ninf = (v.get(k, Const(0, 1)) for k in ("nan", "pinf", "ninf"))
         sign = Signal(name="r_sign")
         m.d.comb += sign.eq(Mux(pinf | ninf, ninf, v["sign"] & ~v["zero"]))
@@ -454,5 +537,6 @@ def _prefix(m, gp: list, *, name: str, propagate: bool = False) -> list:
 
 
 def _flags(v: dict) -> dict:
-    """The overflow bit and the special flags carried down the drain."""
-    return {k: v[k] for k in ("ovf", "nan", "pinf", "ninf") if k in v}
+    """The overflow bit and the special flags carried down the drain (and the window's lost bit and
+    anchor)."""
+    return {k: v[k] for k in ("ovf", "nan", "pinf", "ninf", "lost", "b") if k in v}

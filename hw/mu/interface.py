@@ -14,7 +14,6 @@ from amaranth.lib.wiring import In, Out
 from ..formats import BLOCK_FORMATS, MATRIX_FORMATS, get_block_format, get_format
 from ..payload import pack, unpack
 from .numerics import ACC_MODES, MU_WIDTHS
-from .scales import check_exact_block
 
 __all__ = ["MatrixUnitSignature", "y_layout", "COUNTERS", "EXACT_COUNTERS", "COUNTER_BITS",
            "ACC_MODES"]
@@ -97,8 +96,6 @@ class MatrixUnitSignature(wiring.Signature):
         self._block = get_block_format(fmt) if fmt in BLOCK_FORMATS else None
         if self._block is not None:
             self._block.check_width(width)
-            if acc == "exact":
-                check_exact_block(fmt)
         _check_int("rows", rows)
         if rows < 1:
             raise ValueError(f"rows must be at least 1, not {rows}")

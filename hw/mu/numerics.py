@@ -41,9 +41,10 @@ def scale_span(fmt: str) -> int:
 
 
 def exact_allowed(fmt: str) -> bool:
-    """Whether ``fmt`` has the ``exact`` accumulate mode: every element format, and the block-scaled
-    formats whose :func:`scale_span` is at most :data:`EXACT_SPAN_MAX` (NVFP4; not OCP MX)."""
-    return scale_span(fmt) <= EXACT_SPAN_MAX
+    """Whether ``fmt`` has the ``exact`` accumulate mode: every format. A block-scaled format whose
+    :func:`scale_span` is at most :data:`EXACT_SPAN_MAX` (NVFP4) sums on one fixed-point grid; one
+    beyond it (OCP MX) in a window anchored at its largest term (:mod:`hw.mu.window`)."""
+    return fmt in MATRIX_FORMATS or fmt in BLOCK_FORMATS
 
 
 def default_acc(fmt: str) -> str:

@@ -29,7 +29,7 @@ from ..formats import BLOCK_FORMATS, SCALE_FORMATS, get_block_format
 from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
 from .accumulate import EXP_W, Accumulator, AccumulatorParams
-from .numerics import EXACT_SPAN_MAX, dot_widths, exact_allowed, scale_span
+from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
 
 __all__ = ["WINDOW_FRAC_BITS", "SCALE_EXP_BITS", "EXACT_SPAN_MAX", "decode_scale", "window_sum",
            "scaled_sum_widths", "FixedSumWidths", "fixed_sum_widths", "check_exact_block",
@@ -59,14 +59,15 @@ class FixedSumWidths:
 
 def check_exact_block(fmt: str) -> None:
     """Raise ValueError if block-scaled ``fmt``'s scale exponents span more than
-    :data:`EXACT_SPAN_MAX` binades (its exact K-long sum has no fixed-point grid of sane width)."""
+    :data:`EXACT_SPAN_MAX` binades: its exact sum has no fixed-point grid of sane width, and its
+    ``exact`` mode is the window of :mod:`hw.mu.window` instead."""
     sf = get_block_format(fmt).scale_format
-    if not exact_allowed(fmt):
-        ok = [n for n in BLOCK_FORMATS if exact_allowed(n)]
-        raise ValueError(f"acc='exact' takes block-scaled formats whose scale products span at most "
-                         f"{EXACT_SPAN_MAX} binades ({', '.join(ok)}); {fmt}'s {sf.name} scales span "
-                         f"{scale_span(fmt)}, an exact sum wider than that in bits per row: use acc='fp32' "
-                         f"(docs/numerics.md section 7.5)")
+    if scale_span(fmt) > EXACT_SPAN_MAX:
+        ok = [n for n in BLOCK_FORMATS if scale_span(n) <= EXACT_SPAN_MAX]
+        raise ValueError(f"a fixed-point grid takes block-scaled formats whose scale products span at "
+                         f"most {EXACT_SPAN_MAX} binades ({', '.join(ok)}); {fmt}'s {sf.name} scales "
+                         f"span {scale_span(fmt)}: its exact mode is the window (hw.mu.window, "
+                         f"docs/numerics.md section 7.7)")
 
 
 def fixed_sum_widths(fmt: str, width: int) -> FixedSumWidths:

@@ -18,14 +18,14 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     names = [j.name for j in jobs]
     assert names[:3] == ["bf16_mul-behavioral-s0", "bf16_mul-booth4-s0", "bf16_mul-behavioral-s0-ysbooth"]
     mu = names[3:]
-    block = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")   # block-scaled formats (fp32; NVFP4 also exact)
+    block = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")   # block-scaled formats, in both modes
     floats = tuple(f for f in MATRIX_FORMATS if not f.startswith("int"))  # integers: exact only
-    # stages from flows.qor_plan: 3 for the exact mode at D = 128 E4M3, 4 for NVFP4 in the exact
-    # mode (the only block format the exact mode takes), 2 everywhere else
-    stages = {(128, "fp8_e4m3"): "-s3", **{(d, "nvfp4"): "-s4" for d in STUDY_WIDTHS}}
+    # stages from flows.qor_plan: 3 for the exact mode at D = 128 E4M3, 4 for the block formats in
+    # the exact mode, 2 everywhere else
+    stages = {(128, "fp8_e4m3"): "-s3", **{(d, f): "-s4" for d in STUDY_WIDTHS for f in block}}
     assert mu == [f"mu-w{d}-{f}{stages.get((d, f), '') if tag else ''}{tag}"
                   for d in STUDY_WIDTHS for tag in ("", "-xacc")
-                  for f in (MATRIX_FORMATS + ("nvfp4",) if tag else floats + block)]
+                  for f in (MATRIX_FORMATS + block if tag else floats + block)]
     j = jobs[3]
     assert j.func == "flows.sweep.synth_jobs:synth_job"
     assert {"hw/mu/matrix_unit.py", "hw/hier.py", "flows/synth/flow.py", "hw/fp/add.py"} <= set(j.inputs)

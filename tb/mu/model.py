@@ -40,9 +40,10 @@ import numpy as np
 
 from hw.designs import ACC_MODES
 from hw.formats import BLOCK_FORMATS, CLASSES, MATRIX_FORMATS, get_block_format, get_format
-from hw.mu.scales import check_exact_block
+from hw.mu.window import windowed
 
 from .model_exact import exact_result
+from .model_window import WindowColumns
 from .rounding import (
     _NO_EXP,
     FINITE,
@@ -336,13 +337,14 @@ class MatrixUnitModel:
         self.bf = get_block_format(fmt) if fmt in BLOCK_FORMATS else None
         if self.bf is not None:
             self.nb = self.bf.check_width(width)
-            if acc == "exact":
-                check_exact_block(fmt)
         self.width, self.rows, self.mode, self.guard_bits = width, rows, acc, guard_bits
         self.frac_bits = frac_bits
         self.codec = ElementCodec(fmt if self.bf is None else self.bf.element)
         self.e = 2 * self.codec.lsb
-        if self.bf is not None and acc == "exact":  # block terms on one grid: 2 lsb + 2 min e(scale)
+        self.window = None
+        if self.bf is not None and acc == "exact" and windowed(fmt):  # OCP MX: the window
+            self.window = WindowColumns(fmt, width, rows, guard_bits, self.e)
+        elif self.bf is not None and acc == "exact":  # block terms on one grid: 2 lsb + 2 min e(scale)
             self.e += 2 * self.bf.scale_format.exp_range[0]
         self.acc = ([[0] * width for _ in range(rows)] if self.bf is None
                     else np.zeros((rows, width), dtype=np.uint32))
@@ -462,6 +464,8 @@ class MatrixUnitModel:
         sx, sw = self.bf.scale_split(xs), self.bf.scale_split(ws)
         terms = block_terms(self.codec, self.bf.block, x, sx, w, sw)
         ref, absum = self._block_reference(x, xs, w, ws)
+        if self.window is not None:
+            return self._run_block_window(terms, ref, absum, first, last, row)
         if self.mode == "exact":
             return self._run_block_exact(terms, ref, absum, first, last, row)
         trunc = self._trunc_bound(terms)
@@ -478,6 +482,27 @@ class MatrixUnitModel:
                 + (d + 2) * 2.0 ** -52 * absum[i]
             if last[i]:
                 out.append(YRow(r, self.acc[r].copy(), self.ref[r].copy(), self.bound[r].copy()))
+        return out
+
+    def _run_block_window(self, terms: Terms, ref, absum, first, last, row) -> list:
+        """The ``exact`` mode on an OCP MX format: the window (``docs/numerics.md`` section 7.7,
+        :mod:`tb.mu.model_window`); the bound is half an ulp, the window's drops and float64's."""
+        out = []
+        for i in range(terms.p.shape[0]):
+            r = int(row[i])
+            if first[i]:
+                self.ref[r], self.absum[r], self.beats[r] = 0.0, 0.0, 0
+            with np.errstate(invalid="ignore"):
+                self.ref[r] = self.ref[r] + ref[i]
+                self.absum[r] = self.absum[r] + absum[i]
+            self.beats[r] += 1
+            got = self.window.beat(terms.p[i], terms.e[i], terms.cls[i], bool(first[i]),
+                                   bool(last[i]), r)
+            if got is not None:
+                bits = np.array(got[0], dtype=np.uint32)
+                ref_err = (self.width + 2 + self.beats[r]) * 2.0 ** -52 * self.absum[r]
+                bound = half_ulp_fp32(bits) + np.array(got[1]) + ref_err
+                out.append(YRow(r, bits, self.ref[r].copy(), bound, got[2]))
         return out
 
     def _run_block_exact(self, terms: Terms, ref, absum, first, last, row) -> list:

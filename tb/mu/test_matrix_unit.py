@@ -123,10 +123,17 @@ WORDS_BUILDS = [
     pytest.param(128, "int4", 16, ["random_dots", "throughput"], "exact", None, marks=full,
                  id="w128-int4-r16-twords-xacc"),
     # MX at D = 64: two blocks per beat, so scales spread over more binades than the window holds
-    # and NaN scales (block_dots) reach the window. E4M3 in the quick set (the build the block
-    # real-tile regression uses), the other MX element formats in the full set.
-    pytest.param(64, "mxfp8_e4m3", 4, ["block_dots"], "fp32", None, marks=quick,
+    # and NaN scales (block_dots) reach the window. E4M3 in the quick set in the recommended mode
+    # (the exact mode's window, hw/mu/window.py), the fp32 mode (the build the block real-tile
+    # regression uses) and the other MX element formats in the full set.
+    pytest.param(64, "mxfp8_e4m3", 4, BLOCK, "exact", None, marks=quick,
+                 id="w64-mxfp8_e4m3-r4-twords-xacc"),
+    pytest.param(64, "mxfp8_e4m3", 4, ["block_dots"], "fp32", None, marks=full,
                  id="w64-mxfp8_e4m3-r4-twords"),
+    pytest.param(32, "mxfp4_e2m1", 2, BLOCK, "exact", None, marks=full,
+                 id="w32-mxfp4_e2m1-r2-twords-xacc"),
+    pytest.param(128, "mxfp8_e5m2", 2, ["block_dots"], "exact", None, marks=full,
+                 id="w128-mxfp8_e5m2-r2-twords-xacc"),
     *[pytest.param(64, f, 2, BLOCK, "fp32", None, marks=full, id=f"w64-{f}-r2-twords")
       for f in ("mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3")],
 ]

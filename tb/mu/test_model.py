@@ -380,9 +380,7 @@ def test_error_within_bound_e5m2_d128():
 @pytest.mark.parametrize("kw,match", [({"width": 0}, "width"), ({"rows": 0}, "rows"),
                                       ({"fmt": "bf16"}, "fmt"), ({"acc": "fp16"}, "acc"),
                                       ({"acc": "exact", "guard_bits": 0}, "guard_bits"),
-                                      ({"fmt": "mxfp8_e4m3", "width": 16}, "multiple of 32"),
-                                      ({"fmt": "mxfp4_e2m1", "width": 32, "acc": "exact"},
-                                       r"scales span 508.*acc='fp32'")])
+                                      ({"fmt": "mxfp8_e4m3", "width": 16}, "multiple of 32")])
 def test_bad_parameters(kw, match):
     args = {"width": 8, "fmt": "fp8_e4m3", "rows": 1} | kw
     with pytest.raises(ValueError, match=match):
@@ -424,16 +422,20 @@ def test_block_rows_and_width_rule():
 
 
 def test_unit_signature_checks_block_formats():
-    """The unit takes a block format at a width that holds whole blocks, with fp32 accumulation
-    only, and names the fix otherwise."""
+    """The unit takes a block format at a width that holds whole blocks, in either accumulate mode
+    (OCP MX's exact mode is the window), and names the fix otherwise; the fixed-point grid of the
+    exact mode refuses E8M0 scales and names the window."""
     from hw.mu.interface import MatrixUnitSignature
+    from hw.mu.scales import check_exact_block, fixed_sum_widths
     assert MatrixUnitSignature(32, "mxfp8_e4m3", 1, "fp32").blocks == 1
     assert MatrixUnitSignature(32, "nvfp4", 1, "fp32").blocks == 2
     with pytest.raises(ValueError, match="multiple of 32"):
         MatrixUnitSignature(16, "mxfp8_e4m3", 1, "fp32")
-    with pytest.raises(ValueError, match=r"span at most 64 binades \(nvfp4\)"):
-        MatrixUnitSignature(32, "mxfp8_e4m3", 1, "exact")
+    assert MatrixUnitSignature(32, "mxfp8_e4m3", 1, "exact").blocks == 1
     assert MatrixUnitSignature(32, "nvfp4", 1, "exact").blocks == 2
+    check_exact_block("nvfp4")
+    with pytest.raises(ValueError, match=r"most 64 binades \(nvfp4\).*exact mode is the window"):
+        fixed_sum_widths("mxfp8_e4m3", 32)
 
 
 # --- the contract in Fractions ---------------------------------------------------------------------

@@ -91,12 +91,21 @@ def test_block_ports_layout():
 @pytest.mark.parametrize("kw,match", [
     ({"width": 16, "fmt": "mxfp8_e4m3"}, "multiple of 32"),
     ({"width": 8, "fmt": "nvfp4"}, "multiple of 16"),
-    ({"width": 64, "fmt": "mxfp8_e4m3", "acc": "exact"}, r"e8m0 scales span 508.*acc='fp32'"),
     ({"width": 32, "fmt": "mxfp8_e4m3", "stages": 99}, "stages"),
 ])
 def test_block_bad_parameters(kw, match):
     with pytest.raises(ValueError, match=match):
         MatrixUnit(**kw)
+
+
+def test_window_bad_parameters():
+    """The window's accumulator names what it needs: an MX format and whole chunks of 4+ bits."""
+    from hw.mu.exact_acc import ExactAccumulator
+    from hw.mu.window import window_widths
+    with pytest.raises(ValueError, match="power of two >= 4"):
+        ExactAccumulator("mxfp8_e4m3", 32, chunk_bits=6)
+    with pytest.raises(ValueError, match="has no window.*E8M0"):
+        window_widths("nvfp4", 32, 16)
 
 
 def test_block_unit_latency():

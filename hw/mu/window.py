@@ -1,0 +1,359 @@
+"""The ``exact`` accumulate mode on OCP MX formats: exact sums in a window that slides up with the
+largest block term, rounded once (contract: ``docs/numerics.md`` section 7.7).
+
+E8M0 scales move a block term over ``2**-254 .. 2**256`` (times the element range), so an exact
+K-long sum would need 550+ bits per row. The window keeps ``A`` bits of two's complement whose LSB
+weight is set by a per-row *anchor* ``b`` (a multiple of ``Q`` = ``chunk_bits`` binades): the
+largest term seen so far sits at the top below the guard bits, everything within about ``A - Wt - g``
+binades below it is added exactly, and what falls below the window is dropped (floor) and remembered
+as one sticky ``lost`` bit, which enters the one rounding as half an LSB. Without a loss the result
+is the correctly rounded exact sum.
+
+Geometry (:func:`window_widths`), with ``Wt`` the bits of a block's tree sum, ``g`` guard bits, ``lb =
+ceil(log2 D/B)`` and ``E' = e(sx) + e(sw) + 254`` in ``0 .. 510``:
+
+* the window LSB is ``2**L(b)``, ``L(b) = -254 + lsb_exp + Q b - H``, with ``H = A - 1 - Wt - g - lb``
+  the highest LSB position of a term, so ``|sum| <= 2**(A-2)`` over ``2**g`` beats;
+* a nonzero term needs ``b >= ceil(E' / Q)``; a beat's anchor is the largest need of its terms, the
+  row's the largest of its beats' (a zero term needs nothing);
+* a term sits at ``p = E' + H - Q b`` (floor-shifted right when ``p < 0``), the row's sum and the
+  beat's sum are floor-shifted right by ``Q`` times the anchor difference when the anchor rises.
+
+Hardware (in :class:`hw.mu.exact_acc.ExactAccumulator` with an MX format): two placement stages
+(:func:`place_beat`: the anchors and offsets, then the shifted terms' sum), a per-beat loop whose
+only additions are the carry-pending chunk adds of the ``exact`` mode (:func:`realign`: the row's sum
+moves down by whole chunks, an arithmetic shift of the pending sum whose dropped part's carry and
+zero test come from a prefix over the chunks, no carry propagation), and a drain with a variable
+exponent and subnormals (:func:`drain_steps`).
+"""
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+
+from ..formats import BLOCK_FORMATS, get_block_format, get_format
+from ..fp.round import leading_zeros
+from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
+
+__all__ = ["WINDOW_ROOM", "WindowWidths", "window_widths", "windowed", "window_inputs", "place_beat",
+           "anchor_step", "realign", "shift_beat", "drain_steps"]
+
+FP32 = get_format("fp32")
+#: Binades below the largest term's LSB that a window holds at least (rounded up to whole chunks).
+WINDOW_ROOM = 64
+_EXP_BITS = 10  # signed bits of a block's exponent sum e(sx) + e(sw) (hw.mu.scales.SCALE_EXP_BITS + 1)
+
+
+def windowed(fmt) -> bool:
+    """Whether block-scaled ``fmt``'s ``exact`` mode is the window (its scale exponent sums span
+    more than :data:`~hw.mu.numerics.EXACT_SPAN_MAX` binades: OCP MX) rather than a fixed grid."""
+    return isinstance(fmt, str) and fmt in BLOCK_FORMATS and scale_span(fmt) > EXACT_SPAN_MAX
+
+
+@dataclass(frozen=True)
+class WindowWidths:
+    """The window of an MX format's ``exact`` mode at D = ``width`` (see the module docstring).
+
+    Attributes
+    ----------
+    fmt : SimpleNamespace
+        ``name`` and the special-value flags of the beat (NaN: scales can be NaN; Inf as the element).
+    width, blocks, term_bits, exp_bits : int
+        D, D/B, Wt (signed bits of a block's tree sum) and the signed bits of its exponent sum.
+    exp_min, lsb_exp : int
+        Smallest exponent sum (-254) and the element product's LSB exponent.
+    chunk_bits, guard_bits : int
+        Q (a power of two, >= 4) and g.
+    acc_bits, top : int
+        A (a multiple of Q) and H.
+    anchor_max : int
+        Largest anchor, ``ceil(E'max / Q)``.
+    """
+
+    fmt: SimpleNamespace
+    width: int
+    blocks: int
+    term_bits: int
+    exp_bits: int
+    exp_min: int
+    lsb_exp: int
+    chunk_bits: int
+    guard_bits: int
+    acc_bits: int
+    top: int
+    anchor_max: int
+
+    @property
+    def anchor_bits(self) -> int:
+        return self.anchor_max.bit_length()
+
+    @property
+    def chunks(self) -> int:
+        return self.acc_bits // self.chunk_bits
+
+    @property
+    def shift_bits(self) -> int:
+        """Bits of a term's offset ``Q b - E'`` below its beat's anchor (0 .. Q anchor_max)."""
+        return (self.chunk_bits * self.anchor_max).bit_length()
+
+    def lsb(self, b: int) -> int:
+        """L(b): the weight exponent of the window's LSB at anchor ``b``."""
+        return self.exp_min + self.lsb_exp + self.chunk_bits * b - self.top
+
+    def need(self, e: int) -> int:
+        """The smallest anchor holding a nonzero term of exponent sum ``e`` below the guard bits."""
+        return -(-(e - self.exp_min) // self.chunk_bits)
+
+
+def window_widths(fmt: str, width: int, guard_bits: int, chunk_bits: int = 8,
+                  room: int = WINDOW_ROOM) -> WindowWidths:
+    """The :class:`WindowWidths` of MX format ``fmt`` at D = ``width``.
+
+    Raises
+    ------
+    ValueError
+        ``fmt`` is not windowed, or ``chunk_bits`` is not a power of two >= 4.
+    """
+    if not windowed(fmt):
+        raise ValueError(f"{fmt!r} has no window: the window is the exact mode of the formats with "
+                         f"E8M0 scales ({', '.join(n for n in BLOCK_FORMATS if windowed(n))})")
+    if chunk_bits < 4 or chunk_bits & (chunk_bits - 1):
+        raise ValueError(f"chunk_bits must be a power of two >= 4 in the window, not {chunk_bits}")
+    bf = get_block_format(fmt)
+    nb = bf.check_width(width)
+    dw = dot_widths(bf.element, bf.block)
+    lo, hi = bf.scale_format.exp_range
+    lb = (nb - 1).bit_length()
+    wt = dw.sum_bits
+    a = -(-(wt + guard_bits + lb + 1 + room) // chunk_bits) * chunk_bits
+    e_top = 2 * (hi + 1) - 2 * lo  # E' of the largest code (the NaN code decodes one above hi)
+    flags = SimpleNamespace(name=bf.name, has_nan=True, has_inf=bf.element_format.has_inf)
+    return WindowWidths(flags, width, nb, wt, _EXP_BITS, 2 * lo, dw.lsb_exp, chunk_bits,
+                        guard_bits, a, a - 1 - wt - guard_bits - lb, -(-e_top // chunk_bits))
+
+
+def window_inputs(m: Module, acc, terms, exps, nans, pinfs, ninfs) -> list:
+    """Drive the window accumulator ``acc`` with a column's block terms (the block trees' sums) and
+    exponent sums (:func:`hw.mu.scales.block_terms`); returns the statements of its special-value
+    inputs (NaN wins, +Inf with -Inf is NaN)."""
+    m.d.comb += [acc.t.eq(Cat(*terms)), acc.e.eq(Cat(*exps))]
+    pinf = Cat(*pinfs).any() if pinfs else Const(0, 1)
+    ninf = Cat(*ninfs).any() if ninfs else Const(0, 1)
+    out = [acc.s_nan.eq(Cat(*nans).any() | (pinf & ninf))]
+    if hasattr(acc, "s_inf"):
+        out += [acc.s_inf.eq(pinf | ninf), acc.s_inf_neg.eq(ninf)]
+    return out
+
+
+# ------------------------------------------------------------------------------------ placement
+def _max(m, vals, *, name):
+    level = 0
+    while len(vals) > 1:
+        nxt = []
+        for i in range(0, len(vals) - 1, 2):
+            v = Signal(len(vals[i]), name=f"{name}{level}_{i // 2}")
+            m.d.comb += v.eq(Mux(vals[i] >= vals[i + 1], vals[i], vals[i + 1]))
+            nxt.append(v)
+        if len(vals) % 2:
+            nxt.append(vals[-1])
+        vals, level = nxt, level + 1
+    return vals[0]
+
+
+def place_beat(m: Module, ww: WindowWidths, t, e, en) -> dict:
+    """The beat's placement: returns ``T``, ``need`` and ``tloss`` (combinational, after one register).
+
+    Stage 1 (registered, enabled by ``en``): each block's need ``ceil(E'/Q)`` (0 for a zero term),
+    the beat's anchor ``need`` (their largest) and each term's offset ``d = Q need - E'`` below it.
+    Stage 2: each term placed at ``H - d`` (``t << (H - d)``, or floor-shifted right with its dropped
+    bits' OR in ``tloss``) and summed: ``T``, A bits of two's complement in units of
+    ``2**L(need)``.
+    """
+    Q, A, H, nb, wt = ww.chunk_bits, ww.acc_bits, ww.top, ww.blocks, ww.term_bits
+    qs = Q.bit_length() - 1
+    needs, eps, ts = [], [], []
+    for i in range(nb):
+        ti = t[i * wt:(i + 1) * wt].as_signed()
+        ep = Signal(_EXP_BITS, name=f"wp{i}_ep")  # E' >= 0
+        nd = Signal(ww.anchor_bits, name=f"wp{i}_need")
+        m.d.comb += [ep.eq(e[i * _EXP_BITS:(i + 1) * _EXP_BITS].as_signed() - ww.exp_min),
+                     nd.eq(Mux(ti != 0, (ep + (Q - 1)) >> qs, 0))]
+        needs.append(nd)
+        eps.append(ep)
+        ts.append(ti)
+    need = _max(m, needs, name="wp_max")
+    s1 = {"need": need}
+    for i in range(nb):
+        d = Signal(ww.shift_bits, name=f"wp{i}_d")  # a zero term is placed anywhere: d = 0
+        m.d.comb += d.eq(Mux(ts[i] != 0, (need << qs) - eps[i], 0))
+        s1[f"d{i}"], s1[f"t{i}"] = d, ts[i]
+    regs = {k: Signal.like(v, name=f"wq_{k}", reset_less=True) for k, v in s1.items()}
+    with m.If(en):
+        m.d.sync += [regs[k].eq(v) for k, v in s1.items()]
+    placed, losses = [], []
+    span = wt + H  # bits of t << H; a shift right by d >= span leaves the sign only
+    for i in range(nb):
+        ti, d = regs[f"t{i}"], regs[f"d{i}"]
+        ext = Signal(signed(span), name=f"wq{i}_ext")
+        dc = Signal(range(span + 1), name=f"wq{i}_dc")
+        v = Signal(signed(A), name=f"wq{i}_v")
+        lost = Signal(name=f"wq{i}_lost")  # t's bit j sits at j + H of ext
+        m.d.comb += [ext.eq(ti << H), dc.eq(Mux(d > span, span, d)), v.eq(ext >> dc),
+                     lost.eq(Cat(*[ti[j] & (dc > j + H) for j in range(wt)]).any())]
+        placed.append(v)
+        losses.append(lost)
+    tsum = Signal(signed(A), name="wq_T")
+    tloss = Signal(name="wq_tloss")
+    m.d.comb += [tsum.eq(sum(placed[1:], placed[0])), tloss.eq(Cat(*losses).any())]
+    return {"T": tsum, "need": regs["need"], "tloss": tloss}
+
+
+def anchor_step(m: Module, ww: WindowWidths, need, *, rows: int, first, row, take):
+    """The rows' anchors, one step ahead of the accumulate loop: the beat's row's anchor (0 on
+    ``first``) against the beat's ``need``. Returns ``kr`` (chunks the row's sum moves down), ``kt``
+    (chunks the beat's sum moves down) and ``b`` (the new anchor), and writes ``b`` into the row's
+    anchor register when ``take``."""
+    ab = ww.anchor_bits
+    regs = [Signal(ab, name=f"wa{r}_b") for r in range(rows)]
+    cur = Signal(ab, name="wa_cur")
+    if rows > 1:
+        with m.Switch(row):
+            for r in range(rows - 1):
+                with m.Case(r):
+                    m.d.comb += cur.eq(regs[r])
+            with m.Default():
+                m.d.comb += cur.eq(regs[-1])
+    else:
+        m.d.comb += cur.eq(regs[0])
+    b0 = Signal(ab, name="wa_b0")
+    diff = Signal(signed(ab + 1), name="wa_diff")
+    up = Signal(name="wa_up")
+    kr, kt, b = Signal(ab, name="wa_kr"), Signal(ab, name="wa_kt"), Signal(ab, name="wa_b")
+    m.d.comb += [b0.eq(Mux(first, 0, cur)), diff.eq(need - b0), up.eq(diff > 0),
+                 kr.eq(Mux(up, diff, 0)), kt.eq(Mux(up, 0, -diff)), b.eq(Mux(up, need, b0))]
+    for r, reg in enumerate(regs):
+        with m.If(take if rows == 1 else take & (row == r)):
+            m.d.sync += reg.eq(b)
+    return {"kr": kr, "kt": kt, "b": b}
+
+
+# ----------------------------------------------------------------------------------- the loop
+def _chunk_gp(m, x, cin, Q, nc, *, name):
+    """Per chunk of the pending sum ``x`` + ``cin`` (carry into every chunk): generate (carry out)
+    and propagate (all ones) of ``x_i + cin_i``."""
+    gp = []
+    for i in range(nc):
+        a0 = Signal(Q + 1, name=f"{name}_s{i}")
+        m.d.comb += a0.eq(x[i * Q:(i + 1) * Q] + cin[i])
+        gp.append((a0[-1], a0[:-1].all()))
+    return gp
+
+
+def _prefix(m, gp, *, name):
+    g, p = [x for x, _ in gp], [y for _, y in gp]
+    d, level = 1, 0
+    while d < len(g):
+        ng, np_ = list(g), list(p)
+        for i in range(d, len(g)):
+            ng[i], np_[i] = Signal(name=f"{name}_g{level}_{i}"), Signal(name=f"{name}_p{level}_{i}")
+            m.d.comb += [ng[i].eq(g[i] | (p[i] & g[i - d])), np_[i].eq(p[i] & p[i - d])]
+        g, p, d, level = ng, np_, 2 * d, level + 1
+    return g
+
+
+def realign(m: Module, ww: WindowWidths, x, c, k):
+    """The row's pending sum ``x + sum_i c_i 2**(Q i)`` floor-divided by ``2**(Q k)``.
+
+    ``c`` holds the pending carry into every chunk (chunk 0's included). With ``|sum| <= 2**(A-2)``
+    an arithmetic shift of ``x`` by whole chunks (its own top bit as the sign) plus the carries
+    shifted with it is the floor, up to the carry out of the dropped chunks (``lam``, a prefix over
+    the chunks' generate/propagate, which becomes the new pending carry into chunk 0). The dropped
+    part is zero iff ``(x ^ C) ^ ((x | C) << 1)`` has no one below ``Q k`` (a sum of two vectors is 0
+    modulo ``2**n`` iff every bit's XOR equals the OR one bit below). ``k >= A/Q`` leaves the sign
+    of the resolved sum. Returns ``(x', c', lam, loss)``.
+    """
+    Q, A, nc = ww.chunk_bits, ww.acc_bits, ww.chunks
+    gp = _chunk_gp(m, x, c, Q, nc, name="wl")
+    cc = _prefix(m, gp, name="wl_cc")  # cc[i]: carry out of chunks 0..i resolved (into chunk i+1)
+    cvec = Signal(A, name="wl_C")
+    m.d.comb += cvec.eq(Cat(*[Cat(c[i], Const(0, Q - 1)) for i in range(nc)]))
+    z = Signal(A, name="wl_z")
+    m.d.comb += z.eq((x ^ cvec) ^ Cat(Const(0, 1), (x | cvec)[:A - 1]))
+    zc = [z[i * Q:(i + 1) * Q].any() for i in range(nc)]
+    nz = _prefix(m, [(zc[i], Const(1, 1)) for i in range(nc)], name="wl_nz")  # OR of chunks 0..i
+    # the resolved sum's sign, for k >= nc: top chunk plus its pending and resolved carries
+    top = Signal(Q + 2, name="wl_top")
+    m.d.comb += top.eq(x[A - Q:] + c[nc - 1] + (cc[nc - 2] if nc > 1 else 0))
+    sign = Signal(name="wl_sign")
+    m.d.comb += sign.eq(top[Q - 1])
+    xs, cs = Signal(A, name="wl_x"), Signal(nc, name="wl_c")
+    lam, loss = Signal(name="wl_lam"), Signal(name="wl_loss")
+    with m.Switch(k):
+        for j in range(nc):
+            with m.Case(j):
+                m.d.comb += [xs.eq(x.as_signed() >> (Q * j)),
+                             cs.eq(c >> j),
+                             lam.eq(cc[j - 1] if j else 0),
+                             loss.eq(nz[j - 1] if j else 0)]
+        with m.Default():
+            m.d.comb += [xs.eq(sign.replicate(A)), cs.eq(0), lam.eq(0), loss.eq(nz[nc - 1])]
+    return xs, cs, lam, loss
+
+
+def shift_beat(m: Module, ww: WindowWidths, tsum, k):
+    """The beat's sum ``T`` floor-divided by ``2**(Q k)`` and whether that dropped a one."""
+    Q, A, nc = ww.chunk_bits, ww.acc_bits, ww.chunks
+    ts, loss = Signal(A, name="wt_x"), Signal(name="wt_loss")
+    with m.Switch(k):
+        for j in range(nc):
+            with m.Case(j):
+                m.d.comb += [ts.eq(tsum >> (Q * j)), loss.eq(tsum[:Q * j].any() if j else 0)]
+        with m.Default():
+            m.d.comb += [ts.eq(tsum[-1].replicate(A)), loss.eq(tsum.any())]
+    return ts, loss
+
+
+# ---------------------------------------------------------------------------------- the drain
+def drain_steps(ww: WindowWidths):
+    """The window's drain steps between the ``exact`` mode's resolve and its rounding: magnitude of
+    ``2 v + lost`` (A + 1 bits), then normalize with the exponent of the captured anchor, FP32's
+    subnormals included (the rounding takes the ``sub`` flag)."""
+    return (_odd_magnitude, _normalize)
+
+
+def _odd_magnitude(m, v, A, cb, dw, magnitude):
+    """``2 v + lost`` (A + 1 bits) into the ``exact`` mode's magnitude step."""
+    odd = Signal(signed(A + 1), name="wd_odd")
+    m.d.comb += odd.eq(Cat(v["lost"], v["v"]))
+    return magnitude(m, {**v, "v": odd}, A + 1, cb, dw)
+
+
+def _normalize(m, v, A, cb, ww):
+    """Leading zeros and one left shift of the A-bit magnitude (MSB weight ``e_top = L(b) - 1 +
+    A - 1``) that stops where the exponent would go below FP32's ``emin``: a normal keeps its 24
+    bits and guard, a subnormal the bits from ``2**-149`` up, the rest ORed into a sticky bit. The
+    magnitude sits between 26 zero bits on each side, so a value below the subnormals shifts in
+    zeros (all of it sticky). Biased exponents for both outcomes of the rounding, and ``sub``."""
+    mag = v["mag"]
+    n = len(mag)
+    keep = FP32.man_bits + 2  # significand and guard
+    lz = leading_zeros(m, mag, name="wn_lz")
+    etop = Signal(signed(12), name="wn_etop")
+    lim = Signal(signed(12), name="wn_lim")  # the left shift that puts the MSB at 2**emin
+    m.d.comb += [etop.eq(ww.exp_min + ww.lsb_exp - ww.top + n - 2
+                         + (v["b"] << (cb.bit_length() - 1))),
+                 lim.eq(etop - FP32.emin)]
+    sub = Signal(name="wn_sub")
+    sh = Signal(range(n + keep + 1), name="wn_sh")
+    m.d.comb += [sub.eq(lim < lz),
+                 sh.eq(Mux(sub, Mux(lim < -(keep + 1), 0, lim + keep + 1), lz + keep + 1))]
+    ext = Signal(n + 2 * (keep + 1), name="wn_ext")
+    m.d.comb += ext.eq(Cat(Const(0, keep + 1), mag, Const(0, keep + 1)) << sh)
+    sig = Signal(keep + 1, name="wn_sig")  # {significand, guard, sticky}
+    m.d.comb += sig.eq(Cat(ext[:len(ext) - keep].any(), ext[-keep:]))
+    eb0, eb1 = Signal(10, name="wn_eb0"), Signal(10, name="wn_eb1")
+    zero = Signal(name="wn_zero")
+    m.d.comb += [eb0.eq(etop - lz + FP32.bias), eb1.eq(etop - lz + FP32.bias + 1), zero.eq(mag == 0)]
+    flags = {k: v[k] for k in ("ovf", "nan", "pinf", "ninf") if k in v}
+    return {"sig": sig, "eb0": eb0, "eb1": eb1, "sub": sub, "zero": zero, "sign": v["sign"], **flags}
