@@ -227,9 +227,9 @@ _MU_OPTIONS = (
            help="column sum: bit-level Dadda tree (synthesis) or word adders (fast Verilator)",
            tag=lambda v: "" if v == "dadda" else f"t{v}"),
     Option("acc", "exact", choices=ACC_MODES,
-           help="accumulate: exact (one rounding per dot product; the default wherever the format "
-                "has it) or fp32 (one rounding per beat; the default for OCP MX, whose E8M0 scales "
-                "have no exact mode, and with loop 2)",
+           help="accumulate: exact (one rounding per dot product, the default; OCP MX sums in a "
+                "window anchored at the largest term) or fp32 (one rounding per beat; the default "
+                "with loop 2)",
            tag=lambda v: "" if v == "fp32" else "xacc",
            derive=lambda p: "fp32" if p["loop"] != 1 else default_acc(p["fmt"])),
     Option("guard_bits", GUARD_BITS, int_at_least(1),

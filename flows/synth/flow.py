@@ -248,11 +248,13 @@ def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, bo
 
 def _acc_line(params) -> str:
     """What the default accumulate mode of a matrix-unit variant is and why (one line)."""
+    from hw.mu.window import windowed
     if params["acc"] == "exact":
+        window = (" (OCP MX: exact sums in a window anchored at the largest term, "
+                  "docs/numerics.md 7.7)" if windowed(params.get("fmt")) else "")
         return ("accumulate exact: the recommended unit (the default: one FP32 rounding per dot "
-                "product); ACC=fp32 rounds every beat")
-    return (f"accumulate fp32 (one rounding per beat): the default for {params['fmt']}"
-            + (" with LOOP=2" if params.get("loop", 1) != 1 else ", whose scales have no exact mode"))
+                f"product){window}; ACC=fp32 rounds every beat")
+    return f"accumulate fp32 (one rounding per beat): the default for {params['fmt']} with LOOP=2"
 
 
 def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", booth=False,

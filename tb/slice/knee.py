@@ -18,7 +18,7 @@ The format picks the sweep (:data:`SWEEPS`): its CSV, its columns and its defaul
 - ``mxfp8_e4m3``, ``mxfp4_e2m1``, ``nvfp4``: two units at D = 32 (``--widths 32 64`` adds D = 64),
   rates 0.9x and 1.1x, the units in the registry's accumulate mode for the format (the
   per-tensor sweep: ``fp32``, as its rows were measured)
-  (:func:`hw.mu.numerics.default_acc`: ``fp32`` for MX, ``exact`` for NVFP4) and with the
+  (:func:`hw.mu.numerics.default_acc`: ``exact``; MX's is the window) and with the
   word-level tree by default, as above; rows in ``reports/knee_mx.csv`` with the contract's knee,
   the slice's knee (:func:`perf.contract.slice_knee_feed`), the plain model that ignores the scales
   (:meth:`perf.contract.Product.macs_per_cycle` at ``b`` bits), the accumulate mode, the build, and
