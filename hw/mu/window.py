@@ -33,6 +33,7 @@ from types import SimpleNamespace
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 
 from ..formats import BLOCK_FORMATS, get_block_format, get_format
+from ..fp.booth import dadda_reduce, prefix_add
 from ..fp.round import leading_zeros
 from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
 
@@ -205,7 +206,13 @@ def place_beat(m: Module, ww: WindowWidths, t, e, en) -> dict:
         losses.append(lost)
     tsum = Signal(signed(A), name="wq_T")
     tloss = Signal(name="wq_tloss")
-    m.d.comb += [tsum.eq(sum(placed[1:], placed[0])), tloss.eq(Cat(*losses).any())]
+    if nb == 1:
+        m.d.comb += tsum.eq(placed[0])
+    else:  # modulo 2**A (the sum fits): a Dadda tree to two rows, then a parallel-prefix adder
+        rows = dadda_reduce(m, [[v[k] for v in placed] for k in range(A)], name="wq_dd") \
+            if nb > 2 else placed
+        m.d.comb += tsum.eq(prefix_add(m, rows[0], rows[1], name="wq_cpa"))
+    m.d.comb += tloss.eq(Cat(*losses).any())
     return {"T": tsum, "need": regs["need"], "tloss": tloss}
 
 

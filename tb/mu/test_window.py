@@ -181,7 +181,7 @@ def _run(dut, model, beats, *, en_prob=0.8, bubble_prob=0.2, seed=0, nan_prob=0.
 
 @pytest.mark.quick
 @pytest.mark.parametrize("fmt,width,rows", [("mxfp8_e4m3", 32, 2), ("mxfp4_e2m1", 64, 1),
-                                            ("mxfp6_e3m2", 32, 1)])
+                                            ("mxfp6_e2m3", 128, 1)])
 def test_rtl_against_model(fmt, width, rows):
     rng = random.Random(hash(fmt) & 0xFFFF)
     dut = ExactAccumulator(fmt, width, rows, guard_bits=6)
