@@ -56,9 +56,9 @@ from .scales import fixed_sum_widths
 from .window import (
     anchor_step,
     drain_steps,
-    place_beat,
+    place_needs,
+    place_terms,
     realign,
-    shift_beat,
     window_widths,
     windowed,
 )
@@ -259,15 +259,15 @@ class ExactAccumulator(wiring.Component):
             vals["pinf"] = self.s_inf & ~self.s_inf_neg
             vals["ninf"] = self.s_inf & self.s_inf_neg
         if self._win:  # the window's placement and the rows' anchors, a stage before the loop
-            placed = place_beat(m, self._dw, self.t, self.e, self.en)
+            p1 = place_needs(m, self._dw, self.t, self.e, self.en)
             if self._in_reg:
                 ctl = (self.first_next, getattr(self, "row_next", None), self.we_next & self.en)
             else:
                 ctl = (self.first, getattr(self, "row", None), self.we & self.en)
-            moves = anchor_step(m, self._dw, placed["need"], rows=self._rows, first=ctl[0],
+            moves = anchor_step(m, self._dw, p1["need"], rows=self._rows, first=ctl[0],
                                 row=ctl[1], take=ctl[2])
-            vals = {**self._register(m, vals, "i0_"), "T": placed["T"], "tloss": placed["tloss"],
-                    **moves}
+            vals = {**self._register(m, vals, "i0_"), **place_terms(m, self._dw, p1, moves["kt"]),
+                    "kr": moves["kr"], "b": moves["b"]}
         return self._register(m, vals, "i_") if self._in_reg else vals
 
     def _register(self, m, vals, prefix):
@@ -306,11 +306,12 @@ class ExactAccumulator(wiring.Component):
         A, cb, nc = self.acc_bits, self._cb, self.chunks
         p, q = Signal(A, name="csa_p"), Signal(A, name="csa_q")  # x + addend = p + q
         win = {}
-        if self._win:  # both sums moved to the larger anchor, then one half-adder level
+        if self._win:  # the row's sum moved to the beat's anchor, then one full-adder level
             x, cin, win = self._window_beat(m, cur, raw, inp)
-            t = cin[0]
-            m.d.comb += [p.eq(x ^ t), q.eq(Cat(cin[1], (x & t)[:A - 1]))]
-            cin = cin[2]
+            u, v = inp["u"], inp["v"]
+            m.d.comb += [p.eq(x ^ u ^ v),
+                         q.eq(Cat(cin[0], ((x & u) | (x & v) | (u & v))[:A - 1]))]
+            cin = cin[1]
         else:
             u, v = self._addend(m, inp)
             x = cur["x"]
@@ -334,20 +335,19 @@ class ExactAccumulator(wiring.Component):
                 **{k: cur[k] | inp[k] for k in self._flag_names()}}
 
     def _window_beat(self, m, cur, raw, inp):
-        """The window's move (``kr``, ``kt`` and the anchor ``b`` come with the beat, a stage
-        ahead): the row's sum floor-shifted down by ``kr`` chunks (the uncleared row, cleared after
-        the shift on ``first``), the beat's sum by ``kt``. Returns the row's moved sum, ``(beat's
-        sum, carry into chunk 0, carries into chunks 1..)`` and the window's next state (anchor,
-        lost bit, carry out of the dropped chunks)."""
+        """The window's move (``kr`` and the anchor ``b`` come with the beat, a stage ahead, and
+        the beat's rows are already placed under that anchor): the row's sum floor-shifted down by
+        ``kr`` chunks (the uncleared row, cleared after the shift on ``first``). Returns the row's
+        moved sum, ``(carry into chunk 0, carries into chunks 1..)`` and the window's next state
+        (anchor, lost bit, carry out of the dropped chunks)."""
         A, nc = self.acc_bits, self.chunks
         x, c, lam, lossr = realign(m, self._dw, raw["x"], raw["c"], inp["kr"])
-        t, losst = shift_beat(m, self._dw, inp["T"], inp["kt"])
         keep = ~self.first
         xk, ck = Signal(A, name="w_xk"), Signal(nc, name="w_ck")
         m.d.comb += [xk.eq(x & keep.replicate(A)), ck.eq(c & keep.replicate(nc))]
         state = {"b": inp["b"], "lam": lam & keep,
-                 "lost": cur["lost"] | (lossr & keep) | losst | inp["tloss"]}
-        return xk, (t, ck[0], ck[1:]), state
+                 "lost": cur["lost"] | (lossr & keep) | inp["tloss"]}
+        return xk, (ck[0], ck[1:]), state
 
     def elaborate(self, platform):
         m = Module()

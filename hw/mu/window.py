@@ -16,15 +16,16 @@ ceil(log2 D/B)`` and ``E' = e(sx) + e(sw) + 254`` in ``0 .. 510``:
   the highest LSB position of a term, so ``|sum| <= 2**(A-2)`` over ``2**g`` beats;
 * a nonzero term needs ``b >= ceil(E' / Q)``; a beat's anchor is the largest need of its terms, the
   row's the largest of its beats' (a zero term needs nothing);
-* a term sits at ``p = E' + H - Q b`` (floor-shifted right when ``p < 0``), the row's sum and the
-  beat's sum are floor-shifted right by ``Q`` times the anchor difference when the anchor rises.
+* a term sits at ``p = E' + H - Q b`` under its row's anchor (floor-shifted right when ``p < 0``);
+  when a beat raises the anchor, the row's sum is floor-shifted right by ``Q`` times the rise first.
 
 Hardware (in :class:`hw.mu.exact_acc.ExactAccumulator` with an MX format): two placement stages
-(:func:`place_beat`: the anchors and offsets, then the shifted terms' sum), a per-beat loop whose
-only additions are the carry-pending chunk adds of the ``exact`` mode (:func:`realign`: the row's sum
-moves down by whole chunks, an arithmetic shift of the pending sum whose dropped part's carry and
-zero test come from a prefix over the chunks, no carry propagation), and a drain with a variable
-exponent and subnormals (:func:`drain_steps`).
+(:func:`place_needs`: the needs, the beat's anchor and the offsets; :func:`anchor_step` and
+:func:`place_terms`: the rows' anchors a stage ahead of the loop and the terms shifted under them,
+compressed to two rows), a per-beat loop whose only additions are the carry-pending chunk adds of
+the ``exact`` mode (:func:`realign`: the row's sum moves down by whole chunks, an arithmetic shift of
+the pending sum whose dropped part's carry and zero test come from a prefix over the chunks, no
+carry propagation), and a drain with a variable exponent and subnormals (:func:`drain_steps`).
 """
 
 from dataclasses import dataclass
@@ -33,12 +34,12 @@ from types import SimpleNamespace
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 
 from ..formats import BLOCK_FORMATS, get_block_format, get_format
-from ..fp.booth import dadda_reduce, prefix_add
+from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
 from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
 
-__all__ = ["WINDOW_ROOM", "WindowWidths", "window_widths", "windowed", "window_inputs", "place_beat",
-           "anchor_step", "realign", "shift_beat", "drain_steps"]
+__all__ = ["WINDOW_ROOM", "WindowWidths", "window_widths", "windowed", "window_inputs", "place_needs",
+           "place_terms", "anchor_step", "realign", "drain_steps"]
 
 FP32 = get_format("fp32")
 #: Binades below the largest term's LSB that a window holds at least (rounded up to whole chunks).
@@ -162,16 +163,11 @@ def _max(m, vals, *, name):
     return vals[0]
 
 
-def place_beat(m: Module, ww: WindowWidths, t, e, en) -> dict:
-    """The beat's placement: returns ``T``, ``need`` and ``tloss`` (combinational, after one register).
-
-    Stage 1 (registered, enabled by ``en``): each block's need ``ceil(E'/Q)`` (0 for a zero term),
-    the beat's anchor ``need`` (their largest) and each term's offset ``d = Q need - E'`` below it.
-    Stage 2: each term placed at ``H - d`` (``t << (H - d)``, or floor-shifted right with its dropped
-    bits' OR in ``tloss``) and summed: ``T``, A bits of two's complement in units of
-    ``2**L(need)``.
-    """
-    Q, A, H, nb, wt = ww.chunk_bits, ww.acc_bits, ww.top, ww.blocks, ww.term_bits
+def place_needs(m: Module, ww: WindowWidths, t, e, en) -> dict:
+    """The beat's first placement stage (registered, enabled by ``en``): each block's need
+    ``ceil(E'/Q)`` (0 for a zero term), the beat's anchor ``need`` (their largest), each term and its
+    offset ``d = Q need - E'`` below that anchor (0 for a zero term)."""
+    Q, nb, wt = ww.chunk_bits, ww.blocks, ww.term_bits
     qs = Q.bit_length() - 1
     needs, eps, ts = [], [], []
     for i in range(nb):
@@ -186,16 +182,28 @@ def place_beat(m: Module, ww: WindowWidths, t, e, en) -> dict:
     need = _max(m, needs, name="wp_max")
     s1 = {"need": need}
     for i in range(nb):
-        d = Signal(ww.shift_bits, name=f"wp{i}_d")  # a zero term is placed anywhere: d = 0
+        d = Signal(ww.shift_bits, name=f"wp{i}_d")
         m.d.comb += d.eq(Mux(ts[i] != 0, (need << qs) - eps[i], 0))
         s1[f"d{i}"], s1[f"t{i}"] = d, ts[i]
     regs = {k: Signal.like(v, name=f"wq_{k}", reset_less=True) for k, v in s1.items()}
     with m.If(en):
         m.d.sync += [regs[k].eq(v) for k, v in s1.items()]
+    return regs
+
+
+def place_terms(m: Module, ww: WindowWidths, regs: dict, kt) -> dict:
+    """The beat's second placement stage: every term floor-shifted to its position under the new
+    anchor, ``H - d - Q kt`` (``t << (H - d)`` then right by ``Q kt``, or further with the dropped
+    bits' OR in ``tloss``), and the terms compressed to two rows ``u + v = T`` modulo ``2**A`` (a
+    Dadda tree; one term is its own row). No carry-propagate adder: the loop adds the rows."""
+    Q, A, H, nb, wt = ww.chunk_bits, ww.acc_bits, ww.top, ww.blocks, ww.term_bits
+    qs = Q.bit_length() - 1
+    span = wt + H  # bits of t << H; a shift right by span or more leaves the sign only
     placed, losses = [], []
-    span = wt + H  # bits of t << H; a shift right by d >= span leaves the sign only
     for i in range(nb):
-        ti, d = regs[f"t{i}"], regs[f"d{i}"]
+        ti = regs[f"t{i}"]
+        d = Signal(ww.shift_bits + 1, name=f"wq{i}_dt")
+        m.d.comb += d.eq(regs[f"d{i}"] + (kt << qs))
         ext = Signal(signed(span), name=f"wq{i}_ext")
         dc = Signal(range(span + 1), name=f"wq{i}_dc")
         v = Signal(signed(A), name=f"wq{i}_v")
@@ -204,16 +212,15 @@ def place_beat(m: Module, ww: WindowWidths, t, e, en) -> dict:
                      lost.eq(Cat(*[ti[j] & (dc > j + H) for j in range(wt)]).any())]
         placed.append(v)
         losses.append(lost)
-    tsum = Signal(signed(A), name="wq_T")
-    tloss = Signal(name="wq_tloss")
+    u, v = Signal(A, name="wq_u"), Signal(A, name="wq_v")
     if nb == 1:
-        m.d.comb += tsum.eq(placed[0])
-    else:  # modulo 2**A (the sum fits): a Dadda tree to two rows, then a parallel-prefix adder
-        rows = dadda_reduce(m, [[v[k] for v in placed] for k in range(A)], name="wq_dd") \
-            if nb > 2 else placed
-        m.d.comb += tsum.eq(prefix_add(m, rows[0], rows[1], name="wq_cpa"))
+        m.d.comb += [u.eq(placed[0]), v.eq(0)]
+    else:
+        rows = dadda_reduce(m, [[p[k] for p in placed] for k in range(A)], name="wq_dd")
+        m.d.comb += [u.eq(rows[0]), v.eq(rows[1])]
+    tloss = Signal(name="wq_tloss")
     m.d.comb += tloss.eq(Cat(*losses).any())
-    return {"T": tsum, "need": regs["need"], "tloss": tloss}
+    return {"u": u, "v": v, "tloss": tloss}
 
 
 def anchor_step(m: Module, ww: WindowWidths, need, *, rows: int, first, row, take):
@@ -306,19 +313,6 @@ def realign(m: Module, ww: WindowWidths, x, c, k):
         with m.Default():
             m.d.comb += [xs.eq(sign.replicate(A)), cs.eq(0), lam.eq(0), loss.eq(nz[nc - 1])]
     return xs, cs, lam, loss
-
-
-def shift_beat(m: Module, ww: WindowWidths, tsum, k):
-    """The beat's sum ``T`` floor-divided by ``2**(Q k)`` and whether that dropped a one."""
-    Q, A, nc = ww.chunk_bits, ww.acc_bits, ww.chunks
-    ts, loss = Signal(A, name="wt_x"), Signal(name="wt_loss")
-    with m.Switch(k):
-        for j in range(nc):
-            with m.Case(j):
-                m.d.comb += [ts.eq(tsum >> (Q * j)), loss.eq(tsum[:Q * j].any() if j else 0)]
-        with m.Default():
-            m.d.comb += [ts.eq(tsum[-1].replicate(A)), loss.eq(tsum.any())]
-    return ts, loss
 
 
 # ---------------------------------------------------------------------------------- the drain

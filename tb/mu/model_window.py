@@ -2,12 +2,12 @@
 
 Written from the contract's rules on Python integers (no carry-pending form, no chunks other than
 the anchor's unit): a row keeps its sum ``V`` in units of ``2**L(b)``, its anchor ``b`` and a lost
-bit. Per beat the nonzero block terms ``P_i * 2**e_i`` give the beat's anchor (the largest
-``ceil((e_i - e0) / Q)``, ``e0`` the smallest exponent sum plus the product LSB), each term is placed
-at ``p_i = e_i - e0 + H - Q need`` (``>>`` on a negative ``int`` is the floor), and the larger of the
-two anchors wins: the other sum is floor-divided by ``2**(Q diff)``. Every dropped nonzero remainder
-sets the lost bit. The result is ``RNE_fp32((2 V + lost) * 2**(L(b) - 1))`` with the ``exact``
-mode's specials and beat limit (:func:`tb.mu.model_exact.exact_result`).
+bit. Per beat the nonzero block terms ``P_i * 2**(e_i + lsb)`` give the beat's anchor ``need``, the
+largest ``ceil((e_i + 254) / Q)``; the row's anchor rises to it (its sum floor-divided by
+``2**(Q (need - b))``), and each term is placed at ``e_i + 254 + H - Q b`` under the row's anchor
+``b`` (``>>`` on a negative ``int`` is the floor). Every dropped nonzero remainder sets the lost
+bit. The result is ``RNE_fp32((2 V + lost) * 2**(L(b) - 1))`` with the ``exact`` mode's specials and
+beat limit (:func:`tb.mu.model_exact.exact_result`).
 """
 
 import math
@@ -55,9 +55,9 @@ class WindowAccModel:
         self.ww = window_widths(self.fmt, self.width, self.guard_bits, self.chunk_bits)
         self._rows = [WindowRow() for _ in range(self.rows)]
 
-    def place(self, terms, exps) -> tuple:
-        """``(T, need, lost)``: the beat's sum in units of ``2**L(need)``, its anchor, whether a
-        term lost bits below the window."""
+    def need(self, terms, exps) -> int:
+        """The beat's anchor: the largest ``ceil((e_i + 254) / Q)`` of its nonzero terms (0 if
+        none)."""
         ww = self.ww
         if len(terms) != ww.blocks or len(exps) != ww.blocks:
             raise ValueError(f"a beat has {ww.blocks} block terms and exponents, not "
@@ -66,16 +66,21 @@ class WindowAccModel:
         for p in terms:
             if not -lim <= p < lim:
                 raise ValueError(f"block term {p} is outside {ww.term_bits} bits")
-        need = max([ww.need(e) for p, e in zip(terms, exps, strict=True) if p] or [0])
+        return max([ww.need(e) for p, e in zip(terms, exps, strict=True) if p] or [0])
+
+    def place(self, terms, exps, b: int) -> tuple:
+        """``(T, lost)``: the beat's terms floor-shifted to their positions under anchor ``b`` and
+        summed (units of ``2**L(b)``), and whether a term lost bits below the window."""
+        ww = self.ww
         total, lost = 0, False
         for p, e in zip(terms, exps, strict=True):
-            pos = e - ww.exp_min + ww.top - ww.chunk_bits * need
+            pos = e - ww.exp_min + ww.top - ww.chunk_bits * b
             if pos >= 0:
                 total += p << pos
             else:
                 total += p >> -pos
                 lost |= (p & ((1 << -pos) - 1)) != 0
-        return total, need, lost
+        return total, lost
 
     def beat(self, terms, exps, *, nan=False, inf=False, inf_neg=False, first=False, last=False,
              row=0):
@@ -84,19 +89,17 @@ class WindowAccModel:
         if first:
             self._rows[r] = WindowRow()
         st = self._rows[r]
-        t, need, tlost = self.place(terms, exps)
+        need = self.need(terms, exps)
         st.beats += 1
         st.nan |= nan
         if inf and not nan:
             st.pinf |= not inf_neg
             st.ninf |= inf_neg
-        st.lost |= tlost
-        q = ww.chunk_bits
         if need > st.b:
-            st.v, st.lost = _floor_shift(st.v, q * (need - st.b), st.lost)
+            st.v, st.lost = _floor_shift(st.v, ww.chunk_bits * (need - st.b), st.lost)
             st.b = need
-        else:
-            t, st.lost = _floor_shift(t, q * (st.b - need), st.lost)
+        t, tlost = self.place(terms, exps, st.b)
+        st.lost |= tlost
         st.v += t
         assert abs(st.v) <= 1 << (ww.acc_bits - 2) or st.beats > 1 << self.guard_bits, \
             "the window's sum left its range"
@@ -128,7 +131,7 @@ class WindowColumns:
     def beat(self, p, e, cls, first: bool, last: bool, row: int):
         """One beat: ``p`` and ``e`` (nb, D) the block terms and their exponents (with the element
         LSB), ``cls`` (D,) the columns' special classes. On ``last``: ``(codes, bounds,
-        overflow)``, ``bounds`` the most the window dropped (2 units of the final LSB per drop)
+        overflow)``, ``bounds`` the most the window dropped (a unit of the final LSB per floor)
         plus half an ulp of the result's magnitude, as float64; else None."""
         codes, bounds, over = [], [], False
         for j, col in enumerate(self.cols):
@@ -139,7 +142,7 @@ class WindowColumns:
             if got is None:
                 continue
             st = col._rows[min(row, col.rows - 1)]
-            drops = 2 * st.beats * (1 + col.ww.blocks) if st.lost else 0
+            drops = st.beats * (1 + col.ww.blocks) if st.lost else 0
             codes.append(got[0])
             bounds.append(math.ldexp(drops, max(col.ww.lsb(st.b), -1074)))
             over = got[1]
