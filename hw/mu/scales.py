@@ -32,7 +32,7 @@ from .accumulate import EXP_W, Accumulator, AccumulatorParams
 from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
 
 __all__ = ["WINDOW_FRAC_BITS", "SCALE_EXP_BITS", "EXACT_SPAN_MAX", "decode_scale", "window_sum",
-           "scaled_sum_widths", "FixedSumWidths", "fixed_sum_widths", "check_exact_block",
+           "scaled_sum_widths", "FixedSumWidths", "max_unsigned", "fixed_sum_widths", "check_exact_block",
            "block_terms", "register_terms", "scaled_sum", "fixed_sum", "ScaledAccumulator"]
 
 #: F, fraction bits of the window below the unit of the largest block term (docs/numerics.md 7.2).
@@ -117,7 +117,7 @@ def decode_scale(m: Module, code, scale, *, name: str):
     return sig, e, nan
 
 
-def _max_key(m: Module, keys: list, *, name: str):
+def max_unsigned(m: Module, keys: list, *, name: str):
     """Largest of unsigned keys, by a balanced tree of compare-and-select."""
     level = 0
     while len(keys) > 1:
@@ -151,7 +151,7 @@ def window_sum(m: Module, terms: list, exps: list, *, frac_bits: int = WINDOW_FR
         k = Signal(eb + 1, name=f"{name}_key{i}")  # 0: a zero term, else e + bias (>= 1)
         m.d.comb += k.eq(Mux(t != 0, e + bias, 0))
         keys.append(k)
-    kmax = _max_key(m, keys, name=f"{name}_max")
+    kmax = max_unsigned(m, keys, name=f"{name}_max")
     top = Signal(signed(eb + 1), name=f"{name}_top")
     m.d.comb += top.eq(kmax - bias)
     if len(terms) == 2:  # one of the two is the top: align only the other one

@@ -37,6 +37,7 @@ from ..formats import BLOCK_FORMATS, get_block_format, get_format
 from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
 from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
+from .scales import max_unsigned
 
 __all__ = ["WINDOW_ROOM", "WindowWidths", "window_widths", "windowed", "window_inputs", "place_needs",
            "place_terms", "anchor_step", "realign", "drain_steps"]
@@ -149,20 +150,6 @@ def window_inputs(m: Module, acc, terms, exps, nans, pinfs, ninfs) -> list:
 
 
 # ------------------------------------------------------------------------------------ placement
-def _max(m, vals, *, name):
-    level = 0
-    while len(vals) > 1:
-        nxt = []
-        for i in range(0, len(vals) - 1, 2):
-            v = Signal(len(vals[i]), name=f"{name}{level}_{i // 2}")
-            m.d.comb += v.eq(Mux(vals[i] >= vals[i + 1], vals[i], vals[i + 1]))
-            nxt.append(v)
-        if len(vals) % 2:
-            nxt.append(vals[-1])
-        vals, level = nxt, level + 1
-    return vals[0]
-
-
 def place_needs(m: Module, ww: WindowWidths, t, e, en) -> dict:
     """The beat's first placement stage (registered, enabled by ``en``): each block's need
     ``ceil(E'/Q)`` (0 for a zero term), the beat's anchor ``need`` (their largest), each term and its
@@ -179,7 +166,7 @@ def place_needs(m: Module, ww: WindowWidths, t, e, en) -> dict:
         needs.append(nd)
         eps.append(ep)
         ts.append(ti)
-    need = _max(m, needs, name="wp_max")
+    need = max_unsigned(m, needs, name="wp_max")
     s1 = {"need": need}
     for i in range(nb):
         d = Signal(ww.shift_bits, name=f"wp{i}_d")

@@ -484,18 +484,22 @@ class MatrixUnitModel:
                 out.append(YRow(r, self.acc[r].copy(), self.ref[r].copy(), self.bound[r].copy()))
         return out
 
+    def _shadow(self, r: int, first: bool, ref, absum) -> None:
+        """Row ``r``'s float64 shadow after a beat: reference sum, sum of magnitudes, beats."""
+        if first:
+            self.ref[r], self.absum[r], self.beats[r] = 0.0, 0.0, 0
+        with np.errstate(invalid="ignore"):
+            self.ref[r] = self.ref[r] + ref
+            self.absum[r] = self.absum[r] + absum
+        self.beats[r] += 1
+
     def _run_block_window(self, terms: Terms, ref, absum, first, last, row) -> list:
         """The ``exact`` mode on an OCP MX format: the window (``docs/numerics.md`` section 7.7,
         :mod:`tb.mu.model_window`); the bound is half an ulp, the window's drops and float64's."""
         out = []
         for i in range(terms.p.shape[0]):
             r = int(row[i])
-            if first[i]:
-                self.ref[r], self.absum[r], self.beats[r] = 0.0, 0.0, 0
-            with np.errstate(invalid="ignore"):
-                self.ref[r] = self.ref[r] + ref[i]
-                self.absum[r] = self.absum[r] + absum[i]
-            self.beats[r] += 1
+            self._shadow(r, first[i], ref[i], absum[i])
             got = self.window.beat(terms.p[i], terms.e[i], terms.cls[i], bool(first[i]),
                                    bool(last[i]), r)
             if got is not None:
@@ -518,12 +522,7 @@ class MatrixUnitModel:
         out = []
         for i in range(num.shape[0]):
             r = int(row[i])
-            if first[i]:
-                self.ref[r], self.absum[r], self.beats[r] = 0.0, 0.0, 0
-            with np.errstate(invalid="ignore"):
-                self.ref[r] = self.ref[r] + ref[i]
-                self.absum[r] = self.absum[r] + absum[i]
-            self.beats[r] += 1
+            self._shadow(r, first[i], ref[i], absum[i])
             bits, overflow = self._exact_beat(r, num[i], terms.cls[i], first[i], last[i])
             if last[i]:
                 ref_err = (self.width + 2 + self.beats[r]) * 2.0 ** -52 * self.absum[r]
