@@ -50,7 +50,7 @@ from ..formats import BLOCK_FORMATS
 from ..hier import BlockParams
 from ..pipeline import Cut
 from .accumulate import Accumulator, AccumulatorParams
-from .control import column_control, column_control_members
+from .control import column_control, column_control_ahead, column_control_members
 from .exact_acc import GUARD_BITS, ExactAccumulator, ExactAccumulatorParams
 from .lane import Lane
 from .numerics import ACC_MODES, dot_widths
@@ -228,6 +228,9 @@ class Column(wiring.Component):
         ``exact`` mode only, ``row`` is present if R > 1); the swap permission (enabled and a
         complete tile waits); and, this cycle, a valid ``x`` beat with ``swap``. The weights swap
         (:class:`WeightBuffer` ``swap``) in a cycle with ``swap_req`` and the permission.
+    ahead_next : In
+        ``exact`` on an OCP MX format: what the control register one stage before the accumulate
+        stage takes (:func:`hw.mu.control.column_control_ahead`), for the window's anchors.
     xs : In(8 * D/B)
         Block-scaled formats: the activation scale codes of the beat in ``x`` (block i's at
         ``[8*i +: 8]``).
@@ -269,7 +272,9 @@ class Column(wiring.Component):
         if self._bf is not None:  # the block scales: activation scale codes, weight scale loads
             nb = width // self._bf.block
             members.update({"xs": In(8 * nb), "sdata": In(8), "swe": In(nb)})
-        members.update({**column_control_members(rows), "y": Out(32)})
+        ahead = (acc == "exact" and windowed(self.params.fmt)
+                 and self.params.acc_params.in_reg)  # the window's anchors, a stage ahead
+        members.update({**column_control_members(rows, ahead=ahead), "y": Out(32)})
         if acc == "exact":
             members["overflow"] = Out(1)
         super().__init__(members)
@@ -331,10 +336,10 @@ class Column(wiring.Component):
             if windowed(bf.name):  # the window's anchors move a stage ahead of the loop
                 sums = window_inputs(m, acc, *terms)
                 if p.in_reg:
-                    sums += [acc.we_next.eq(self.acc_next.valid),
-                             acc.first_next.eq(self.acc_next.first)]
+                    ahead = column_control_ahead(m, self, self._rows, en)
+                    sums += [acc.we_next.eq(ahead.valid), acc.first_next.eq(ahead.first)]
                     if self._rows > 1:
-                        sums.append(acc.row_next.eq(self.acc_next.row))
+                        sums.append(acc.row_next.eq(ahead.row))
             else:
                 sums = fixed_sum(m, acc, *terms, widths=fixed_sum_widths(bf.name, D))
             m.d.comb += sums + [

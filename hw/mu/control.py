@@ -14,7 +14,8 @@ from amaranth.hdl import Signal
 from amaranth.lib import data
 from amaranth.lib.wiring import In
 
-__all__ = ["control_layout", "control_pipeline", "column_control_members", "column_control"]
+__all__ = ["control_layout", "control_pipeline", "column_control_members", "column_control",
+           "column_control_ahead"]
 
 
 def control_layout(rows: int) -> data.StructLayout:
@@ -31,10 +32,12 @@ def control_pipeline(m, x, x_fire, en, rows: int, depth: int):
 
     Returns
     -------
-    (list of Signal, Signal, Signal)
-        The ``depth`` control registers; ``acc_we`` (the last one holds a beat and ``en``); and
+    (list of Signal, Signal, Signal, Value)
+        The ``depth`` control registers; ``acc_we`` (the last one holds a beat and ``en``);
         ``acc_next``, what the last register takes at an enabled clock edge (the columns' copies of
-        it load the same value, :func:`column_control`).
+        it load the same value, :func:`column_control`); and ``ahead_next``, what the register
+        before it takes (for the columns whose accumulator reads the control a stage ahead,
+        :func:`column_control_ahead`).
     """
     layout = control_layout(rows)
     first_in = Signal(layout, name="ctrl_in")
@@ -47,13 +50,25 @@ def control_pipeline(m, x, x_fire, en, rows: int, depth: int):
         m.d.sync += [c.eq(i) for c, i in zip(ctrl, ins, strict=True)]
     acc_we = Signal(name="acc_we")
     m.d.comb += acc_we.eq(en & ctrl[-1].valid)
-    return ctrl, acc_we, ins[-1]
+    return ctrl, acc_we, ins[-1], ins[-2] if depth > 1 else None
 
 
-def column_control_members(rows: int) -> dict:
-    """A column's control inputs (see :func:`column_control`), as ``wiring`` members."""
+def column_control_members(rows: int, *, ahead: bool = False) -> dict:
+    """A column's control inputs (see :func:`column_control`), as ``wiring`` members; ``ahead``
+    adds ``ahead_next`` (:func:`column_control_ahead`)."""
     return {"en_next": In(1), "swap_req": In(1), "swap_ok_next": In(1),
-            "acc_next": In(control_layout(rows))}
+            "acc_next": In(control_layout(rows)),
+            **({"ahead_next": In(control_layout(rows))} if ahead else {})}
+
+
+def column_control_ahead(m, col, rows: int, en):
+    """The column's own copy of the control one stage before the accumulate stage (the beat that
+    reaches it at the next enabled edge: what ``acc_next`` reads, as a flop in the column, so no
+    control net fans out from the top to every column). Loads ``col.ahead_next`` while ``en``."""
+    ahead = Signal(control_layout(rows), name="ctl_ahead")
+    with m.If(en):
+        m.d.sync += ahead.eq(col.ahead_next)
+    return ahead
 
 
 def column_control(m, col, rows: int):

@@ -320,8 +320,8 @@ class MatrixUnit(wiring.Component):
             x_regs.append(xsr.eq(x.scales))
         with m.If(en):  # a bubble's data is never read (its control says it is not a beat)
             m.d.sync += x_regs
-        ctrl, acc_we, acc_next = control_pipeline(m, x, x_fire, en, R,
-                                                  X_REGISTER + self.column.write_delay)
+        ctrl, acc_we, acc_next, ahead_next = control_pipeline(m, x, x_fire, en, R,
+                                                              X_REGISTER + self.column.write_delay)
         acc_ctl = ctrl[-1]
         if hazard is not None:  # ctrl[0] holds the beat accepted in the previous enabled cycle; every
             # stage behind it moves with en, so one bubble here keeps the two beats of a row one
@@ -367,6 +367,8 @@ class MatrixUnit(wiring.Component):
             if self._bf is not None:
                 m.d.comb += [col.sdata.eq(loads[1].data[j * 8:(j + 1) * 8]), col.swe.eq(loads[1].we),
                              col.xs.eq(xsr)]
+            if hasattr(col, "ahead_next"):
+                m.d.comb += col.ahead_next.eq(ahead_next)
             ys.append(col.y)
         res = Cat(*ys)
 
