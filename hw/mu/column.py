@@ -107,10 +107,19 @@ class ColumnParams(BlockParams):
         return self.block_format is not None and self.acc == "exact" and self.stages >= 3
 
     @property
+    def window(self) -> bool:
+        """The ``exact`` mode on an OCP MX format (:mod:`hw.mu.window`)."""
+        return self.acc == "exact" and windowed(self.fmt)
+
+    @property
     def tree_params(self) -> TreeParams:
         """One tree of D lanes, or (block-scaled) one of each of the D/B blocks of B lanes, with the
-        stages left after :attr:`scale_reg`."""
+        stages left after :attr:`scale_reg` (and, in the window, after the accumulator's input
+        register: its block trees are carry-save, their adder is the :attr:`scale_reg` stage's)."""
         bf = self.block_format
+        if bf is not None and self.window:
+            return TreeParams(bf.block, bf.element, max(0, self.stages - self.scale_reg - 1),
+                              self.tree, True)
         if bf is not None:  # block sums are resolved (scaled and shifted), in either mode
             return TreeParams(bf.block, bf.element, self.stages - self.scale_reg, self.tree, False)
         return TreeParams(self.width, self.fmt, self.stages, self.tree, self.acc == "exact")
@@ -118,11 +127,11 @@ class ColumnParams(BlockParams):
     @property
     def acc_params(self):
         """:class:`AccumulatorParams` (``fp32``) or :class:`ExactAccumulatorParams` (``exact``, its
-        input register where the ``fp32`` block has its ``NORM`` register)."""
+        input register where the ``fp32`` block has its ``NORM`` register; always in the window)."""
         if self.acc == "exact":
             plan = self.tree_params.placement.count(self.tree_params.stages)
             return ExactAccumulatorParams(self.width, self.fmt, self.rows, self.guard_bits,
-                                          in_reg=plan[Cut.NORM] > 0)
+                                          in_reg=self.window or plan[Cut.NORM] > 0)
         return AccumulatorParams(self.width, self.fmt, self.rows, self.stages, self.loop)
 
     @property
@@ -306,7 +315,7 @@ class Column(wiring.Component):
         B = tp.width  # lanes per tree: D, or the block size
         trees = []
         for i in range(D // B):
-            tree = Tree(f, B, stages=tp.stages, arch=self._tree, carry_save=exact and bf is None)
+            tree = Tree(f, B, stages=tp.stages, arch=self._tree, carry_save=tp.carry_save)
             hier.place(m, "tree" if bf is None else f"tree{i}", tree)
             m.d.comb += tree.en.eq(en)
             trees.append(tree)

@@ -26,7 +26,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..formats import BLOCK_FORMATS, SCALE_FORMATS, get_block_format
-from ..fp.booth import dadda_reduce
+from ..fp.booth import dadda_reduce, prefix_add
 from ..fp.round import leading_zeros
 from .accumulate import EXP_W, Accumulator, AccumulatorParams
 from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
@@ -239,7 +239,12 @@ def block_terms(m, bf, trees, xs, ws, en, delay: int) -> tuple:
     scales = _block_scales(m, bf, xs, ws, en, delay)
     terms, exps, nans, pinfs, ninfs = [], [], [], [], []
     for i, (tree, (mp, es, snan)) in enumerate(zip(trees, scales, strict=True)):
-        if mp is None:
+        if hasattr(tree, "s0"):  # a carry-save tree (the window's): s0 + s1 = S + 2**(W-1)
+            s = Signal(signed(len(tree.s0)), name=f"bs{i}")
+            m.d.comb += s.eq(prefix_add(m, tree.s0, tree.s1, name=f"bs{i}_cpa")
+                             ^ (1 << (len(tree.s0) - 1)))
+            terms.append(s)
+        elif mp is None:
             terms.append(tree.s)
         else:
             t = Signal(signed(len(tree.s) + len(mp)), name=f"p{i}")

@@ -195,8 +195,9 @@ def place_terms(m: Module, ww: WindowWidths, regs: dict, kt) -> dict:
         dc = Signal(range(span + 1), name=f"wq{i}_dc")
         v = Signal(signed(A), name=f"wq{i}_v")
         lost = Signal(name=f"wq{i}_lost")  # t's bit j sits at j + H of ext
+        kept = Signal(span, name=f"wq{i}_kept")  # ones where ext's bits survive the shift
         m.d.comb += [ext.eq(ti << H), dc.eq(Mux(d > span, span, d)), v.eq(ext >> dc),
-                     lost.eq(Cat(*[ti[j] & (dc > j + H) for j in range(wt)]).any())]
+                     kept.eq(Const((1 << span) - 1, span) << dc), lost.eq((ext & ~kept).any())]
         placed.append(v)
         losses.append(lost)
     u, v = Signal(A, name="wq_u"), Signal(A, name="wq_v")
@@ -213,8 +214,8 @@ def place_terms(m: Module, ww: WindowWidths, regs: dict, kt) -> dict:
 def anchor_step(m: Module, ww: WindowWidths, need, *, rows: int, first, row, take):
     """The rows' anchors, one step ahead of the accumulate loop: the beat's row's anchor (0 on
     ``first``) against the beat's ``need``. Returns ``kr`` (chunks the row's sum moves down), ``kt``
-    (chunks the beat's sum moves down) and ``b`` (the new anchor), and writes ``b`` into the row's
-    anchor register when ``take``."""
+    (chunks the beat's terms move down below their own anchor) and ``b`` (the new anchor), and
+    writes ``b`` into the row's anchor register when ``take``."""
     ab = ww.anchor_bits
     regs = [Signal(ab, name=f"wa{r}_b") for r in range(rows)]
     cur = Signal(ab, name="wa_cur")
@@ -227,12 +228,12 @@ def anchor_step(m: Module, ww: WindowWidths, need, *, rows: int, first, row, tak
                 m.d.comb += cur.eq(regs[-1])
     else:
         m.d.comb += cur.eq(regs[0])
-    b0 = Signal(ab, name="wa_b0")
-    diff = Signal(signed(ab + 1), name="wa_diff")
+    diff = Signal(signed(ab + 1), name="wa_diff")  # against the row's anchor; first: against 0
     up = Signal(name="wa_up")
     kr, kt, b = Signal(ab, name="wa_kr"), Signal(ab, name="wa_kt"), Signal(ab, name="wa_b")
-    m.d.comb += [b0.eq(Mux(first, 0, cur)), diff.eq(need - b0), up.eq(diff > 0),
-                 kr.eq(Mux(up, diff, 0)), kt.eq(Mux(up, 0, -diff)), b.eq(Mux(up, need, b0))]
+    m.d.comb += [diff.eq(need - cur), up.eq(diff > 0),
+                 kr.eq(Mux(up & ~first, diff, 0)), kt.eq(Mux(first | up, 0, -diff)),
+                 b.eq(Mux(first | up, need, cur))]
     for r, reg in enumerate(regs):
         with m.If(take if rows == 1 else take & (row == r)):
             m.d.sync += reg.eq(b)
