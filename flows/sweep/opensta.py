@@ -26,11 +26,11 @@ from ..pnr.sta_netlist import read_repaired
 from ..pnr.tools import ToolError
 
 #: Where a hierarchical point's two timers part (said with a disagreement).
-HIER_NOTE = ("On a hierarchical point our STA composes block timing models (flows/synth/hier.py): "
-             "a block's in->reg and in->out delays are its input bus's worst bit's, so a late, heavily "
-             "loaded bit is combined with another bit's long internal path (pessimistic), and its "
-             "inputs are timed at the default input slew, not the one the parent drives (optimistic); "
-             "OpenSTA times every bit through the composed netlist")
+HIER_NOTE = ("On a hierarchical point our STA composes per-input-bit block timing models "
+             "(flows/synth/blockmodel.py): a block's input pins are timed at the default input slew, "
+             "not the one its parent drives, and its outputs leave at that slew (either way); an "
+             "output's delay follows the parent's load linearly; an entry is the worst of its bit's "
+             "rising and falling edges (pessimistic). OpenSTA times every pin of the composed netlist")
 
 __all__ = ["HIER_NOTE", "check_point", "check_published", "netlist_totals", "top_module", "opensta_version"]
 

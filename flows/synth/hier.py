@@ -19,24 +19,26 @@ Area
     area of all instances of that block (own logic), so the per-block values add up to the design.
 
 Timing
-    Each block gets an extracted timing model (:class:`flows.synth.sta.BlockTiming`) from its own netlist:
-    worst reg->reg inside, input bus -> register (setup included), clock -> output bit, and input bus
-    -> output bit for combinational paths, each with its logic levels, and the capacitance of every
-    input bit. In the parent the block is a macro cell: its input pins are end points adding
-    ``in2reg``, its outputs start at ``reg2out`` and follow ``in2out`` from the inputs. Paths between
-    registered block boundaries are therefore timed as flat STA would, up to three documented
-    approximations: a block's output slew is the default input slew; an output's delay follows the
-    parent's load linearly above the load it was timed with inside the block (the slope of the cell
-    driving it, ``BlockTiming.out_drive``; a lighter load keeps the block's figure); and bus-level
-    entries take the worst bit of a bus.
+    Each block gets an extracted timing model (:class:`flows.synth.blockmodel.BlockTiming`) from its own
+    netlist: worst reg->reg inside, input bit -> register (setup included), clock -> output bit, and
+    input bit -> output bit for combinational paths, each with its logic levels, and the capacitance
+    of every input bit. In the parent the block is a macro cell: its input pins are end points adding
+    ``in2reg``, its outputs start at ``reg2out`` and follow ``in2out`` from the inputs. Paths through
+    block boundaries are therefore timed as flat STA would, up to the documented approximations
+    (:mod:`flows.synth.blockmodel`): a block's output slew is the default input slew, and so is the
+    slew its inputs are timed with; an output's delay follows the parent's load linearly above the
+    load it was timed with inside the block (the slope of the cell driving it,
+    ``BlockTiming.out_drive``; a lighter load keeps the block's figure); and an entry is the worst
+    over its bit's rising and falling edges.
 """
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .blockmodel import BlockTiming, extract_model
 from .repair import RepairReport, repair, write_repaired
-from .sta import BlockTiming, Sta, port_bits
+from .sta import Sta, port_bits
 from .yosys import run_yosys
 
 __all__ = ["BlockReport", "HierReport", "synth_hier", "own_area", "extract_model"]
@@ -166,42 +168,3 @@ def models_json(report: HierReport) -> str:
     """All block timing models as JSON (written next to the reports for inspection)."""
     return json.dumps({n: b.model.to_json() for n, b in report.blocks.items() if n != report.top},
                       indent=1)
-
-
-def extract_model(sta: Sta, name: str) -> tuple:
-    """Timing model of a block from its own netlist, plus its worst internal path.
-
-    Runs the analysis once with only registers launching (reg->reg, reg->out) and once per input
-    bus with only that bus launching (in->reg, in->out). Returns ``(BlockTiming, Result)``, the
-    result being the worst of all runs (what a standalone analysis of the block reports).
-    """
-    m = BlockTiming(name)
-    m.clock_ports = sorted(p for p, bits in sta.inputs.items()
-                           if bits and all(b in sta.clock_bits for b in bits if isinstance(b, int)))
-    for pname, bits in sta.inputs.items():
-        if pname in m.clock_ports:
-            continue
-        for bn, b in zip(port_bits(pname, bits), bits, strict=True):
-            m.in_cap[bn] = sta.load.get(b, 0.0) if isinstance(b, int) else 0.0
-    m.out_load = sta.output_load
-    for pname, bits in sta.outputs.items():
-        for bn, b in zip(port_bits(pname, bits), bits, strict=True):
-            inst, pin = sta.driver.get(b, ("", "")) if isinstance(b, int) else ("", "")
-            if inst and sta.cells[inst][2] != "macro" and not sta.lib.generic:
-                m.out_drive[bn] = [sta.drive_slope(inst, pin),
-                                   sta.lib.drive_limit(sta.cells[inst][0], pin)]
-    worst = sta.run(inputs=set(), regs=True)
-    if sta.worst_reg_end:
-        m.reg2reg = list(sta.worst_reg_end)
-    m.reg2out = {k: list(v) for k, v in sta.end_by_output.items()}
-    for pname in sta.inputs:
-        if pname in m.clock_ports:
-            continue
-        r = sta.run(inputs={pname}, regs=False)
-        if sta.worst_reg_end:
-            m.in2reg[pname] = list(sta.worst_reg_end)
-        if sta.end_by_output:
-            m.in2out[pname] = {k: list(v) for k, v in sta.end_by_output.items()}
-        if r.delay_ps > worst.delay_ps or worst.kind == "none":
-            worst = r
-    return m, worst

@@ -10,7 +10,7 @@ Limits (:meth:`flows.synth.liberty.Library.drive_limit`)
     ``max_transition`` the load is also capped where the pin's output transition (at the default
     input slew) reaches it. A pin the liberty gives neither limit may drive up to the top of its
     load tables. A block's output bit (hierarchical flow) may drive the limit of the cell driving
-    it inside the block (:attr:`flows.synth.sta.BlockTiming.out_drive`); a primary input, or a
+    it inside the block (:attr:`flows.synth.blockmodel.BlockTiming.out_drive`); a primary input, or a
     block output not driven by a library cell, is treated as driven by one repair buffer. Clock
     nets are not repaired (the clock is ideal: clock tree synthesis is out of scope) and neither
     are nets without a driver.
@@ -125,7 +125,7 @@ def repair(lib, module, models=None, output_load=None, wire_cap_per_fanout=0.0, 
     lib : flows.synth.liberty.Library
     module : dict
         ``json["modules"][name]`` from Yosys ``write_json``, mapped to ``lib``.
-    models : dict[str, flows.synth.sta.BlockTiming] or None
+    models : dict[str, flows.synth.blockmodel.BlockTiming] or None
         Timing models of child blocks (their input capacitances are sink loads).
     output_load : float or None
         Load of each primary output (default: the STA's default).

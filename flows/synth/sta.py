@@ -30,10 +30,11 @@ arrival times and transitions (slews) through them, separately for rising and fa
 * **Defaults**: ``input_slew`` is the FO4 output transition of the library's GE NAND2 and
   ``output_load`` four NAND2 input capacitances (see :meth:`Library.default_input_slew`).
 
-Hierarchical blocks appear as *macro* cells described by a :class:`BlockTiming` (an extracted
-timing model computed by :func:`flows.synth.hier.extract_model` on the block's own netlist): their
-input pins are end points that add the block's ``in2reg`` delay, their outputs start at
-``reg2out`` and follow ``in2out``.
+Hierarchical blocks appear as *macro* cells described by a
+:class:`flows.synth.blockmodel.BlockTiming` (an extracted timing model computed by
+:func:`flows.synth.blockmodel.extract_model` on the block's own netlist): their input pins are end
+points that add the ``in2reg`` delay of their bit, their outputs start at ``reg2out`` and follow
+``in2out`` from each input bit (an entry keyed by a whole bus applies to each of its bits).
 
 The result (:class:`Result`) holds the worst path over all start/end kinds, cell by cell.
 """
@@ -41,9 +42,9 @@ The result (:class:`Result`) holds the worst path over all start/end kinds, cell
 import math
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-__all__ = ["Sta", "StaError", "Result", "BlockTiming", "port_bits"]
+__all__ = ["Sta", "StaError", "Result", "Step", "port_bits"]
 
 RISE, FALL = 0, 1
 _EDGE = "rf"
@@ -51,55 +52,6 @@ _EDGE = "rf"
 
 class StaError(RuntimeError):
     """The netlist cannot be timed (unknown cell, combinational loop); the message says where."""
-
-
-@dataclass
-class BlockTiming:
-    """Extracted timing model of a synthesized block, as seen from its parent.
-
-    Delays are in ps, paired with logic levels. Bus-level entries (``in2reg``, ``in2out``) are the
-    worst over the bus's bits, so a parent applying them is exact when the bits of one bus arrive
-    together and conservative otherwise.
-
-    Attributes
-    ----------
-    in_cap : dict[str, float]
-        Input bit (``"a[3]"``) -> capacitance it presents (library units).
-    in2reg : dict[str, list]
-        Input bus -> [ps, levels] to the worst internal register (setup included).
-    reg2out : dict[str, list]
-        Output bit -> [ps, levels] from the clock edge.
-    in2out : dict[str, dict[str, list]]
-        Input bus -> {output bit: [ps, levels]} through combinational paths.
-    reg2reg : list
-        [ps, levels] worst internal register-to-register path.
-    clock_ports : list[str]
-        Ports that are clocks (no data timing).
-    out_drive : dict[str, list]
-        Output bit -> [ps per library load unit, load limit] of the library cell driving it inside
-        the block (its delay's slope at the load it was timed with, and its liberty limit). A bit
-        driven by no library cell (a feed-through, a constant) is absent.
-    out_load : float
-        The load each output bit was timed with inside the block (library units). A parent driving
-        a heavier load ``L`` from a bit adds ``slope * (L - out_load)`` to its arrival.
-    """
-
-    name: str
-    in_cap: dict = field(default_factory=dict)
-    in2reg: dict = field(default_factory=dict)
-    reg2out: dict = field(default_factory=dict)
-    in2out: dict = field(default_factory=dict)
-    reg2reg: list = field(default_factory=lambda: [0.0, 0])
-    clock_ports: list = field(default_factory=list)
-    out_drive: dict = field(default_factory=dict)
-    out_load: float = 0.0
-
-    def to_json(self):
-        return self.__dict__.copy()
-
-    @classmethod
-    def from_json(cls, d):
-        return cls(**d)
 
 
 @dataclass
@@ -190,6 +142,7 @@ class Sta:
         self.output_load = lib.default_output_load() if output_load is None else output_load
         self.wire = wire_cap_per_fanout
         self.tps = lib.time_ps
+        self.arcs_into = None   # a defaultdict(list) here records every timed arc (blockmodel)
         self._build(module)
 
     # ----------------------------------------------------------------- graph construction
@@ -226,7 +179,7 @@ class Sta:
                     if pin in model.clock_ports:
                         clock_bits.update(b for b in bits if isinstance(b, int))
                         continue
-                    is_in = any(k in model.in_cap for k in pbits) or pin in model.in2reg
+                    is_in = any(k in model.in_cap or k in model.in2reg for k in pbits) or pin in model.in2reg
                     for bn, b in zip(pbits, bits, strict=True):
                         if not isinstance(b, int):
                             continue
@@ -286,13 +239,22 @@ class Sta:
         bits = conns.get(pin)
         return bits[0] if bits else None
 
+    def _model_bits(self, conns, key):
+        """Bits a block model entry applies to: every bit of a bus (``"a"``), or one bit
+        (``"a[3]"``)."""
+        if key in conns:
+            return conns[key]
+        b = self._conn_bit(conns, key)
+        return [] if b is None else [b]
+
     def run(self, inputs=None, regs=True):
         """Propagate arrivals and return the worst path.
 
         Parameters
         ----------
         inputs : set[str] or None
-            Input ports (bus names) launching at time 0; None: all of them.
+            Input ports (bus names) or input bits (``"a[3]"``) launching at time 0; None: all of
+            them.
         regs : bool
             Whether flops (and blocks' internal registers) launch.
 
@@ -336,9 +298,11 @@ class Sta:
         # pred: (point text, in_bit, in_rf, incr ps) or None for a start point
         slew0 = self.input_slew
         for pname, bits in self.inputs.items():
-            if phase == FALL or (inputs is not None and pname not in inputs):
+            if phase == FALL:
                 continue
             for bn, b in zip(port_bits(pname, bits), bits, strict=True):
+                if inputs is not None and pname not in inputs and bn not in inputs:
+                    continue
                 if isinstance(b, int) and b not in self.clock_bits:
                     for rf in (RISE, FALL):
                         self.arr[(b, rf)] = (0.0, slew0, 0, (f"input {bn}", None, None, 0.0), "in")
@@ -374,15 +338,15 @@ class Sta:
                             for rf in (RISE, FALL):
                                 self._offer(ob, rf, ps, slew0, lv,
                                             (f"{inst} ({ctype}) reg2out {obn}", None, None, ps), "reg")
-                for bus, outs in model.in2out.items():
-                    ibits = [b for b in conns.get(bus, ()) if isinstance(b, int)]
+                for key, outs in model.in2out.items():
+                    ibits = [b for b in self._model_bits(conns, key) if isinstance(b, int)]
                     for obn, (ps, lv) in outs.items():
                         ob = self._conn_bit(conns, obn)
                         if isinstance(ob, int):
                             ps = ps + self._drive_adjust(model, obn, ob)
                             for ib in ibits:
                                 deps[ob].add(ib)
-                                arcs_of[ob].append((inst, (bus, obn, ps, lv), ib))
+                                arcs_of[ob].append((inst, (key, obn, ps, lv), ib))
         self._propagate(deps, arcs_of)
 
     def _drive_adjust(self, model, obn, ob):
@@ -440,9 +404,11 @@ class Sta:
                 users[ib].append(ob)
         ready = [b for b, n in indeg.items() if n == 0]
         done = 0
+        self.order = []       # nets in the order they were evaluated (topological)
         while ready:
             ob = ready.pop()
             done += 1
+            self.order.append(ob)
             self._eval(ob, arcs_of[ob])
             for u in users.get(ob, ()):
                 indeg[u] -= 1
@@ -455,6 +421,7 @@ class Sta:
 
     def _eval(self, ob, arcs):
         load = self.load.get(ob, 0.0)
+        rec = None if self.arcs_into is None else self.arcs_into[ob]
         for inst, arc, ib in arcs:
             for irf in (RISE, FALL):
                 src = self.arr.get((ib, irf))
@@ -462,11 +429,13 @@ class Sta:
                     continue
                 t_in, s_in, lv_in = src[0], src[1], src[2]
                 if isinstance(arc, tuple):      # macro in2out entry
-                    bus, obn, ps, lv = arc
-                    ctype = self.cells[inst][0]
+                    key, obn, ps, lv = arc
+                    point = f"{inst} ({self.cells[inst][0]}) in2out {key}->{obn}"
                     for orf in (RISE, FALL):
                         self._offer(ob, orf, t_in + ps, self.input_slew, lv_in + lv,
-                                    (f"{inst} ({ctype}) in2out {bus}->{obn}", ib, irf, ps), src[4])
+                                    (point, ib, irf, ps), src[4])
+                        if rec is not None:
+                            rec.append((orf, ib, irf, ps, lv, point))
                     continue
                 sense = arc.sense
                 orfs = (irf,) if sense == "positive_unate" else (1 - irf,) if sense == "negative_unate" \
@@ -476,9 +445,10 @@ class Sta:
                     if dn not in arc.tables:
                         continue
                     d, s = self._drive(arc, dn, sn, load, s_in)
-                    self._offer(ob, orf, t_in + d, max(s, 0.0), lv_in + 1,
-                                (f"{inst} ({self.cells[inst][0]}) {arc.related}->{arc.pin}", ib, irf, d),
-                                src[4])
+                    point = f"{inst} ({self.cells[inst][0]}) {arc.related}->{arc.pin}"
+                    self._offer(ob, orf, t_in + d, max(s, 0.0), lv_in + 1, (point, ib, irf, d), src[4])
+                    if rec is not None:
+                        rec.append((orf, ib, irf, d, 1, point))
 
     # ----------------------------------------------------------------- end points
     def _endpoints(self, regs, phase):
@@ -523,15 +493,15 @@ class Sta:
                     ps, lv = model.reg2reg
                     if ps > 0:
                         consider(ps, lv, "reg->reg", f"{inst} ({ctype}) internal", None, None, 0.0)
-                for bus, (ps, lv) in model.in2reg.items():
-                    for b in conns.get(bus, ()):
+                for key, (ps, lv) in model.in2reg.items():
+                    for b in self._model_bits(conns, key):
                         if not isinstance(b, int):
                             continue
                         for rf in (RISE, FALL):
                             src = self.arr.get((b, rf))
                             if src is not None:
                                 consider(src[0] + ps, src[2] + lv, f"{src[4]}->reg",
-                                         f"{inst} ({ctype}) in2reg {bus}", b, rf, ps)
+                                         f"{inst} ({ctype}) in2reg {key}", b, rf, ps)
         for b, bnames in self.out_bits.items():
             for rf in (RISE, FALL):
                 src = self.arr.get((b, rf))

@@ -9,12 +9,15 @@ instance path (``col0/lane3``), the cell and arc, the net and the delay.
 
 A block's arc delay in the parent follows the parent's load (the model's output drive); the traced
 path inside the block was timed with the block's own output load, so the two can differ by a few
-ps: the difference is one row ``(load of the parent)``. Paths inside a block are its worst for
-the bus (the models are bus-level), which is the path the parent's figure comes from.
+ps: the difference is one row ``(load of the parent)``. A path from a block's input is the one its
+per-bit model entry was measured on (:func:`flows.synth.blockmodel.trace_input`), so its rows add
+up to the parent's figure; an entry keyed by a whole bus is traced as that bus's worst path.
 """
 
 import re
 from dataclasses import dataclass
+
+from .blockmodel import trace_input
 
 __all__ = ["Row", "whole_path", "format_rows"]
 
@@ -42,21 +45,15 @@ def _inside(h, btype, prefix, inst, arc, rest, depth):
     if b is None or b.sta is None or depth > 8:
         return None
     sta, where = b.sta, _join(prefix, inst)
-    if arc == "internal":
-        sta.run(inputs=set(), regs=True)
-        end = "reg"
-    elif arc == "reg2out":
-        sta.run(inputs=set(), regs=True)
-        end = rest
-    elif arc == "in2out":
-        bus, end = rest.split("->", 1)
-        sta.run(inputs={bus}, regs=False)
-    else:   # in2reg
-        sta.run(inputs={rest}, regs=False)
-        end = "reg"
+    key, end = rest.split("->", 1) if arc == "in2out" else (rest, "reg" if arc == "in2reg" else rest)
     try:
-        steps, point, setup = sta.trace_to(end)
-    except KeyError:
+        if arc in ("in2out", "in2reg") and key in b.model.in_cap:    # a per-bit entry
+            steps, point, setup = trace_input(sta, key, end)
+        else:       # a register-side entry, or one keyed by a whole bus
+            sta.run(inputs={key} if arc in ("in2out", "in2reg") else set(),
+                    regs=arc in ("internal", "reg2out"))
+            steps, point, setup = sta.trace_to(end or "reg")
+    except (KeyError, StopIteration, TypeError):
         return None
     rows = _expand(h, steps, where, depth + 1)
     if arc in ("in2out", "in2reg") and rows and rows[0].point.startswith("input "):

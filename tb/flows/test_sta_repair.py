@@ -244,7 +244,7 @@ def test_falling_edge_launch_to_an_output_has_half_a_period(lib, raw):
 def test_block_output_drive_follows_the_parent_load(lib, raw):
     """A block whose output is an INVX1: the parent's load changes the output's arrival by the
     inverter's own slope, and its limit is the inverter's max_capacitance."""
-    from flows.synth.sta import BlockTiming
+    from flows.synth.blockmodel import BlockTiming
 
     blk = {"ports": {"a": {"direction": "input", "bits": [2]}, "y": {"direction": "output", "bits": [3]}},
            "cells": {"u": {"type": "INVX1", "connections": {"A": [2], "Y": [3]}}}, "netnames": {}}
