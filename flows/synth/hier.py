@@ -33,6 +33,7 @@ Timing
 """
 
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,6 +130,11 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
     models = {}
     blocks = {}
     sta_opts = sta_opts or {}
+    root = Path(workroot)
+    if root.is_dir():  # a block of an earlier version of the design: its netlists would mix in
+        for d in root.iterdir():
+            if d.is_dir() and d.name not in netlist.modules:
+                shutil.rmtree(d)
     for name, bm in netlist.modules.items():
         kids = {c: netlist.modules[c].verilog for c in bm.children}
         log(f"  block {name}: {counts.get(name, 0)} instance(s), children "

@@ -102,3 +102,16 @@ def test_flat_flow_refuses_macros(tmp_path):
     with pytest.raises(ValueError, match=r"black-box macros \(spad_sram_.*FLOW=hier"):
         run("slice", {"units": 1, "width": 8, "spad_bytes": 256}, flow="flat", lib=L.load(OSU),
             outdir=tmp_path, log=quiet)
+
+
+def test_stale_blocks_leave_the_work_directory(tmp_path):
+    """A block directory left by an earlier version of the design (a renamed block) is removed
+    before the blocks are synthesized, so the run's repaired netlists compose to one design."""
+    stale = tmp_path / "run" / "t_gone"
+    stale.mkdir(parents=True)
+    (stale / "repaired.json").write_text("{}")
+    netlist = hier.emit(_Top(), "top")
+    synth_hier(netlist, L.load(OSU), tmp_path / "run", log=quiet)
+    assert not stale.exists()
+    assert {d.name for d in (tmp_path / "run").iterdir()} == set(netlist.modules)
+
