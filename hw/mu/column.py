@@ -238,8 +238,9 @@ class Column(wiring.Component):
         complete tile waits); and, this cycle, a valid ``x`` beat with ``swap``. The weights swap
         (:class:`WeightBuffer` ``swap``) in a cycle with ``swap_req`` and the permission.
     ahead_next : In
-        ``exact`` on an OCP MX format: what the control register one stage before the accumulate
-        stage takes (:func:`hw.mu.control.column_control_ahead`), for the window's anchors.
+        ``exact`` on an OCP MX format: what the control register two stages before the
+        accumulate stage takes (:func:`hw.mu.control.column_control_ahead`), for the window's
+        anchors.
     xs : In(8 * D/B)
         Block-scaled formats: the activation scale codes of the beat in ``x`` (block i's at
         ``[8*i +: 8]``).
@@ -281,8 +282,7 @@ class Column(wiring.Component):
         if self._bf is not None:  # the block scales: activation scale codes, weight scale loads
             nb = width // self._bf.block
             members.update({"xs": In(8 * nb), "sdata": In(8), "swe": In(nb)})
-        ahead = (acc == "exact" and windowed(self.params.fmt)
-                 and self.params.acc_params.in_reg)  # the window's anchors, a stage ahead
+        ahead = self.params.window  # the window's anchors, two stages ahead
         members.update({**column_control_members(rows, ahead=ahead), "y": Out(32)})
         if acc == "exact":
             members["overflow"] = Out(1)
@@ -344,11 +344,10 @@ class Column(wiring.Component):
             hier.place(m, "acc", acc)
             if windowed(bf.name):  # the window's anchors move a stage ahead of the loop
                 sums = window_inputs(m, acc, *terms)
-                if p.in_reg:
-                    ahead = column_control_ahead(m, self, self._rows, en)
-                    sums += [acc.we_next.eq(ahead.valid), acc.first_next.eq(ahead.first)]
-                    if self._rows > 1:
-                        sums.append(acc.row_next.eq(ahead.row))
+                ahead = column_control_ahead(m, self, self._rows, en)
+                sums += [acc.we_ahead.eq(ahead.valid), acc.first_ahead.eq(ahead.first)]
+                if self._rows > 1:
+                    sums.append(acc.row_ahead.eq(ahead.row))
             else:
                 sums = fixed_sum(m, acc, *terms, widths=fixed_sum_widths(bf.name, D))
             m.d.comb += sums + [

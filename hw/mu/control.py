@@ -35,9 +35,9 @@ def control_pipeline(m, x, x_fire, en, rows: int, depth: int):
     (list of Signal, Signal, Signal, Value)
         The ``depth`` control registers; ``acc_we`` (the last one holds a beat and ``en``);
         ``acc_next``, what the last register takes at an enabled clock edge (the columns' copies of
-        it load the same value, :func:`column_control`); and ``ahead_next``, what the register
-        before it takes (for the columns whose accumulator reads the control a stage ahead,
-        :func:`column_control_ahead`).
+        it load the same value, :func:`column_control`); and ``ahead_next``, what the register two
+        before it takes (for the columns whose accumulator reads the control two stages ahead,
+        :func:`column_control_ahead`; None if ``depth < 3``).
     """
     layout = control_layout(rows)
     first_in = Signal(layout, name="ctrl_in")
@@ -50,7 +50,7 @@ def control_pipeline(m, x, x_fire, en, rows: int, depth: int):
         m.d.sync += [c.eq(i) for c, i in zip(ctrl, ins, strict=True)]
     acc_we = Signal(name="acc_we")
     m.d.comb += acc_we.eq(en & ctrl[-1].valid)
-    return ctrl, acc_we, ins[-1], ins[-2] if depth > 1 else None
+    return ctrl, acc_we, ins[-1], ins[-3] if depth > 2 else None
 
 
 def column_control_members(rows: int, *, ahead: bool = False) -> dict:
@@ -62,9 +62,9 @@ def column_control_members(rows: int, *, ahead: bool = False) -> dict:
 
 
 def column_control_ahead(m, col, rows: int, en):
-    """The column's own copy of the control one stage before the accumulate stage (the beat that
-    reaches it at the next enabled edge: what ``acc_next`` reads, as a flop in the column, so no
-    control net fans out from the top to every column). Loads ``col.ahead_next`` while ``en``."""
+    """The column's own copy of the control two stages before the accumulate stage (the beat that
+    reaches it two enabled edges later), a flop in the column, so no control net fans out from the
+    top to every column. Loads ``col.ahead_next`` while ``en``."""
     ahead = Signal(control_layout(rows), name="ctl_ahead")
     with m.If(en):
         m.d.sync += ahead.eq(col.ahead_next)

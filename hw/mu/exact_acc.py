@@ -56,6 +56,7 @@ from .scales import fixed_sum_widths
 from .window import (
     anchor_step,
     drain_steps,
+    offsets,
     place_needs,
     place_terms,
     realign,
@@ -91,8 +92,8 @@ class ExactAccumulatorParams(BlockParams):
     @property
     def write_delay(self) -> int:
         """Cycles from ``s`` to the cycle whose ``we``/``first``/``last``/``row`` apply to it:
-        1 with ``in_reg``, else 0, plus the window's placement register (MX formats)."""
-        return int(self.in_reg) + windowed(self.fmt)
+        1 with ``in_reg``, else 0, plus the window's two placement registers (MX formats)."""
+        return int(self.in_reg) + 2 * windowed(self.fmt)
 
     @property
     def drain_latency(self) -> int:
@@ -192,10 +193,13 @@ class ExactAccumulator(wiring.Component):
         if self._win:  # the block terms and their exponent sums, placed in the window here
             ww = self._dw
             sums = {"t": In(ww.blocks * ww.term_bits), "e": In(ww.blocks * ww.exp_bits)}
-            if self._in_reg:  # the control one cycle ahead: the anchors move a stage early
-                members.update({"we_next": In(1), "first_next": In(1)})
-                if rows > 1:
-                    members["row_next"] = In(range(rows))
+            if not self._in_reg:
+                raise ValueError("the window (an MX format) registers its input: in_reg must be "
+                                 "True")
+            # the control of the beat two stages before the accumulate stage: the anchors move there
+            members.update({"we_ahead": In(1), "first_ahead": In(1)})
+            if rows > 1:
+                members["row_ahead"] = In(range(rows))
         else:
             sums = {"s0": In(self._dw.sum_bits), "s1": In(self._dw.sum_bits)}
         for k, v in beat_inputs(SimpleNamespace(fmt=self._dw.fmt, sum_bits=1), rows,
@@ -258,16 +262,15 @@ class ExactAccumulator(wiring.Component):
         if f.has_inf:
             vals["pinf"] = self.s_inf & ~self.s_inf_neg
             vals["ninf"] = self.s_inf & self.s_inf_neg
-        if self._win:  # the window's placement and the rows' anchors, a stage before the loop
+        if self._win:  # placement: needs | the rows' anchors and the offsets | shifted terms
             p1 = place_needs(m, self._dw, self.t, self.e, self.en)
-            if self._in_reg:
-                ctl = (self.first_next, getattr(self, "row_next", None), self.we_next & self.en)
-            else:
-                ctl = (self.first, getattr(self, "row", None), self.we & self.en)
-            moves = anchor_step(m, self._dw, p1["need"], rows=self._rows, first=ctl[0],
-                                row=ctl[1], take=ctl[2])
-            vals = {**self._register(m, vals, "i0_"), **place_terms(m, self._dw, p1, moves["kt"]),
-                    "kr": moves["kr"], "b": moves["b"]}
+            moves = anchor_step(m, self._dw, p1["need"], rows=self._rows, first=self.first_ahead,
+                                row=getattr(self, "row_ahead", None), take=self.we_ahead & self.en)
+            p2 = self._register(m, {**self._register(m, vals, "i0_"), **offsets(m, self._dw, p1,
+                                                                                moves["kt"]),
+                                    "kr": moves["kr"], "b": moves["b"]}, "i1_")
+            vals = {**{k: p2[k] for k in vals}, **place_terms(m, self._dw, p2),
+                    "kr": p2["kr"], "b": p2["b"]}
         return self._register(m, vals, "i_") if self._in_reg else vals
 
     def _register(self, m, vals, prefix):

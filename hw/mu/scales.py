@@ -26,7 +26,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..formats import BLOCK_FORMATS, SCALE_FORMATS, get_block_format
-from ..fp.booth import dadda_reduce, prefix_add
+from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
 from .accumulate import EXP_W, Accumulator, AccumulatorParams
 from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
@@ -241,7 +241,7 @@ def block_terms(m, bf, trees, xs, ws, en, delay: int) -> tuple:
     for i, (tree, (mp, es, snan)) in enumerate(zip(trees, scales, strict=True)):
         if hasattr(tree, "s0"):  # a carry-save tree (the window's): s0 + s1 = S + 2**(W-1)
             s = Signal(signed(len(tree.s0)), name=f"bs{i}")
-            m.d.comb += s.eq(prefix_add(m, tree.s0, tree.s1, name=f"bs{i}_cpa")
+            m.d.comb += s.eq(select_add(m, tree.s0, tree.s1, name=f"bs{i}")
                              ^ (1 << (len(tree.s0) - 1)))
             terms.append(s)
         elif mp is None:
@@ -277,6 +277,25 @@ def scaled_sum(m, acc, terms, exps, nans, pinfs, ninfs) -> list:
     m.d.comb += [pinf.eq(0 if not pinfs else _any(pinfs)), ninf.eq(0 if not ninfs else _any(ninfs))]
     return [acc.s_nan.eq(_any(nans) | (pinf & ninf)), acc.s_inf.eq(pinf | ninf),
             acc.s_inf_neg.eq(ninf)]
+
+
+def select_add(m, a, b, *, chunk: int = 8, name: str = "csel"):
+    """``(a + b) mod 2**len(a)`` as a carry-select adder: every ``chunk``-bit slice adds both ways
+    (carry in 0 and 1) beside the others, and the slices' carries select along the chunks (the
+    mapped depth is one chunk's ripple plus one select per chunk, not ``len(a)`` ripple steps)."""
+    w = len(a)
+    parts, carry = [], Const(0, 1)
+    for lo in range(0, w, chunk):
+        hi = min(lo + chunk, w)
+        s0, s1 = Signal(hi - lo + 1, name=f"{name}_c{lo}_0"), Signal(hi - lo + 1, name=f"{name}_c{lo}_1")
+        m.d.comb += [s0.eq(a[lo:hi] + b[lo:hi]), s1.eq(a[lo:hi] + b[lo:hi] + 1)]
+        sel = Signal(hi - lo + 1, name=f"{name}_s{lo}")
+        m.d.comb += sel.eq(Mux(carry, s1, s0))
+        parts.append(sel[:hi - lo])
+        carry = sel[-1]
+    out = Signal(w, name=f"{name}_sum")
+    m.d.comb += out.eq(Cat(*parts))
+    return out
 
 
 def register_terms(m, terms: tuple, en) -> tuple:

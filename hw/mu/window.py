@@ -40,7 +40,7 @@ from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
 from .scales import max_unsigned
 
 __all__ = ["WINDOW_ROOM", "WindowWidths", "window_widths", "windowed", "window_inputs", "place_needs",
-           "place_terms", "anchor_step", "realign", "drain_steps"]
+           "offsets", "place_terms", "anchor_step", "realign", "drain_steps"]
 
 FP32 = get_format("fp32")
 #: Binades below the largest term's LSB that a window holds at least (rounded up to whole chunks).
@@ -178,19 +178,29 @@ def place_needs(m: Module, ww: WindowWidths, t, e, en) -> dict:
     return regs
 
 
-def place_terms(m: Module, ww: WindowWidths, regs: dict, kt) -> dict:
-    """The beat's second placement stage: every term floor-shifted to its position under the new
-    anchor, ``H - d - Q kt`` (``t << (H - d)`` then right by ``Q kt``, or further with the dropped
-    bits' OR in ``tloss``), and the terms compressed to two rows ``u + v = T`` modulo ``2**A`` (a
+def offsets(m: Module, ww: WindowWidths, regs: dict, kt) -> dict:
+    """Each term's offset below its row's new anchor, ``d + Q kt`` (``d`` below the beat's own
+    anchor, from :func:`place_needs`; ``kt`` from :func:`anchor_step`), and the terms, for the
+    register before :func:`place_terms`."""
+    qs = ww.chunk_bits.bit_length() - 1
+    out = {}
+    for i in range(ww.blocks):
+        d = Signal(ww.shift_bits + 1, name=f"wo{i}_d")
+        m.d.comb += d.eq(regs[f"d{i}"] + (kt << qs))
+        out[f"d{i}"], out[f"t{i}"] = d, regs[f"t{i}"]
+    return out
+
+
+def place_terms(m: Module, ww: WindowWidths, regs: dict) -> dict:
+    """The beat's last placement stage: every term floor-shifted to its position ``H - d`` under
+    its row's new anchor (``t << (H - d)``, or right with the dropped bits' OR in ``tloss``; ``d``
+    from :func:`offsets`), and the terms compressed to two rows ``u + v = T`` modulo ``2**A`` (a
     Dadda tree; one term is its own row). No carry-propagate adder: the loop adds the rows."""
-    Q, A, H, nb, wt = ww.chunk_bits, ww.acc_bits, ww.top, ww.blocks, ww.term_bits
-    qs = Q.bit_length() - 1
+    A, H, nb, wt = ww.acc_bits, ww.top, ww.blocks, ww.term_bits
     span = wt + H  # bits of t << H; a shift right by span or more leaves the sign only
     placed, losses = [], []
     for i in range(nb):
-        ti = regs[f"t{i}"]
-        d = Signal(ww.shift_bits + 1, name=f"wq{i}_dt")
-        m.d.comb += d.eq(regs[f"d{i}"] + (kt << qs))
+        ti, d = regs[f"t{i}"].as_signed(), regs[f"d{i}"]
         ext = Signal(signed(span), name=f"wq{i}_ext")
         dc = Signal(range(span + 1), name=f"wq{i}_dc")
         v = Signal(signed(A), name=f"wq{i}_v")
@@ -212,7 +222,7 @@ def place_terms(m: Module, ww: WindowWidths, regs: dict, kt) -> dict:
 
 
 def anchor_step(m: Module, ww: WindowWidths, need, *, rows: int, first, row, take):
-    """The rows' anchors, one step ahead of the accumulate loop: the beat's row's anchor (0 on
+    """The rows' anchors, two stages ahead of the accumulate loop: the beat's row's anchor (0 on
     ``first``) against the beat's ``need``. Returns ``kr`` (chunks the row's sum moves down), ``kt``
     (chunks the beat's terms move down below their own anchor) and ``b`` (the new anchor), and
     writes ``b`` into the row's anchor register when ``take``."""
@@ -312,10 +322,11 @@ def drain_steps(ww: WindowWidths):
 
 
 def _odd_magnitude(m, v, A, cb, dw, magnitude):
-    """``2 v + lost`` (A + 1 bits) into the ``exact`` mode's magnitude step."""
+    """``2 v + lost`` (A + 1 bits) into the ``exact`` mode's magnitude step, and its leading zeros."""
     odd = Signal(signed(A + 1), name="wd_odd")
     m.d.comb += odd.eq(Cat(v["lost"], v["v"]))
-    return magnitude(m, {**v, "v": odd}, A + 1, cb, dw)
+    out = magnitude(m, {**v, "v": odd}, A + 1, cb, dw)
+    return {**out, "lz": leading_zeros(m, out["mag"], name="wn_lz")}  # the drain's two halves
 
 
 def _normalize(m, v, A, cb, ww):
@@ -327,7 +338,7 @@ def _normalize(m, v, A, cb, ww):
     mag = v["mag"]
     n = len(mag)
     keep = FP32.man_bits + 2  # significand and guard
-    lz = leading_zeros(m, mag, name="wn_lz")
+    lz = v["lz"]  # counted in the magnitude step, so the two steps balance
     etop = Signal(signed(12), name="wn_etop")
     lim = Signal(signed(12), name="wn_lim")  # the left shift that puts the MSB at 2**emin
     m.d.comb += [etop.eq(ww.exp_min + ww.lsb_exp - ww.top + n - 2
