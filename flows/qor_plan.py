@@ -35,8 +35,9 @@ EXACT_STAGES: dict = {
     # cycle (6,443 ps at D = 32); the third register goes on the scaled block terms (then the scale
     # multiply no longer limits: 6,065-6,443 ps, the tree again), the fourth inside the trees
     **{("nvfp4", d): 4 for d in STUDY_WIDTHS},
-    # MX's window: the same placement (no scale multiply, so the third register sits on the block
-    # sums; stages 2 leaves lanes + tree + adder in one cycle: 10,118 ps at D = 32 for MXFP8 E4M3)
+    # MX's window: 4 = the carry-save block trees' two (as the plain exact tree's), the block-sum
+    # adder's stage and the accumulator's input register (stages 2 left lanes + tree + adder in
+    # one cycle: 10,118 ps at D = 32 for MXFP8 E4M3)
     **{(f, d): 4 for f in ("mxfp8_e4m3", "mxfp4_e2m1") for d in STUDY_WIDTHS},
 }
 #: ``exact`` mode's critical-path goal per format (ps), at every study width.

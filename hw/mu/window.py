@@ -19,10 +19,10 @@ ceil(log2 D/B)`` and ``E' = e(sx) + e(sw) + 254`` in ``0 .. 510``:
 * a term sits at ``p = E' + H - Q b`` under its row's anchor (floor-shifted right when ``p < 0``);
   when a beat raises the anchor, the row's sum is floor-shifted right by ``Q`` times the rise first.
 
-Hardware (in :class:`hw.mu.exact_acc.ExactAccumulator` with an MX format): two placement stages
+Hardware (in :class:`hw.mu.exact_acc.ExactAccumulator` with an MX format): three placement stages
 (:func:`place_needs`: the needs, the beat's anchor and the offsets; :func:`anchor_step` and
-:func:`place_terms`: the rows' anchors a stage ahead of the loop and the terms shifted under them,
-compressed to two rows), a per-beat loop whose only additions are the carry-pending chunk adds of
+:func:`offsets`: the rows' anchors two stages ahead of the loop and each term's offset below its
+row's; :func:`place_terms`: the terms shifted there, compressed to two rows), a per-beat loop whose only additions are the carry-pending chunk adds of
 the ``exact`` mode (:func:`realign`: the row's sum moves down by whole chunks, an arithmetic shift of
 the pending sum whose dropped part's carry and zero test come from a prefix over the chunks, no
 carry propagation), and a drain with a variable exponent and subnormals (:func:`drain_steps`).
