@@ -153,12 +153,11 @@ def _run(dut, model, beats, *, en_prob=0.8, bubble_prob=0.2, seed=0, nan_prob=0.
             ctx.set(dut.last, bool(ctrl and ctrl["last"]))
             if model.rows > 1:
                 ctx.set(dut.row, ctrl["row"] if ctrl else 0)
-            nxt = slots[t + 1] if t + 1 < len(slots) else None  # the beat a stage ahead
-            if hasattr(dut, "we_next"):
-                ctx.set(dut.we_next, nxt is not None)
-                ctx.set(dut.first_next, bool(nxt and nxt["first"]))
-                if model.rows > 1:
-                    ctx.set(dut.row_next, nxt["row"] if nxt else 0)
+            nxt = slots[t + 2] if t + 2 < len(slots) else None  # the beat two stages ahead
+            ctx.set(dut.we_ahead, nxt is not None)
+            ctx.set(dut.first_ahead, bool(nxt and nxt["first"]))
+            if model.rows > 1:
+                ctx.set(dut.row_ahead, nxt["row"] if nxt else 0)
             terms = data["terms"] if data else [rng.randint(-5, 5)] * ww.blocks
             exps = data["exps"] if data else [rng.randint(-254, 254)] * ww.blocks
             ctx.set(dut.t, sum((p % (1 << tb)) << (i * tb) for i, p in enumerate(terms)))
