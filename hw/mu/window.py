@@ -22,10 +22,11 @@ ceil(log2 D/B)`` and ``E' = e(sx) + e(sw) + 254`` in ``0 .. 510``:
 Hardware (in :class:`hw.mu.exact_acc.ExactAccumulator` with an MX format): three placement stages
 (:func:`place_needs`: the needs, the beat's anchor and the offsets; :func:`anchor_step` and
 :func:`offsets`: the rows' anchors two stages ahead of the loop and each term's offset below its
-row's; :func:`place_terms`: the terms shifted there, compressed to two rows), a per-beat loop whose only additions are the carry-pending chunk adds of
-the ``exact`` mode (:func:`realign`: the row's sum moves down by whole chunks, an arithmetic shift of
-the pending sum whose dropped part's carry and zero test come from a prefix over the chunks, no
-carry propagation), and a drain with a variable exponent and subnormals (:func:`drain_steps`).
+row's; :func:`place_terms`: the terms shifted there, compressed to two rows), a per-beat loop
+whose only additions are the carry-pending chunk adds of the ``exact`` mode (:func:`realign`: the
+row's sum moves down by whole chunks, an arithmetic shift of the pending sum whose dropped part's
+carry and zero test come from a prefix over the chunks, no carry propagation), and a drain with a
+variable exponent and subnormals (:func:`drain_steps`).
 """
 
 from dataclasses import dataclass
