@@ -69,7 +69,11 @@ def test_nvfp4_exact_mode_matches_fractions(width):
     assert got == want
 
 
-def test_exact_mode_refuses_mx():
-    """E8M0 scales span 508 binades: no exact fixed-point sum; the message names what works."""
-    with pytest.raises(ValueError, match=r"nvfp4.*mxfp8_e4m3's e8m0 scales span 508"):
-        MatrixUnitModel(64, "mxfp8_e4m3", acc="exact")
+def test_exact_mode_on_mx_is_the_window():
+    """E8M0 scales span 508 binades: no fixed-point grid (the message names the window), and the
+    model's exact mode on MX is the window's (tb/mu/model_window.py)."""
+    from hw.mu.scales import fixed_sum_widths
+    with pytest.raises(ValueError, match=r"nvfp4.*mxfp8_e4m3's e8m0 scales span 508.*the window"):
+        fixed_sum_widths("mxfp8_e4m3", 64)
+    assert MatrixUnitModel(64, "mxfp8_e4m3", acc="exact").window is not None
+    assert MatrixUnitModel(32, "nvfp4", acc="exact").window is None

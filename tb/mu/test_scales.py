@@ -104,6 +104,8 @@ def test_window_bad_parameters():
     from hw.mu.window import window_widths
     with pytest.raises(ValueError, match="power of two >= 4"):
         ExactAccumulator("mxfp8_e4m3", 32, chunk_bits=6)
+    with pytest.raises(ValueError, match="registers its input: in_reg must be True"):
+        ExactAccumulator("mxfp8_e4m3", 32, in_reg=False)
     with pytest.raises(ValueError, match="has no window.*E8M0"):
         window_widths("nvfp4", 32, 16)
 
