@@ -239,7 +239,7 @@ def anchor_step(m: Module, ww: WindowWidths, need, *, rows: int, first, row, tak
                 m.d.comb += cur.eq(regs[-1])
     else:
         m.d.comb += cur.eq(regs[0])
-    diff = Signal(signed(ab + 1), name="wa_diff")  # against the row's anchor; first: against 0
+    diff = Signal(signed(ab + 1), name="wa_diff")  # need - the row's anchor (first: need wins)
     up = Signal(name="wa_up")
     kr, kt, b = Signal(ab, name="wa_kr"), Signal(ab, name="wa_kt"), Signal(ab, name="wa_b")
     m.d.comb += [diff.eq(need - cur), up.eq(diff > 0),
