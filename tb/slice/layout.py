@@ -175,8 +175,9 @@ def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str,
     ``numerics="mu"``: the matrix unit's bit-true model (``tb.mu.model``) in the units' accumulate
     mode ``g.acc``, tile by tile in the slice's order (k-tiles in order; one rounding per beat in the
     ``fp32`` mode, one per K-long sum in the ``exact`` mode). ``"stub"``: the stub unit's integers.
-    Block-scaled formats: the block model (:func:`tb.mu.model.unit_matmul`, the same k-tile
-    order, one rounding per beat) on x, W and their scale codes (``xs``, ``ws``), padded with zero
+    Block-scaled formats: the block model (:func:`tb.mu.model.unit_matmul` in the ``fp32`` mode,
+    the same k-tile order, one rounding per beat; the unit model's ``exact`` mode otherwise) on x,
+    W and their scale codes (``xs``, ``ws``), padded with zero
     elements and zero scale codes, as the slice pads them (with ``"stub"``: the stub's integers,
     scale codes included, on the same padded operands).
     """
@@ -193,16 +194,27 @@ def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str,
     if numerics == "stub":
         from tb.slice.stub_unit import stub_reference
         return stub_reference(xp, wp)[:, :n].astype(np.uint32)
+    return _model_tiles(g, xp, wp)[:, :n]
+
+
+def _model_tiles(g: SliceGeometry, xp, wp, xsp=None, wsp=None) -> np.ndarray:
+    """The units' model (:class:`tb.mu.model.MatrixUnitModel` in ``g.acc``) over padded operands,
+    k-tile by k-tile and N-tile by N-tile in the slice's order (scale codes with a block format)."""
     from tb.mu.model import MatrixUnitModel
+    mm, D = xp.shape[0], g.width
+    kt, nt = xp.shape[1] // D, wp.shape[1] // D
+    nb = D // g.block if g.block else 0
     y = np.zeros((mm, nt * D), dtype=np.uint32)
     for j in range(nt):
         model = MatrixUnitModel(D, g.fmt, rows=mm, acc=g.acc)
         for t in range(kt):
+            scales = {} if xsp is None else {"xs": xsp[:, t * nb:(t + 1) * nb],
+                                              "ws": wsp[t * nb:(t + 1) * nb, j * D:(j + 1) * D]}
             out = model.run(wp[t * D:(t + 1) * D, j * D:(j + 1) * D], xp[:, t * D:(t + 1) * D],
-                            first=t == 0, last=t == kt - 1, row=np.arange(mm))
+                            first=t == 0, last=t == kt - 1, row=np.arange(mm), **scales)
         for r in out:
             y[r.row, j * D:(j + 1) * D] = r.bits
-    return y[:, :n]
+    return y
 
 
 def _expected_y_block(g: SliceGeometry, x, w, xs, ws, numerics: str) -> np.ndarray:
@@ -222,6 +234,8 @@ def _expected_y_block(g: SliceGeometry, x, w, xs, ws, numerics: str) -> np.ndarr
     if numerics == "stub":
         from tb.slice.stub_unit import stub_reference
         return stub_reference(xp, wp, xsp, wsp)[:, :n].astype(np.uint32)
+    if g.acc == "exact":  # one rounding per K-long sum (OCP MX: the window)
+        return _model_tiles(g, xp, wp, xsp, wsp)[:, :n]
     return unit_matmul(g.fmt, D, xp, xsp, wp, wsp)[:, :n].astype(np.uint32)
 
 
