@@ -7,6 +7,8 @@ pin (``related_pin``, ``timing_sense``, ``timing_type`` and the ``cell_rise``/``
 constraints.
 :func:`load` parses the file once with ``liberty-parser`` and keeps a plain-Python :class:`Library`
 (cached as JSON under ``build/qor-cache/``, keyed by the file's hash, because parsing takes seconds).
+A cell whose liberty area is 0 (OSU 0.18 um's ``LATCH``) takes its area from the ``SIZE`` of its
+macro in the LEF beside the liberty (same stem, ``.lef``), when there is one.
 
 Which liberty (:func:`find_liberty`): ``LIBERTY=`` when given (a missing file is an error), else the
 first ``*.lib`` under ``$PDK_ROOT`` (preferring typical-corner standard cells), else Debian's OSU
@@ -30,7 +32,7 @@ __all__ = ["Table", "Arc", "Cell", "Library", "LibertyError", "find_liberty", "l
 
 OSU018_DEFAULT = Path("/usr/share/qflow/tech/osu018/osu018_stdcells.lib")
 CACHE_DIR = BUILD / "qor-cache" / "liberty"
-_FORMAT = 4  # bump when the cached JSON layout changes
+_FORMAT = 5  # bump when the cached JSON layout changes
 
 NO_LIBERTY_NOTE = (
     "no liberty file found: using the generic gate library (area in gate equivalents, delay in "
@@ -389,6 +391,17 @@ def _table(group, templates):
     return Table(idx1, idx2, rows, load_first)
 
 
+def lef_areas(lef: Path) -> dict:
+    """Macro name -> area (``SIZE w BY h``, LEF units: um^2) of a LEF file; empty if there is none."""
+    import re
+
+    if not lef.is_file():
+        return {}
+    text = lef.read_text(errors="replace")
+    return {m[1]: float(m[2]) * float(m[3]) for m in
+            re.finditer(r"^\s*MACRO\s+(\S+)\s.*?^\s*SIZE\s+([0-9.]+)\s+BY\s+([0-9.]+)", text, re.M | re.S)}
+
+
 def _parse(path: Path) -> Library:
     from liberty.parser import parse_liberty
 
@@ -454,7 +467,7 @@ def _parse(path: Path) -> Library:
                 for rel in related.split():
                     arcs.append(Arc(pname, rel, sense, kind, tables))
         is_seq = bool(cg.get_groups("ff") or cg.get_groups("latch") or cg.get_groups("ff_bank"))
-        area = float(cg.get("area", 0.0))
+        area = float(cg.get("area", 0.0)) or lef_areas(path.with_suffix(".lef")).get(cname, 0.0)
         cells[cname] = Cell(cname, area, inputs, outputs, clocks, arcs, is_seq, funcs,
                             limits["max_capacitance"], limits["max_transition"])
     return Library(name, _short_name(name, path), str(path), time_ps, cap_pf, cells)
