@@ -110,13 +110,12 @@ def _ends(sta):
             for a in sta.lib.cells[ctype].arcs:
                 if not a.kind.startswith("setup"):
                     continue
-                key = _REG2 if a.kind == "setup_falling" else _REG
+                key = _REG2 if sta.seq_kind(inst, a.kind) == "setup_falling" else _REG
                 b = sta._conn_bit(conns, a.pin)
                 for rf, tn in ((RISE, "rise_constraint"), (FALL, "fall_constraint")):
                     src = sta.arr.get((b, rf))
                     if src is not None:
-                        tab = a.tables.get(tn)
-                        setup = tab.lookup(sta.input_slew, src[1]) * sta.tps if tab else 0.0
+                        setup = sta.capture_setup(inst, a.tables.get(tn), src[1])
                         put(b, rf, key, setup, 0, f"{inst}/{a.pin}")
         elif kind == "macro":
             for key, (ps, lv) in sta.models[ctype].in2reg.items():

@@ -17,6 +17,12 @@ arrival times and transitions (slews) through them, separately for rising and fa
 * **End points**: flop data pins add their ``setup_rising``/``setup_falling`` constraint
   (``rise_constraint`` or ``fall_constraint`` at clock slew, data slew); primary outputs end at
   their arrival.
+* **Clock gates**: a flop clock pin may be driven through gates (a clock gate: inverter, latch on
+  the enable, AND) from a clock input; the pin's inversion swaps its cell's rising and falling arcs
+  (a latch clocked by the inverted clock captures at the rising edge) and the gates' delay is the
+  pin's clock latency: it delays the paths the pin launches and is subtracted from the setup of
+  the paths it captures (the clock arrives later there too); the gate's latch launches no data
+  path. Hold is not checked: a path into a gated flop must outlast the gate's delay.
 * **Clock edges**: primary inputs, outputs and blocks' pins are timed against the rising edge. A
   flop clocked on the falling edge launches half a period late and captures half a period early,
   so a path between flops of opposite edges must fit in half a period. When a netlist has such
@@ -113,6 +119,8 @@ def port_bits(name, bits):
 
 
 _SEQ_KINDS = ("rising_edge", "falling_edge")
+_SWAP_EDGE = {"rising_edge": "falling_edge", "falling_edge": "rising_edge",
+              "setup_rising": "setup_falling", "setup_falling": "setup_rising"}
 _TABLES = (("cell_rise", "rise_transition"), ("cell_fall", "fall_transition"))
 _COMB_KINDS = ("combinational", "combinational_rise", "combinational_fall", "three_state_enable",
                "three_state_disable")
@@ -214,6 +222,77 @@ class Sta:
         self.load = {}
         for b in set(self.driver) | set(self.sinks) | set(self.out_bits):
             self.load[b] = self._net_load(b)
+        self._clock_network()
+
+    def _clock_network(self):
+        """Trace every sequential cell's clock pin back through the gates between it and a clock
+        input (clock gates: an inverter, a latch on the enable, an AND): ``clock_of[inst]`` is the
+        pin's (inversion, latency ps) relative to the input's rising edge. The traced nets join
+        :attr:`clock_bits`; latches whose output only gates a clock (``gate_latches``) launch no
+        data path."""
+        self.clock_of, self.gate_latches = {}, set()
+        if self.lib.generic:
+            return
+        memo = {}
+        for inst, (ctype, conns, kind) in self.cells.items():
+            if kind != "seq":
+                continue
+            pins = self.lib.cells[ctype].clock_pins
+            b = self._conn_bit(conns, pins[0]) if pins else None
+            if isinstance(b, int):
+                self.clock_of[inst] = self._trace_clock(b, memo)[:2]
+        self.clock_bits.update(memo)
+
+    def _trace_clock(self, b, memo):
+        """(inversion 0/1, latency ps, slew) of clock net ``b`` (see :meth:`_clock_network`)."""
+        if b in memo:
+            return memo[b]
+        inst, pin = self.driver.get(b, (None, None))
+        if inst is None:
+            raise StaError(f"clock net {self.name(b)} has no driver")
+        if inst == "":
+            memo[b] = (0, 0.0, self.input_slew)
+            return memo[b]
+        ctype, conns, kind = self.cells[inst]
+        if kind != "comb":
+            raise StaError(f"clock net {self.name(b)} is driven by {inst} ({ctype}), a {kind} cell: "
+                           "a clock must come from an input through gates")
+        clock_in, gating = [], []
+        for p in self.lib.cells[ctype].inputs:
+            ib = self._conn_bit(conns, p)
+            if isinstance(ib, int):
+                src = self.driver.get(ib, (None, None))[0]
+                if src and self.cells[src][2] == "seq":
+                    gating.append(src)
+                else:
+                    clock_in.append((p, ib))
+        if len(clock_in) != 1:
+            raise StaError(f"clock gate {inst} ({ctype}) has {len(clock_in)} inputs that are not "
+                           f"latched enables ({', '.join(p for p, _ in clock_in)}): a clock may be "
+                           "gated only by latched enables (a glitch-free clock gate)")
+        self.gate_latches.update(gating)
+        p, ib = clock_in[0]
+        inv, lat, slew = self._trace_clock(ib, memo)
+        arcs = [a for a in self.lib.cells[ctype].arcs if a.pin == pin and a.related == p]
+        if not arcs or arcs[0].sense not in ("positive_unate", "negative_unate"):
+            raise StaError(f"clock gate {inst} ({ctype}): no unate arc {p}->{pin}")
+        out = inv ^ (arcs[0].sense == "negative_unate")
+        d, s = self._drive(arcs[0], *_TABLES[out], self.load.get(b, 0.0), slew)
+        memo[b] = (out, lat + d, s)
+        return memo[b]
+
+    def capture_setup(self, inst, table, data_slew) -> float:
+        """Setup time (ps) of a sequential cell's data pin from its constraint ``table`` (None: 0),
+        less its clock pin's latency (a gated clock captures late: :meth:`_clock_network`)."""
+        setup = table.lookup(self.input_slew, data_slew) * self.tps if table else 0.0
+        return setup - self.clock_of.get(inst, (0, 0.0))[1]
+
+    def seq_kind(self, inst, kind: str) -> str:
+        """A sequential arc's timing type as seen from the clock input: rising and falling swap
+        for a cell whose clock pin is inverted (:meth:`_clock_network`)."""
+        if self.clock_of.get(inst, (0, 0.0))[0]:
+            return _SWAP_EDGE.get(kind, kind)
+        return kind
 
     def pin_cap(self, inst, pin):
         """Capacitance of a sink pin (a library cell pin or a block input bit)."""
@@ -262,8 +341,10 @@ class Sta:
         -------
         Result
         """
-        falling = regs and any(a.kind == "falling_edge" for ctype, _, kind in self.cells.values()
-                               if kind == "seq" for a in self.lib.cells[ctype].arcs)
+        falling = regs and any(self.seq_kind(inst, a.kind) == "falling_edge"
+                               for inst, (ctype, _, kind) in self.cells.items()
+                               if kind == "seq" and inst not in self.gate_latches
+                               for a in self.lib.cells[ctype].arcs)
         self.end_by_output = {}       # output bit name -> (period ps, levels)
         self.worst_reg_end = None     # (period ps, levels) over register end points
         self.ends_at = {}             # "reg" and output bit names -> (end, bit, edge, setup) of the worst
@@ -311,10 +392,11 @@ class Sta:
         for inst, (ctype, conns, kind) in self.cells.items():
             if kind == "seq":
                 cell = self.lib.cells[ctype]
-                if not regs:
+                if not regs or inst in self.gate_latches:
                     continue
                 for a in cell.arcs:
-                    if a.kind not in _SEQ_KINDS or (phase is not None and a.kind != _SEQ_KINDS[phase]):
+                    k = self.seq_kind(inst, a.kind)
+                    if k not in _SEQ_KINDS or (phase is not None and k != _SEQ_KINDS[phase]):
                         continue
                     ob = self._conn_bit(conns, a.pin)
                     if isinstance(ob, int):
@@ -383,11 +465,15 @@ class Sta:
 
     def _launch(self, inst, ctype, arc, ob):
         load = self.load.get(ob, 0.0)
+        lat = self.clock_of.get(inst, (0, 0.0))[1]   # a gated clock arrives late: launch late
         for rf, (dn, sn) in enumerate(_TABLES):
             if dn not in arc.tables:
                 continue
             d, s = self._drive(arc, dn, sn, load, self.input_slew)
-            self._offer(ob, rf, d, s, 0, (f"{inst} ({ctype}) {arc.related}->{arc.pin}", None, None, d), "reg")
+            self._offer(ob, rf, lat + d, s, 0,
+                        (f"{inst} ({ctype}) {arc.related}->{arc.pin}" + (f" (clock latency {lat:.1f} ps)"
+                                                                          if lat else ""),
+                         None, None, lat + d), "reg")
 
     def _drive(self, arc, dn, sn, load, s_in):
         """(delay ps, output slew) of ``arc`` driving ``load`` from input slew ``s_in``."""
@@ -458,7 +544,6 @@ class Sta:
         capture edge differs from the launch edge (rising for inputs, outputs and blocks)."""
         best = None   # (period, levels, kind, end, bit, rf, setup, factor, capture edge)
         count = 0
-        tps = self.tps
         launch = RISE if phase is None else phase
 
         def consider(delay, lv, kind, end, b, rf, setup, capture=RISE):
@@ -477,14 +562,14 @@ class Sta:
                 for a in cell.arcs:
                     if not a.kind.startswith("setup"):
                         continue
-                    capture = FALL if a.kind == "setup_falling" else RISE
+                    capture = FALL if self.seq_kind(inst, a.kind) == "setup_falling" else RISE
                     b = self._conn_bit(conns, a.pin)
                     for rf, tn in ((RISE, "rise_constraint"), (FALL, "fall_constraint")):
                         src = self.arr.get((b, rf))
                         if src is None:
                             continue
                         tab = a.tables.get(tn)
-                        setup = tab.lookup(self.input_slew, src[1]) * tps if tab else 0.0
+                        setup = self.capture_setup(inst, tab, src[1])
                         consider(src[0] + setup, src[2], f"{src[4]}->reg", f"{inst}/{a.pin}", b, rf,
                                  setup, capture)
             elif kind == "macro":

@@ -146,3 +146,67 @@ def test_unknown_cell_and_loop_are_clear_errors():
         "u1": {"type": "INVX1", "connections": {"A": [6], "Y": [5]}}}}
     with pytest.raises(StaError, match="combinational loop"):
         Sta(lib, loop).run()
+
+
+def _gated_netlist(gate_by_latch=True):
+    """clk -> INVX1 -> LATCH (D = en) -> AND2X2 (clk, held) -> DFFPOSX1 clock; d -> D, Q -> y.
+    Without ``gate_by_latch`` the AND takes ``en`` straight from the input."""
+    ports = {"clk": 2, "en": 3, "d": 4}
+    mod = {"ports": {n: {"direction": "input", "bits": [b]} for n, b in ports.items()},
+           "cells": {}, "netnames": {}}
+    mod["ports"]["y"] = {"direction": "output", "bits": [8]}
+    cells = [("INVX1", {"A": [2], "Y": [5]}), ("LATCH", {"D": [3], "CLK": [5], "Q": [6]}),
+             ("AND2X2", {"A": [2], "B": [6 if gate_by_latch else 3], "Y": [7]}),
+             ("DFFPOSX1", {"CLK": [7], "D": [4], "Q": [8]})]
+    for k, (t, c) in enumerate(cells):
+        mod["cells"][f"u{k}"] = {"type": t, "connections": c}
+    return mod
+
+
+@needs_osu
+def test_gated_clock_latency_and_latch_capture_edge():
+    """A flop behind a clock gate launches after the gate's delay (hand computation: AND2X2
+    A->Y rise at the flop's clock pin load, then the flop's CLK->Q); the gate's latch, clocked by
+    the inverted clock, captures its enable at the rising edge (a full period, not half), the
+    inverter's delay late."""
+    lib = L.load(OSU)
+    slew0, out_load = 0.1, 0.03
+    sta = Sta(lib, _gated_netlist(), input_slew=slew0, output_load=out_load)
+    ff_caps, ff_tabs, _ = _raw_tables("DFFPOSX1", "Q", "CLK")
+    _, and_tabs, sense = _raw_tables("AND2X2", "Y", "A")
+    assert sense == "positive_unate"
+    latency = _bilinear(and_tabs["cell_rise"], ff_caps["CLK"], slew0) * 1000.0
+    assert sta.clock_of["u3"] == (0, pytest.approx(latency, rel=0.005))
+    assert sta.clock_of["u1"][0] == 1          # the latch sees the inverted clock
+    clk_to_q = max(_bilinear(ff_tabs[t], out_load, slew0) for t in ("cell_rise", "cell_fall")) * 1000.0
+    res = sta.run(inputs=set(), regs=True)
+    assert res.kind == "reg->out"
+    assert res.delay_ps == pytest.approx(latency + clk_to_q, rel=0.005)
+    en_path = sta.run(inputs={"en"}, regs=False)
+    assert en_path.kind == "in->reg" and en_path.factor == 1
+    # the same latch on the clock itself (transparent while the clock is high) captures at the
+    # falling edge: half a period, so the path needs twice its arrival; on the inverted clock it
+    # captures at the rising edge, the inverter's delay after it (its latency, credited)
+    plain = _gated_netlist()
+    plain["cells"]["u1"]["connections"]["CLK"] = [2]
+    half = Sta(lib, plain, input_slew=slew0, output_load=out_load).run(inputs={"en"}, regs=False)
+    lat_caps, _, _ = _raw_tables("LATCH", "Q", "CLK")
+    _, inv_tabs, _ = _raw_tables("INVX1", "Y", "A")
+    inv_delay = _bilinear(inv_tabs["cell_fall"], lat_caps["CLK"], slew0) * 1000.0
+    assert sta.clock_of["u1"][1] == pytest.approx(inv_delay, rel=0.005)
+    assert half.factor == 2
+    assert en_path.delay_ps == pytest.approx(half.delay_ps / 2 - inv_delay, rel=0.01)
+    # into the gated flop: its setup less the gate's latency (the same flop on the clock itself)
+    ungated = _gated_netlist()
+    ungated["cells"]["u3"]["connections"]["CLK"] = [2]
+    d_plain = Sta(lib, ungated, input_slew=slew0, output_load=out_load).run(inputs={"d"}, regs=False)
+    d_gated = sta.run(inputs={"d"}, regs=False)
+    assert d_gated.delay_ps == pytest.approx(d_plain.delay_ps - latency, rel=0.005)
+
+
+@needs_osu
+def test_clock_gated_by_an_unlatched_input_is_refused():
+    from flows.synth.sta import StaError
+
+    with pytest.raises(StaError, match="latched enables"):
+        Sta(L.load(OSU), _gated_netlist(gate_by_latch=False))
