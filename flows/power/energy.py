@@ -16,7 +16,10 @@ leakage
     ``cell_leakage_power`` x the simulated time.
 clock
     The ideal clock net (no clock tree) makes one rise and one fall per cycle; its load is every
-    flop's clock pin. Each flop's clock pin internal energy counts every cycle.
+    flop's clock pin and every clock gate's clock inputs. A gated clock (a clock gate's output)
+    pulses only in the cycles its enable allows (:class:`flows.power.sim.GateSim`); the switching
+    of every clock-network net is under the block ``"clock"``, and each flop's clock pin internal
+    energy counts per transition of its own (gated or not) clock.
 
 Slews: a net's slew is its driver's output transition (mean of rise and fall, over the driver's
 arcs to that output) at the net's load, with the STA's default input slew at the driver's inputs
@@ -196,6 +199,7 @@ def compute(flat, sim, lib, plib, period_ns: float, clock_port: str = "clk", inp
             add(int(bi), "internal", e_int[sel].sum())
             add(int(bi), "leakage", e_leak[sel].sum())
     net_blk[clk] = -2
+    net_blk[sim.clock_nets] = -2     # gated clocks too: the clock network's switching
     e_sw = 0.5 * load * lib.cap_pf * v2 * tog * net_w
     e_sw[:2] = 0.0
     for bi in np.unique(net_blk):

@@ -14,8 +14,10 @@ the STA):
     Static power per cell instance.
 ``ff``
     ``next_state`` and ``clocked_on`` of edge-triggered flops (one data pin, one clock pin, either
-    edge); cells with ``clear``/``preset``, latches and tristate outputs are listed in
+    edge); cells with ``clear``/``preset``, flop banks and tristate outputs are listed in
     :attr:`PowerLibrary.unsupported` and rejected by the simulator if a netlist uses them.
+``latch``
+    ``enable`` and ``data_in`` of a simple latch (the latch of a clock gate).
 
 Units (read from the library, not assumed): internal energy is in ``capacitive_load_unit x
 voltage_unit^2`` (the Liberty convention; pF x V^2 = pJ for OSU 0.18 um), leakage in
@@ -35,7 +37,7 @@ from ..synth.liberty import LibertyError, Table, _floats, _table, _unit, cached_
 __all__ = ["PowerEntry", "PowerCell", "PowerLibrary", "load_power", "lookup"]
 
 CACHE_DIR = BUILD / "qor-cache" / "power-liberty"
-_FORMAT = 1
+_FORMAT = 2
 
 
 @dataclass
@@ -54,14 +56,16 @@ class PowerEntry:
 
 @dataclass
 class PowerCell:
-    """Energy data of one cell: leakage (library leakage units), internal-power entries and, for an
-    edge-triggered flop, ``(clock pin, edge "rise"/"fall", data pin, output pins)``."""
+    """Energy data of one cell: leakage (library leakage units), internal-power entries, for an
+    edge-triggered flop ``(clock pin, edge "rise"/"fall", data pin, output pins)`` and for a
+    latch ``(enable pin, data pin, output pins)``."""
 
     name: str
     leakage: float
     entries: list
     flop: tuple | None = None
     functions: dict = field(default_factory=dict)
+    latch: tuple | None = None
 
 
 @dataclass
@@ -96,15 +100,15 @@ class PowerLibrary:
                 "energy_pj": self.energy_pj, "leak_nw": self.leak_nw, "sha256": self.sha256,
                 "unsupported": self.unsupported,
                 "cells": {n: [c.leakage, [[e.pin, e.related, tab(e.rise), tab(e.fall)] for e in c.entries],
-                              c.flop, c.functions] for n, c in self.cells.items()}}
+                              c.flop, c.functions, c.latch] for n, c in self.cells.items()}}
 
     @classmethod
     def from_json(cls, d):
         def tab(v):
             return None if v is None else Table(*v)
         cells = {n: PowerCell(n, lk, [PowerEntry(p, r, tab(a), tab(b)) for p, r, a, b in ents],
-                              tuple(fl) if fl else None, fn)
-                 for n, (lk, ents, fl, fn) in d["cells"].items()}
+                              tuple(fl) if fl else None, fn, tuple(la) if la else None)
+                 for n, (lk, ents, fl, fn, la) in d["cells"].items()}
         return cls(d["name"], d["voltage"], d["energy_pj"], d["leak_nw"], cells, d["unsupported"],
                    d.get("sha256", ""))
 
@@ -143,11 +147,23 @@ def _strip(v):
     return str(getattr(v, "value", v)).strip().strip('"').strip()
 
 
+def _latch(cg, outputs):
+    """(enable pin, data pin, output pins) of a simple latch (one data pin, one enable pin, no
+    clear or preset), or None."""
+    groups = list(cg.get_groups("latch"))
+    if len(groups) != 1 or "clear" in groups[0] or "preset" in groups[0]:
+        return None
+    en, d = _strip(groups[0].get("enable", "")), _strip(groups[0].get("data_in", ""))
+    return (en, d, list(outputs)) if en.isidentifier() and d.isidentifier() else None
+
+
 def _flop(cg, cname, outputs):
     """(clock pin, edge, data pin, output pins) of a simple edge-triggered flop, or a reason string."""
     ffs = list(cg.get_groups("ff"))
-    if cg.get_groups("latch") or cg.get_groups("ff_bank"):
-        return "latch or flop bank"
+    if cg.get_groups("latch") and _latch(cg, outputs) is None:
+        return "latch with clear, preset or a compound enable"
+    if cg.get_groups("ff_bank"):
+        return "flop bank"
     if not ffs:
         return None
     ff = ffs[0]
@@ -219,7 +235,7 @@ def _parse(path: Path) -> PowerLibrary:
             unsupported[cname] = fl
             fl = None
         leak = float(cg.get("cell_leakage_power", 0.0))
-        cells[cname] = PowerCell(cname, leak, entries, fl, funcs)
+        cells[cname] = PowerCell(cname, leak, entries, fl, funcs, _latch(cg, outputs))
     name = str(lib.args[0]) if lib.args else path.stem
     return PowerLibrary(name, _voltage(lib), cap_pf * volt * volt, leak_nw, cells, unsupported)
 

@@ -2,8 +2,9 @@
 
 Steps of :func:`run`:
 
-1. :func:`flows.synth.flow.run` with ``flow="hier"`` gives the mapped netlist of every block (the
-   same cached Yosys runs the QoR reports come from) and the unit's fmax.
+1. :func:`flows.synth.flow.run` with ``flow="hier"`` gives the netlist of every block after the
+   drive repair (the same cached Yosys runs, and the same netlists, whose area and timing the QoR
+   reports give) and the unit's fmax.
 2. The stimulus comes from the testbench side: ``python -m tb.power_stim`` runs as a subprocess
    (flows never imports tb) and writes the beats and the bit-true model's expected results.
 3. :func:`flows.power.netlist.flatten` stitches the blocks (all columns, or ``sample`` of them) and
@@ -80,11 +81,16 @@ def stimulus(width, fmt, rows, workload, runs, out: Path, acc="fp32", guard_bits
 
 
 def _modules(variant):
+    """Every block's netlist after the drive repair (``repaired.json``): the netlist whose area and
+    timing the QoR reports give."""
     hier = WORK / variant / "hier"
     mods = {}
     for d in sorted(hier.iterdir()):
-        f = d / "mapped.json"
-        if f.is_file():
+        if (d / "mapped.json").is_file():
+            f = d / "repaired.json"
+            if not f.is_file():
+                raise PowerError(f"{f} is missing (the synthesis of {variant} stopped before its "
+                                 f"drive repair); run `make synth` for this variant again")
             mods[d.name] = json.loads(f.read_text())["modules"][d.name]
     return mods
 

@@ -290,3 +290,93 @@ def test_summary_compares_block_scaled_with_plain_element_format():
     assert "300.0 pJ per useful MAC against 200.0 for plain fp8_e4m3 (+50%)" in lines[0]
     assert "multipliers (+100.0 pJ/MAC)" in lines[0]
     assert summary._block_vs_plain([run("fp8_e4m3", {"mu": 1e6})]) == []
+
+
+def _gated_flop(en_pattern, d_pattern, libs):
+    """A clock gate of OSU cells (INVX1, LATCH on the enable, AND2X2) clocking a DFFPOSX1 that sits
+    in a child module ``ff``: one cycle per pattern entry."""
+    top = _module({"clk": 2, "en": 3, "d": 4}, {"q": 8},
+                  [("INVX1", {"A": 2, "Y": 5}), ("LATCH", {"D": 3, "CLK": 5, "Q": 6}),
+                   ("AND2X2", {"A": 2, "B": 6, "Y": 7})])
+    top["cells"]["f"] = {"type": "ff", "connections": {"c": [7], "d": [4], "q": [8]}}
+    ff = _module({"c": 2, "d": 3}, {"q": 4}, [("DFFPOSX1", {"CLK": 2, "D": 3, "Q": 4})])
+    lib, plib = libs
+    flat = flatten({"t": top, "ff": ff}, "t", plib.cells)
+    sim = GateSim(flat, plib)
+    trace = []
+    for i, (en, d) in enumerate(zip(en_pattern, d_pattern, strict=True)):
+        sim.vals[flat.ports["en"][1]] = en
+        sim.vals[flat.ports["d"][1]] = d
+        sim.settle()
+        if i == 0:
+            sim.start_counting()
+        trace.append(int(sim.vals[flat.ports["q"][1]][0]))
+        sim.clock()
+    return flat, sim, compute(flat, sim, lib, plib, PERIOD, input_slew=0.06, output_load=0.025), trace
+
+
+@needs_osu
+def test_gated_flop_loads_and_pays_its_clock_only_in_enabled_cycles(libs):
+    """The flop takes d at an edge only after a cycle with en high; its clock pin's internal
+    energy and the gated clock net's switching count only those cycles, the clock and the
+    gate's inverter every cycle (hand computation from the liberty text)."""
+    en = [1, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1, 0]
+    d = [1, 0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1]
+    flat, sim, e, trace = _gated_flop(en, d, libs)
+    q, want = 0, []
+    for k in range(len(en)):
+        want.append(q)
+        q = d[k] if en[k] else q
+    assert trace == want
+    # counted cycles: the edges after cycles 0 .. n-2 (the last cycle's edge is not simulated)
+    n = len(en) - 1
+    k_on = sum(en[:n])
+    caps_ff, power_ff, _ = _raw("DFFPOSX1")
+    caps_inv, _, _ = _raw("INVX1")
+    caps_and, _, _ = _raw("AND2X2")
+    caps_lat, _, _ = _raw("LATCH")
+    clk_pin = power_ff[("CLK", None)]
+    per_pulse = _at(clk_pin["rise_power"], 0, 0.06) + _at(clk_pin["fall_power"], 0, 0.06)
+    ff_int = e.by_block["ff"]["internal"]
+    # d and q internal energy on top of the clock pin's: bounded below by the clock pin alone
+    assert ff_int >= k_on * per_pulse * (1 - 1e-9)
+    assert sim.toggles[flat.ports["clk"][1]][0] == 2 * n
+    sw_clock = 0.5 * V * V * (2 * n * (caps_inv["A"] + caps_and["A"])   # clk
+                              + 2 * n * caps_lat["CLK"]                   # inverted clock
+                              + 2 * k_on * caps_ff["CLK"])                # gated clock
+    assert e.by_block["clock"]["switching"] == pytest.approx(sw_clock, rel=1e-9)
+
+
+@needs_osu
+def test_gated_flop_with_constant_data_pays_only_enabled_clock_pulses(libs):
+    """With d constant the flop's whole energy is its clock pin's, once per enabled cycle."""
+    en = [0, 1, 1, 0, 0, 0, 1, 0, 1]
+    flat, sim, e, trace = _gated_flop(en, [0] * len(en), libs)
+    assert trace == [0] * len(en)
+    _, power_ff, _ = _raw("DFFPOSX1")
+    clk_pin = power_ff[("CLK", None)]
+    per_pulse = _at(clk_pin["rise_power"], 0, 0.06) + _at(clk_pin["fall_power"], 0, 0.06)
+    assert e.by_block["ff"]["internal"] == pytest.approx(sum(en[:-1]) * per_pulse, rel=1e-9)
+    assert e.by_block["ff"]["switching"] == 0.0
+
+
+def test_summary_pairs_gated_runs_with_their_ungated_twin():
+    """A gated unit at 100 pJ/MAC (zeros 20) against its twin at 400 (zeros 300): 0.25x, the
+    zero-data ratios 0.75 and 0.20; a gated run without a twin adds no row."""
+    from flows.power import summary
+
+    def run(variant, workload, pj, area, fmax):
+        return {"variant": variant, "workload": workload, "columns": 64, "columns_simulated": 8,
+                "pj_per_useful_mac": pj, "energy_pj": {"total": pj * 1000.0}, "area_um2": area,
+                "fmax_mhz": fmax}
+
+    runs = [run("mu-w64-fp8_e4m3-xacc-osu018", "tiles", 400.0, 89.5e6, 203.8),
+            run("mu-w64-fp8_e4m3-xacc-osu018", "zeros", 300.0, 89.5e6, 203.8),
+            run("mu-w64-fp8_e4m3-xacc-cg-osu018", "tiles", 100.0, 84.5e6, 217.0),
+            run("mu-w64-fp8_e4m3-xacc-cg-osu018", "zeros", 20.0, 84.5e6, 217.0),
+            run("mu-w32-fp8_e4m3-xacc-cg-osu018", "tiles", 50.0, 20e6, 220.0)]
+    rows = [r for r in summary._gating(runs) if r.startswith("| 64 |")]
+    assert rows[0] == ("| 64 | w64-fp8_e4m3-xacc | tiles | 400.0 / 100.0 | 0.25x | 0.75 / 0.20 | "
+                       "89.50 / 84.50 | 203.8 / 217.0 |")
+    assert len(rows) == 2 and not any("w32" in r for r in summary._gating(runs))
+    assert summary._gating(runs[:2]) == ["No clock-gated run is published with its ungated twin."]
