@@ -10,6 +10,7 @@
   measured energy per cycle times the contract's cycles, plus the feed's energy per HBM byte (a
   stated parameter) on the fetched bytes, padding included;
 * the block-scaled units (OCP MX, NVFP4) against the plain unit of their element format;
+* the clock-gated units against the same units without gates;
 * a comparison with the ISSCC 2014 45 nm energies scaled to this node.
 
 Reads only committed JSON (no simulation): reports never call the flow.
@@ -117,6 +118,33 @@ def _block_vs_plain(runs):
                    f"{p['fmt']} ({100 * (ea / eb - 1):+.0f}%); the most added is in {top} "
                    f"({grow[top]:+.1f} pJ/MAC).")
     return out
+
+
+def _gating(runs):
+    """The clock-gated runs (variant ``...-cg-...``) against the same unit without gates."""
+    plain = {(s["variant"], s["workload"], s["columns_simulated"]): s for s in runs}
+    out = ["| D | unit | workload | pJ / useful MAC without / with gates | ratio | zeros / real tiles "
+           "without / with | area mm^2 without / with | fmax MHz without / with |",
+           "|---|---|---|---|---|---|---|---|"]
+    zeros = {(s["variant"], s["columns_simulated"]): s for s in runs if s["workload"] == "zeros"}
+    rows = 0
+    for s in runs:
+        if "-cg-" not in s["variant"]:
+            continue
+        base = plain.get((s["variant"].replace("-cg-", "-"), s["workload"], s["columns_simulated"]))
+        if base is None:
+            continue
+        zr = []
+        for r in (base, s):
+            z = zeros.get((r["variant"], r["columns_simulated"])) if s["workload"] == "tiles" else None
+            zr.append(f"{z['energy_pj']['total'] / r['energy_pj']['total']:.2f}" if z else "-")
+        unit = base["variant"].removeprefix("mu-").removesuffix("-osu018")
+        out.append(f"| {s['columns']} | {unit} | {s['workload']} | {base['pj_per_useful_mac']:.1f} / "
+                   f"{s['pj_per_useful_mac']:.1f} | {s['pj_per_useful_mac'] / base['pj_per_useful_mac']:.2f}x | "
+                   f"{zr[0]} / {zr[1]} | {base['area_um2'] / 1e6:.2f} / {s['area_um2'] / 1e6:.2f} | "
+                   f"{base['fmax_mhz']} / {s['fmax_mhz']} |")
+        rows += 1
+    return out if rows else ["No clock-gated run is published with its ungated twin."]
 
 
 def _composition(runs):
@@ -244,6 +272,7 @@ def write_summary(root: Path = ROOT, hbm_pj: float = 40.0, batch: int = 1) -> Pa
     text = (Path(__file__).with_name("summary_text.md").read_text()
             .replace("{MAIN}", "\n".join(_main_table(runs)))
             .replace("{COMPOSITION}", "\n".join(_composition(runs)))
+            .replace("{GATING}", "\n".join(_gating(runs)))
             .replace("{TOKEN}", "\n".join(_per_token(runs, hbm_pj, batch)))
             .replace("{ISSCC}", "\n".join(_isscc(runs)))
             .replace("{BUDGETS}", "\n".join(_budgets(runs)))
