@@ -239,6 +239,10 @@ _MU_OPTIONS = (
            help="fp32 mode: accumulate loop over 1 or 2 cycles (2: shorter critical path, "
                 "a beat of the same row as the previous one waits a cycle)",
            tag=lambda v: "" if v == 1 else f"l{v}"),
+    Option("gate", False, on_off,
+           help="clock-gate every weight- and scale-buffer row with a clock gate of liberty cells "
+                "(latch + AND): a row sees the clock only when it loads",
+           tag=lambda v: "cg" if v else ""),
 )
 _MU = {o.name: o for o in _MU_OPTIONS}
 

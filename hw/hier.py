@@ -35,6 +35,8 @@ from amaranth.back import verilog
 from amaranth.hdl import ClockSignal, Instance, ResetSignal
 from amaranth.lib import wiring
 
+from .clock_gate import CELLS
+
 __all__ = ["place", "emit", "Netlist", "BlockModule", "BlockParams"]
 
 _ACTIVE = contextvars.ContextVar("hw_hier_emitter", default=None)
@@ -167,7 +169,7 @@ class _Emitter:
         self.stack.append({})
         token = _ACTIVE.set(self)
         try:
-            text = verilog.convert(component, name=name, emit_src=False)
+            text = verilog.convert(component, name=name, platform=CELLS, emit_src=False)
         finally:
             _ACTIVE.reset(token)
             children = self.stack.pop()

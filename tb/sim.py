@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+from hw.clock_gate import with_cell_models
+
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build" / "sim"
 #: One JSON line per Verilator build (build folder, ``cold`` = nothing built there before, seconds
@@ -188,6 +190,7 @@ def build(name: str, verilog: str, toplevel: str, *, hier_blocks=(), build_args=
     ``fresh``, a folder that already holds this build is rebuilt as a test run would (warm).
     """
     verilator_env()
+    verilog = with_cell_models(verilog)
     bdir = BUILD / name
     if fresh and bdir.exists():
         shutil.rmtree(bdir)
@@ -214,7 +217,8 @@ def run(name: str, verilog: str, toplevel: str, test_module: str, *, env: dict |
     name : str
         Build folder name, unique per parametrization (``bf16_mul-booth4-s2``).
     verilog : str
-        The design's Verilog text (all modules).
+        The design's Verilog text (all modules); the simulation models of the liberty cells it
+        instantiates for clock gates are added (:func:`hw.clock_gate.with_cell_models`).
     toplevel : str
         Top module name.
     test_module : str
@@ -240,6 +244,7 @@ def run(name: str, verilog: str, toplevel: str, test_module: str, *, env: dict |
     from cocotb_tools.runner import get_results
 
     verilator_env()
+    verilog = with_cell_models(verilog)
     waves = os.environ.get("WAVES", "0") not in ("", "0")
     bdir = BUILD / name
     bdir.mkdir(parents=True, exist_ok=True)

@@ -46,6 +46,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import hier
+from ..clock_gate import gated_assign
 from ..formats import BLOCK_FORMATS
 from ..hier import BlockParams
 from ..pipeline import Cut
@@ -70,22 +71,25 @@ __all__ = ["WeightBuffer", "WeightBufferParams", "Column", "ColumnParams"]
 
 @dataclass(frozen=True)
 class WeightBufferParams(BlockParams):
-    """A weight buffer depends on D and the element width only."""
+    """A weight buffer depends on D, the element width and whether its rows are clock-gated."""
 
-    MODULE: ClassVar[str] = "mu_wbuf_w{width}_b{bits}"
+    MODULE: ClassVar[str] = "mu_wbuf_w{width}_b{bits}{gate}"
+    TAGS: ClassVar[dict] = {"gate": lambda v: "_cg" if v else ""}
     width: int
     bits: int
+    gate: bool = False
 
 
 @dataclass(frozen=True)
 class ColumnParams(BlockParams):
     """Everything that changes a :class:`Column`'s logic (and its module name)."""
 
-    MODULE: ClassVar[str] = "mu_col_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}{loop}"
+    MODULE: ClassVar[str] = "mu_col_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}{loop}{gate}"
     TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"],
                             "acc": lambda v: "" if v == "fp32" else "_xacc",
                             "guard_bits": lambda v: "" if v == GUARD_BITS else f"_g{v}",
-                            "loop": AccumulatorParams.TAGS["loop"]}
+                            "loop": AccumulatorParams.TAGS["loop"],
+                            "gate": WeightBufferParams.TAGS["gate"]}
     width: int
     fmt: str
     rows: int
@@ -94,6 +98,7 @@ class ColumnParams(BlockParams):
     acc: str = "fp32"
     guard_bits: int = GUARD_BITS
     loop: int = 1
+    gate: bool = False
 
     @property
     def block_format(self):
@@ -119,10 +124,11 @@ class ColumnParams(BlockParams):
         bf = self.block_format
         if bf is not None and self.window:
             return TreeParams(bf.block, bf.element, max(0, self.stages - self.scale_reg - 1),
-                              self.tree, True)
+                              self.tree, True, self.gate)
         if bf is not None:  # block sums are resolved (scaled and shifted), in either mode
-            return TreeParams(bf.block, bf.element, self.stages - self.scale_reg, self.tree, False)
-        return TreeParams(self.width, self.fmt, self.stages, self.tree, self.acc == "exact")
+            return TreeParams(bf.block, bf.element, self.stages - self.scale_reg, self.tree, False,
+                              self.gate)
+        return TreeParams(self.width, self.fmt, self.stages, self.tree, self.acc == "exact", self.gate)
 
     @property
     def acc_params(self):
@@ -131,7 +137,7 @@ class ColumnParams(BlockParams):
         if self.acc == "exact":
             plan = self.tree_params.placement.count(self.tree_params.stages)
             return ExactAccumulatorParams(self.width, self.fmt, self.rows, self.guard_bits,
-                                          in_reg=self.window or plan[Cut.NORM] > 0)
+                                          in_reg=self.window or plan[Cut.NORM] > 0, gate=self.gate)
         return AccumulatorParams(self.width, self.fmt, self.rows, self.stages, self.loop)
 
     @property
@@ -171,11 +177,16 @@ class WeightBuffer(wiring.Component):
         last row, k = D-1) is forwarded into the copy.
     wa : Out(D * b)
         The active column, W[k, j] at ``[k*b +: b]``.
+
+    With ``gate``, every loading row has a clock gate of its own (enable ``we[k]``) and the active
+    copy one per :data:`hw.clock_gate.GATE_GROUP` flops (enable ``swap``), see
+    :func:`hw.clock_gate.gated_assign`: the flops see the clock only in the cycles that load them
+    and need no enable multiplexers.
     """
 
-    def __init__(self, width: int, bits: int):
-        self._width, self._bits = width, bits
-        self.params = WeightBufferParams(width, bits)
+    def __init__(self, width: int, bits: int, gate: bool = False):
+        self._width, self._bits, self._gate = width, bits, gate
+        self.params = WeightBufferParams(width, bits, gate)
         super().__init__({"wdata": In(bits), "we": In(width), "swap": In(1), "wa": Out(width * bits)})
 
     #: ``wa`` shows the swapped-in column the cycle after ``swap``.
@@ -186,15 +197,24 @@ class WeightBuffer(wiring.Component):
         D, b = self._width, self._bits
         wl = [Signal(b, name=f"wl{k}", reset_less=True) for k in range(D)]  # no reset: data only
         wa = [Signal(b, name=f"wa{k}", reset_less=True) for k in range(D)]
-        for k in range(D):
-            with m.If(self.we[k]):
-                m.d.sync += wl[k].eq(self.wdata)
-        with m.If(self.swap):
-            for k in range(D - 1):
-                m.d.sync += wa[k].eq(wl[k])
-            m.d.sync += wa[D - 1].eq(Mux(self.we[D - 1], self.wdata, wl[D - 1]))
+        if self._gate:
+            for k in range(D):
+                gated_assign(m, platform, self.we[k], [(wl[k], self.wdata)], f"gl{k}")
+            gated_assign(m, platform, self.swap, [(wa[k], self._swapped(k, wl)) for k in range(D)], "ga")
+        else:
+            for k in range(D):
+                with m.If(self.we[k]):
+                    m.d.sync += wl[k].eq(self.wdata)
+            with m.If(self.swap):
+                for k in range(D):
+                    m.d.sync += wa[k].eq(self._swapped(k, wl))
         m.d.comb += self.wa.eq(Cat(*wa))
         return m
+
+    def _swapped(self, k, wl):
+        """Row k of the loading copy as the swap takes it (the last row forwarded if written)."""
+        D = self._width
+        return wl[k] if k < D - 1 else Mux(self.we[D - 1], self.wdata, wl[D - 1])
 
 
 class Column(wiring.Component):
@@ -223,6 +243,11 @@ class Column(wiring.Component):
     loop : int
         ``fp32`` mode: cycles of the accumulate loop (:class:`~hw.mu.accumulate.Accumulator`); with
         2, a beat must not follow a beat of the same row in the next enabled cycle.
+    gate : bool
+        Clock gates (:mod:`hw.clock_gate`) on the weight (and scale) buffers' rows
+        (:class:`WeightBuffer`), the trees' pipeline registers (enable: the beat is valid, from the
+        column's copy of the activation register's valid, ``xv_next``) and, in the ``exact`` mode,
+        the accumulator's registers that load only for a beat or a result.
 
     Members
     -------
@@ -237,6 +262,9 @@ class Column(wiring.Component):
         ``exact`` mode only, ``row`` is present if R > 1); the swap permission (enabled and a
         complete tile waits); and, this cycle, a valid ``x`` beat with ``swap``. The weights swap
         (:class:`WeightBuffer` ``swap``) in a cycle with ``swap_req`` and the permission.
+    xv_next : In(1)
+        With ``gate``: what the unit's control register beside the activation register takes (the
+        accepted ``x`` beat is valid); the column registers its copy while enabled.
     ahead_next : In
         ``exact`` on an OCP MX format: what the control register two stages before the
         accumulate stage takes (:func:`hw.mu.control.column_control_ahead`), for the window's
@@ -263,7 +291,7 @@ class Column(wiring.Component):
     """
 
     def __init__(self, fmt, width: int, rows: int, stages: int, tree: str = "dadda",
-                 acc: str = "fp32", guard_bits: int = GUARD_BITS, loop: int = 1):
+                 acc: str = "fp32", guard_bits: int = GUARD_BITS, loop: int = 1, gate: bool = False):
         if acc not in ACC_MODES:
             raise ValueError(f"acc must be one of {', '.join(ACC_MODES)}, not {acc!r}")
         self._bf = BLOCK_FORMATS.get(fmt) if isinstance(fmt, str) else None
@@ -276,7 +304,7 @@ class Column(wiring.Component):
             raise ValueError(f"loop={loop} is for acc='fp32' only (the exact mode's loop is an "
                              f"integer add); leave loop at 1")
         self.params = ColumnParams(width, self._dw.fmt.name if self._bf is None else self._bf.name,
-                                   rows, stages, tree, acc, guard_bits, loop)
+                                   rows, stages, tree, acc, guard_bits, loop, gate)
         b = self._dw.fmt.bits
         members = {"wdata": In(b), "we": In(width), "x": In(width * b)}
         if self._bf is not None:  # the block scales: activation scale codes, weight scale loads
@@ -284,6 +312,8 @@ class Column(wiring.Component):
             members.update({"xs": In(8 * nb), "sdata": In(8), "swe": In(nb)})
         ahead = self.params.window  # the window's anchors, two stages ahead
         members.update({**column_control_members(rows, ahead=ahead), "y": Out(32)})
+        if gate:
+            members["xv_next"] = In(1)
         if acc == "exact":
             members["overflow"] = Out(1)
         super().__init__(members)
@@ -303,11 +333,15 @@ class Column(wiring.Component):
         bf, tp = self._bf, self.params.tree_params
 
         en, acc_we, ctl, swap = column_control(m, self, self._rows)
-        wbuf = WeightBuffer(D, b)
+        if self.params.gate:  # the beat in the activation register is valid: the trees' clock gates
+            xv = Signal(name="xv")
+            with m.If(en):
+                m.d.sync += xv.eq(self.xv_next)
+        wbuf = WeightBuffer(D, b, self.params.gate)
         hier.place(m, "wbuf", wbuf)
         m.d.comb += [wbuf.wdata.eq(self.wdata), wbuf.we.eq(self.we), wbuf.swap.eq(swap)]
         if bf is not None:  # the weight scales: D/B codes, loaded by ``ws`` beats, swapped with W
-            sbuf = WeightBuffer(D // bf.block, 8)
+            sbuf = WeightBuffer(D // bf.block, 8, self.params.gate)
             hier.place(m, "sbuf", sbuf)
             m.d.comb += [sbuf.wdata.eq(self.sdata), sbuf.we.eq(self.swe), sbuf.swap.eq(swap)]
 
@@ -315,9 +349,12 @@ class Column(wiring.Component):
         B = tp.width  # lanes per tree: D, or the block size
         trees = []
         for i in range(D // B):
-            tree = Tree(f, B, stages=tp.stages, arch=self._tree, carry_save=tp.carry_save)
+            tree = Tree(f, B, stages=tp.stages, arch=self._tree, carry_save=tp.carry_save,
+                        gate=tp.gate)
             hier.place(m, "tree" if bf is None else f"tree{i}", tree)
             m.d.comb += tree.en.eq(en)
+            if tp.gate:
+                m.d.comb += tree.v.eq(xv)
             trees.append(tree)
         for k in range(D):
             lane, tree, kk = Lane(f), trees[k // B], k % B
@@ -340,8 +377,15 @@ class Column(wiring.Component):
                 terms = register_terms(m, terms, en)
             acc = ExactAccumulator(bf.name, D, self._rows, guard_bits=p.guard_bits,
                                    chunk_bits=p.chunk_bits, drain_stages=p.drain_stages,
-                                   in_reg=p.in_reg)
+                                   in_reg=p.in_reg, gate=p.gate)
             hier.place(m, "acc", acc)
+            if hasattr(acc, "v"):  # the block terms' valid: the trees', through the scale register
+                tv = trees[0].v_out
+                if self.params.scale_reg:
+                    tv, v0 = Signal(name="terms_v"), tv
+                    with m.If(en):
+                        m.d.sync += tv.eq(v0)
+                m.d.comb += acc.v.eq(tv)
             if windowed(bf.name):  # the window's anchors move a stage ahead of the loop
                 sums = window_inputs(m, acc, *terms)
                 ahead = column_control_ahead(m, self, self._rows, en)
@@ -364,8 +408,10 @@ class Column(wiring.Component):
             if exact:
                 acc = ExactAccumulator(f, D, self._rows, guard_bits=p.guard_bits,
                                        chunk_bits=p.chunk_bits, drain_stages=p.drain_stages,
-                                       in_reg=p.in_reg)
+                                       in_reg=p.in_reg, gate=p.gate)
                 hier.place(m, "acc", acc)
+                if hasattr(acc, "v"):
+                    m.d.comb += acc.v.eq(tree.v_out)
                 m.d.comb += [acc.last.eq(ctl.last), self.overflow.eq(acc.overflow)]
             else:
                 acc = Accumulator(f, D, self._rows, stages=S, loop=p.loop)

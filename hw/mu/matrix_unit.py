@@ -77,10 +77,10 @@ class MatrixUnitParams(BlockParams):
         parameter, the value and what is allowed.
     """
 
-    MODULE: ClassVar[str] = "mu_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}{loop}"
+    MODULE: ClassVar[str] = "mu_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}{loop}{gate}"
     TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"], "acc": ColumnParams.TAGS["acc"],
                             "guard_bits": ColumnParams.TAGS["guard_bits"],
-                            "loop": ColumnParams.TAGS["loop"]}
+                            "loop": ColumnParams.TAGS["loop"], "gate": ColumnParams.TAGS["gate"]}
     width: int = 64
     fmt: str = "fp8_e4m3"
     rows: int = 1
@@ -89,6 +89,7 @@ class MatrixUnitParams(BlockParams):
     acc: str = "fp32"
     guard_bits: int = GUARD_BITS
     loop: int = 1
+    gate: bool = False
 
     def __post_init__(self):
         if self.tree not in TREE_ARCHS:
@@ -108,6 +109,9 @@ class MatrixUnitParams(BlockParams):
         if self.loop not in LOOP_CYCLES or (self.acc != "fp32" and self.loop != 1):
             raise ValueError(f"loop must be one of {LOOP_CYCLES} with acc='fp32' (and stay 1 with "
                              f"acc='exact'), not {self.loop}")
+        if not isinstance(self.gate, bool):
+            raise TypeError(f"gate must be a bool (True: clock-gate the weight buffers), not "
+                            f"{self.gate!r}")
 
     def signature(self) -> MatrixUnitSignature:
         """The unit's ports (:class:`hw.mu.interface.MatrixUnitSignature`)."""
@@ -173,6 +177,9 @@ class MatrixUnit(wiring.Component):
         rounding take a cycle each (a shorter critical path, one more cycle of latency) and an
         ``x`` beat whose row equals that of the beat accepted in the previous enabled cycle waits
         one cycle (``docs/mu_interface.md``, throughput). Must stay 1 in the ``exact`` mode.
+    gate : bool
+        Clock-gate every row of the columns' weight and scale buffers (:mod:`hw.clock_gate`): a row
+        sees the clock only in the cycles that load it.
 
     Members
     -------
@@ -191,8 +198,8 @@ class MatrixUnit(wiring.Component):
 
     def __init__(self, width: int = 64, fmt: str = "fp8_e4m3", rows: int = 1, stages: int = 2,
                  tree: str = "dadda", acc: str = "fp32", guard_bits: int = GUARD_BITS,
-                 loop: int = 1):
-        self.params = MatrixUnitParams(width, fmt, rows, stages, tree, acc, guard_bits, loop)
+                 loop: int = 1, gate: bool = False):
+        self.params = MatrixUnitParams(width, fmt, rows, stages, tree, acc, guard_bits, loop, gate)
         self._tree = tree
         self._bf = BLOCK_FORMATS.get(fmt)
         self._dw = dot_widths(fmt if self._bf is None else self._bf.element, width)
@@ -355,7 +362,7 @@ class MatrixUnit(wiring.Component):
         ys = []
         for j in range(D):
             col = Column(self.fmt if self._bf is not None else self._dw.fmt, D, R, S, self._tree,
-                         self._acc, self._guard, self._loop)
+                         self._acc, self._guard, self._loop, self.params.gate)
             hier.place(m, f"col{j}", col)
             if exact and j == 0:
                 overflow = col.overflow
@@ -369,6 +376,8 @@ class MatrixUnit(wiring.Component):
                              col.xs.eq(xsr)]
             if hasattr(col, "ahead_next"):
                 m.d.comb += col.ahead_next.eq(ahead_next)
+            if self.params.gate:
+                m.d.comb += col.xv_next.eq(x_fire)
             ys.append(col.y)
         res = Cat(*ys)
 

@@ -31,6 +31,7 @@ from amaranth.hdl import Cat, Const, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..clock_gate import gated_assign
 from ..fp.booth import dadda_heights, prefix_add
 from ..hier import BlockParams
 from ..pipeline import COLUMN, EXACT_COLUMN, Cut, spread
@@ -62,13 +63,15 @@ class TreeParams(BlockParams):
     ``carry_save``).
     """
 
-    MODULE: ClassVar[str] = "mu_tree_w{width}_{fmt}_s{stages}{arch}{carry_save}"
-    TAGS: ClassVar[dict] = {"arch": _tree_tag, "carry_save": lambda v: "_cs" if v else ""}
+    MODULE: ClassVar[str] = "mu_tree_w{width}_{fmt}_s{stages}{arch}{carry_save}{gate}"
+    TAGS: ClassVar[dict] = {"arch": _tree_tag, "carry_save": lambda v: "_cs" if v else "",
+                            "gate": lambda v: "_cg" if v else ""}
     width: int
     fmt: str
     stages: int
     arch: str = "dadda"
     carry_save: bool = False
+    gate: bool = False
 
     @property
     def placement(self):
@@ -141,11 +144,18 @@ class Tree(wiring.Component):
         One of :data:`TREE_ARCHS`.
     carry_save : bool
         Hand out the two rows (``s0``, ``s1``) instead of their sum ``s``.
+    gate : bool
+        Clock-gate the pipeline registers (:func:`hw.clock_gate.gated_assign`): a stage's registers
+        load only when ``en`` and the beat entering them is valid.
 
     Members
     -------
     en : In(1)
         Pipeline enable of every register.
+    v : In(1)
+        With ``gate``: the beat at ``t`` is valid.
+    v_out : Out(1)
+        With ``gate``: the beat at ``s`` (``s0``, ``s1``) is valid (``v`` delayed by the latency).
     t : In(D * P)
         Lane i's ones' complement magnitude at ``[i*P +: P]``.
     neg : In(D)
@@ -171,13 +181,13 @@ class Tree(wiring.Component):
     """
 
     def __init__(self, fmt, width: int, *, stages: int, arch: str = "dadda",
-                 carry_save: bool = False):
+                 carry_save: bool = False, gate: bool = False):
         if arch not in TREE_ARCHS:
             raise ValueError(f"tree arch must be one of {', '.join(TREE_ARCHS)}, not {arch!r}")
         self._arch = arch
         self._dw = dot_widths(fmt, width)
         f = self._dw.fmt
-        self.params = TreeParams(width, f.name, stages, arch, bool(carry_save))
+        self.params = TreeParams(width, f.name, stages, arch, bool(carry_save), bool(gate))
         n = tree_levels(width)
         extra = len(self.params.placement.order)
         if self.params.placement.count(stages)[Cut.TREE] > n:
@@ -187,6 +197,8 @@ class Tree(wiring.Component):
         self._cs = bool(carry_save)
         P, W = self._dw.prod_bits, self._dw.sum_bits
         members = {"en": In(1), "t": In(width * P), "neg": In(width)}
+        if gate:
+            members.update({"v": In(1), "v_out": Out(1)})
         members.update({"s0": Out(W), "s1": Out(W)} if self._cs else {"s": Out(signed(W))})
         if f.has_nan or f.has_inf:
             members["nan"] = In(width)
@@ -201,10 +213,28 @@ class Tree(wiring.Component):
     def latency(self) -> int:
         return self.params.latency
 
+    def _load(self, m, platform, pairs, name):
+        """Registers of the current stage: ``(target, value)`` pairs loaded while ``en`` (and, with
+        ``gate``, only for a valid beat, through clock gates)."""
+        if not self.params.gate:
+            with m.If(self.en):
+                m.d.sync += [t.eq(v) for t, v in pairs]
+            return
+        gated_assign(m, platform, self.en & self._valid[-1], pairs, name)
+
+    def _advance(self, m):
+        """With ``gate``: the valid bit moves one stage on (after a stage's :meth:`_load`)."""
+        if self.params.gate:
+            v = Signal(name=f"v{len(self._valid)}")
+            with m.If(self.en):
+                m.d.sync += v.eq(self._valid[-1])
+            self._valid.append(v)
+
     def elaborate(self, platform):
         m = Module()
         dw, f = self._dw, self._dw.fmt
         D, P, W = dw.width, dw.prod_bits, dw.sum_bits
+        self._valid = [self.v] if self.params.gate else []
 
         flags = []
         if f.has_nan or f.has_inf:
@@ -216,10 +246,10 @@ class Tree(wiring.Component):
             m.d.comb += [pinf.eq((self.inf & ~self.neg).any()), ninf.eq((self.inf & self.neg).any())]
             flags += [pinf, ninf]
         if self._arch == "words":
-            total, flags = self._words(m, flags)
+            total, flags = self._words(m, platform, flags)
             if self._cs:  # S + 2**(W-1) in [0, 2**W): S with its sign bit flipped, and a zero row
-                return self._finish(m, [total ^ (1 << (W - 1)), Const(0, W)], flags)
-            return self._finish(m, [total], flags)
+                return self._finish(m, platform, [total ^ (1 << (W - 1)), Const(0, W)], flags)
+            return self._finish(m, platform, [total], flags)
 
         cols = [[] for _ in range(W)]
         for i in range(D):
@@ -233,27 +263,40 @@ class Tree(wiring.Component):
 
         def register(bits, name):
             r = Signal(len(bits), name=name, reset_less=True)
-            with m.If(self.en):
-                m.d.sync += r.eq(Cat(*bits))
+            self._load(m, platform, [(r, Cat(*bits))], name)
             return [r[i] for i in range(len(bits))]
 
         for stage, target in enumerate(dadda_heights(2 * D), start=1):
             cols = full_adder_stage(m, cols, target, name=f"dd{stage}")
             if stage in self._cuts:
+                if self.params.gate:  # one set of gates over the whole cut
+                    cols, flags = self._gated_cut(m, platform, cols, flags, f"cut{stage}")
+                    continue
                 cols = [register(c, f"cut{stage}_col{k}") if c else [] for k, c in enumerate(cols)]
                 flags = register(flags, f"cut{stage}_flags") if flags else flags
         rows = [Cat(*[(c[r] if r < len(c) else Const(0, 1)) for c in cols]) for r in (0, 1)]
         if self._cs:
-            return self._finish(m, rows, flags)
-        return self._finish(m, [prefix_add(m, rows[0], rows[1], name="cpa")], flags)
+            return self._finish(m, platform, rows, flags)
+        return self._finish(m, platform, [prefix_add(m, rows[0], rows[1], name="cpa")], flags)
 
-    def _register(self, m, values, name):
+    def _gated_cut(self, m, platform, cols, flags, name):
+        """A Dadda cut's registers (every column's bits and the flags) behind one run of clock
+        gates, the bits packed in order (with ``gate``)."""
+        regs = [Signal(len(c), name=f"{name}_col{k}", reset_less=True) if c else None
+                for k, c in enumerate(cols)]
+        fr = Signal(len(flags), name=f"{name}_flags", reset_less=True) if flags else None
+        pairs = [(r, Cat(*c)) for r, c in zip(regs, cols, strict=True) if r is not None]
+        self._load(m, platform, pairs + ([(fr, Cat(*flags))] if flags else []), name)
+        self._advance(m)
+        cols = [[r[i] for i in range(len(r))] if r is not None else [] for r in regs]
+        return cols, ([fr[i] for i in range(len(fr))] if flags else flags)
+
+    def _register(self, m, platform, values, name):
         regs = [Signal.like(v, name=f"{name}_{i}", reset_less=True) for i, v in enumerate(values)]
-        with m.If(self.en):
-            m.d.sync += [r.eq(v) for r, v in zip(regs, values, strict=True)]
+        self._load(m, platform, list(zip(regs, values, strict=True)), name)
         return regs
 
-    def _words(self, m, flags):
+    def _words(self, m, platform, flags):
         """Balanced tree of word adders; cut c (of L Dadda stages) after adder level ~c*levels/L."""
         D, P, W = self._dw.width, self._dw.prod_bits, self._dw.sum_bits
         ops = []
@@ -279,13 +322,14 @@ class Tree(wiring.Component):
                 nxt.append(s)
             ops = nxt
             for r in range(at.get(level, 0)):
-                ops = self._register(m, ops, f"cut{level}_{r}")
-                flags = self._register(m, flags, f"cutf{level}_{r}") if flags else flags
+                ops = self._register(m, platform, ops, f"cut{level}_{r}")
+                flags = self._register(m, platform, flags, f"cutf{level}_{r}") if flags else flags
+                self._advance(m)
         total = Signal(W, name="words_sum")
         m.d.comb += total.eq(ops[0])
         return total, flags
 
-    def _finish(self, m, outs, flags):
+    def _finish(self, m, platform, outs, flags):
         """Drive ``s`` (one value in ``outs``) or ``s0``, ``s1`` (two) and the flags, through the
         ``RAW`` register if there is one."""
         f, W = self._dw.fmt, self._dw.sum_bits
@@ -297,11 +341,16 @@ class Tree(wiring.Component):
         flag_d = [Signal(name=f"flag{i}", reset_less=True) for i in range(len(flags))]
         moves = ([d.eq(v) for d, v in zip(out_d, outs, strict=True)]
                  + [d.eq(s) for d, s in zip(flag_d, flags, strict=True)])
-        if self._out_reg:
+        if self._out_reg and self.params.gate:
+            self._load(m, platform, [(mv.lhs, mv.rhs) for mv in moves], "raw")
+            self._advance(m)
+        elif self._out_reg:
             with m.If(self.en):
                 m.d.sync += moves
         else:
             m.d.comb += moves
+        if self.params.gate:
+            m.d.comb += self.v_out.eq(self._valid[-1])
         m.d.comb += [p.eq(d) for p, d in zip(ports, out_d, strict=True)]
         if f.has_inf:
             nan, pinf, ninf = flag_d

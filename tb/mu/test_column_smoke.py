@@ -102,21 +102,23 @@ def pack(vals, bits):
     return sum(v << (i * bits) for i, v in enumerate(vals))
 
 
-@pytest.mark.parametrize("fmt,stages,rows,tree", [
-    pytest.param("fp8_e4m3", 2, 1, "dadda", marks=pytest.mark.quick),
-    pytest.param("fp8_e4m3", 5, 2, "words", marks=pytest.mark.quick),  # word-level tree, 3 cuts
-    pytest.param("fp4_e2m1", 2, 1, "dadda", marks=pytest.mark.quick),
-    pytest.param("fp6_e3m2", 2, 1, "dadda", marks=pytest.mark.quick),
-    pytest.param("fp6_e2m3", 0, 3, "dadda", marks=pytest.mark.quick),  # no pipeline registers
+@pytest.mark.parametrize("fmt,stages,rows,tree,gate", [
+    pytest.param("fp8_e4m3", 2, 1, "dadda", False, marks=pytest.mark.quick),
+    pytest.param("fp8_e4m3", 5, 2, "words", False, marks=pytest.mark.quick),  # word-level tree, 3 cuts
+    pytest.param("fp4_e2m1", 2, 1, "dadda", False, marks=pytest.mark.quick),
+    pytest.param("fp6_e3m2", 2, 1, "dadda", False, marks=pytest.mark.quick),
+    pytest.param("fp6_e2m3", 0, 3, "dadda", False, marks=pytest.mark.quick),  # no pipeline registers
     # slower in the Python simulator (wide E5M2 shifters): in make test-full
-    pytest.param("fp8_e5m2", 2, 1, "dadda", marks=pytest.mark.full),
-    pytest.param("fp8_e5m2", 0, 3, "dadda", marks=pytest.mark.full),  # no pipeline registers, 3 rows
+    pytest.param("fp8_e5m2", 2, 1, "dadda", False, marks=pytest.mark.full),
+    pytest.param("fp8_e5m2", 0, 3, "dadda", False, marks=pytest.mark.full),  # no pipeline registers, 3 rows
     # a register after every Dadda stage
-    pytest.param("fp8_e4m3", MatrixUnit.max_stages(8), 2, "dadda", marks=pytest.mark.full),
+    pytest.param("fp8_e4m3", MatrixUnit.max_stages(8), 2, "dadda", False, marks=pytest.mark.full),
+    # clock-gated weight buffers: the simulator's view of the gate is the load enable
+    pytest.param("fp8_e4m3", 2, 2, "dadda", True, marks=pytest.mark.quick),
 ])
-def test_unit_smoke(fmt, stages, rows, tree):
+def test_unit_smoke(fmt, stages, rows, tree, gate):
     D = 8
-    dut = MatrixUnit(width=D, fmt=fmt, rows=rows, stages=stages, tree=tree)
+    dut = MatrixUnit(width=D, fmt=fmt, rows=rows, stages=stages, tree=tree, gate=gate)
     f = get_format(fmt)
     b = f.bits
     rng = random.Random(f"{fmt}{stages}{rows}{tree}")
@@ -245,6 +247,7 @@ def test_throughput_contract():
     ({"rows": 0}, ValueError, ("rows", "0")),
     ({"stages": 99}, ValueError, ("stages", "99", "0..13")),
     ({"tree": "wallace"}, ValueError, ("tree", "wallace", "dadda, words")),
+    ({"gate": 1}, TypeError, ("gate", "1", "bool")),
 ])
 def test_bad_parameters(kwargs, exc, words):
     with pytest.raises(exc) as info:

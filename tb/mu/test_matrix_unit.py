@@ -148,6 +148,23 @@ def test_matrix_unit(width, fmt, rows, tests, acc, guard_bits, tree):
     run_unit(width, fmt, rows, tests, acc=acc, guard_bits=guard_bits, tree=tree)
 
 
+#: Clock-gated units (hw/clock_gate.py: weight and scale buffer rows, tree stages and, in the exact
+#: mode, the accumulator's rows and drain clocked through latch-and-AND gates of liberty cells,
+#: simulated with the cells' models): the same tests, bit-exact.
+GATED_BUILDS = [
+    pytest.param(8, "fp8_e4m3", 2, ["every_product"] + CORE, "exact", marks=quick, id="w8-e4m3-r2-xacc-cg"),
+    pytest.param(16, "nvfp4", 2, BLOCK, "exact", marks=full, id="w16-nvfp4-r2-xacc-cg"),
+    pytest.param(32, "fp8_e4m3", 3, CORE, "fp32", marks=full, id="w32-e4m3-r3-cg"),
+    pytest.param(32, "mxfp8_e4m3", 2, BLOCK, "exact", marks=full, id="w32-mxfp8_e4m3-r2-xacc-cg"),
+]
+
+
+@pytest.mark.parametrize("width,fmt,rows,tests,acc", GATED_BUILDS)
+def test_gated_unit(width, fmt, rows, tests, acc):
+    run_unit(width, fmt, rows, tests, acc=acc, gate=True,
+             stages=4 if fmt in ("nvfp4", "mxfp8_e4m3") and acc == "exact" else None)
+
+
 #: NVFP4 in the exact mode (block terms in one fixed-point grid, docs/numerics.md 7.5): (D, R,
 #: stages). The third stage is a register on the scaled block terms, 4 is the study's (the fourth
 #: inside the trees); D = 16 has one block per beat, D >= 32 compress two or more shifted terms.
