@@ -85,11 +85,19 @@ def _markdown(s: dict, prov: dict) -> str:
     tot = e["total"]
     for c, v in s["by_category_pj"].items():
         lines.append(f"| {c} | {v / 1e6:.4g} | {100 * v / tot:.1f}% |")
-    lines += ["", "Zero-delay gate-level simulation of the mapped netlist (glitches not counted); "
-              "internal energy from the liberty's internal_power tables, switching C V^2 / 2 on "
-              "pin capacitance (no wire load), ideal clock net (no clock tree); see flows/power.", "",
+    lines += ["", "Zero-delay gate-level simulation of the mapped netlist after the drive repair "
+              "(glitches not counted); internal energy from the liberty's internal_power tables, "
+              "switching C V^2 / 2 on pin capacitance (no wire load), ideal clock net (no clock "
+              "tree; gated clocks pulse only when enabled); see flows/power.", "",
               f"Provenance: {json.dumps(prov)}"]
     return "\n".join(lines) + "\n"
+
+
+def file_tag(workload: str, sample, runs) -> str:
+    """The published file's tag: the workload, then every count that changes the result (the
+    sampled columns; the tile runs, a count or the list of run names, unless the default count)."""
+    n = len(runs) if isinstance(runs, list | tuple) else int(runs)
+    return workload + (f"-sample{sample}" if sample else "") + (f"-runs{n}" if n != RUNS else "")
 
 
 def _write(r, outroot: Path, argv) -> Path:
@@ -99,11 +107,9 @@ def _write(r, outroot: Path, argv) -> Path:
             "command": "python -m flows power " + " ".join(argv)}
     d = outroot / r.variant
     d.mkdir(parents=True, exist_ok=True)
-    # every count that changes the result is in the file name (the default run count is left out)
-    tag = (r.workload + (f"-sample{r.sample}" if r.sample else "")
-           + (f"-runs{r.meta['runs']}" if r.meta["runs"] != RUNS else ""))
-    (d / f"energy-{tag}.json").write_text(json.dumps(dict(s, provenance=prov), indent=1) + "\n")
-    (d / f"energy-{tag}.md").write_text(_markdown(s, prov))
+    path = d / f"energy-{file_tag(r.workload, r.sample, r.meta['runs'])}.json"
+    path.write_text(json.dumps(dict(s, provenance=prov), indent=1) + "\n")
+    path.with_suffix(".md").write_text(_markdown(s, prov))
     return d
 
 

@@ -139,8 +139,8 @@ def _gating(runs):
             z = zeros.get((r["variant"], r["columns_simulated"])) if s["workload"] == "tiles" else None
             zr.append(f"{z['energy_pj']['total'] / r['energy_pj']['total']:.2f}" if z else "-")
         unit = base["variant"].removeprefix("mu-").removesuffix("-osu018")
-        out.append(f"| {s['columns']} | {unit} | {s['workload']} | {base['pj_per_useful_mac']:.1f} / "
-                   f"{s['pj_per_useful_mac']:.1f} | {s['pj_per_useful_mac'] / base['pj_per_useful_mac']:.2f}x | "
+        e0, e1 = base["pj_per_useful_mac"], s["pj_per_useful_mac"]
+        out.append(f"| {s['columns']} | {unit} | {s['workload']} | {e0:.1f} / {e1:.1f} | {e1 / e0:.2f}x | "
                    f"{zr[0]} / {zr[1]} | {base['area_um2'] / 1e6:.2f} / {s['area_um2'] / 1e6:.2f} | "
                    f"{base['fmax_mhz']} / {s['fmax_mhz']} |")
         rows += 1

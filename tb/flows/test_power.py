@@ -380,3 +380,14 @@ def test_summary_pairs_gated_runs_with_their_ungated_twin():
                        "89.50 / 84.50 | 203.8 / 217.0 |")
     assert len(rows) == 2 and not any("w32" in r for r in summary._gating(runs))
     assert summary._gating(runs[:2]) == ["No clock-gated run is published with its ungated twin."]
+
+
+def test_published_file_names_count_the_tile_runs():
+    """The stimulus names its tile runs; the file name carries their count, and only when it is
+    not the default."""
+    from flows.power.cli import RUNS, file_tag
+
+    ids = [f"op{i}-decode" for i in range(RUNS)]
+    assert file_tag("tiles", 8, ids) == "tiles-sample8"
+    assert file_tag("zeros", None, ids[:3]) == "zeros-runs3"
+    assert file_tag("random", None, RUNS) == "random"
