@@ -1,8 +1,9 @@
 """Integrated clock gates built from liberty cells, and register groups clocked through them.
 
 A register group that loads only in some cycles (a weight-buffer row loads once per tile) need not
-see the clock in the others. :func:`gated_assign` gives such a group a clock of its own: an
-integrated clock gate (ICG) of three OSU 0.18 um cells per :data:`GATE_GROUP` flops,
+see the clock in the others. :func:`gated_assign` gives such a group a clock of its own: a latch-based
+clock gate of three OSU 0.18 um cells per :data:`GATE_GROUP` flops (groups of one enable share the
+first two, up to :data:`LATCH_FANOUT` groups per latch),
 
 * ``INVX1``: the inverted clock;
 * ``LATCH`` (transparent while its ``CLK`` is high, i.e. while the clock is low): holds the enable
@@ -31,8 +32,8 @@ import re
 
 from amaranth.hdl import Cat, ClockDomain, ClockSignal, Instance, ResetSignal, Signal
 
-__all__ = ["CELLS", "CellsPlatform", "gated_assign", "GATE_CELLS", "GATE_GROUP", "SIM_MODELS",
-           "with_cell_models"]
+__all__ = ["CELLS", "CellsPlatform", "gated_assign", "GATE_CELLS", "GATE_GROUP", "LATCH_FANOUT",
+           "SIM_MODELS", "with_cell_models"]
 
 
 class CellsPlatform:
@@ -74,6 +75,11 @@ def with_cell_models(verilog: str) -> str:
 #: Flops behind one clock gate: the gate's AND drives this many clock pins (its delay is the
 #: group's clock latency, 0.28 ns for 8 pins in OSU 0.18 um).
 GATE_GROUP = 8
+#: Groups of one enable that share a gate's inverter and latch (each group has its own AND): the
+#: latch's output drives this many AND inputs. The inverter and latch see the clock every cycle,
+#: so sharing them cuts the gates' own clock load (per 64 flops: 8 ANDs, one inverter and one latch,
+#: 0.135 pF against 0.355 pF with a latch per group).
+LATCH_FANOUT = 8
 
 
 def gated_assign(m, platform, en, pairs, name: str, *, domain: str = "sync", group: int = GATE_GROUP):
@@ -96,9 +102,10 @@ def gated_assign(m, platform, en, pairs, name: str, *, domain: str = "sync", gro
         The clock being gated.
     group : int
         Flops per clock gate: the targets' bits are packed in order into groups of at most this
-        many, each behind a gate of its own; registers with a reset and without one go in
-        separate groups. A group with a reset also loads (its reset value) while the domain's reset
-        is high, so the gate's enable is ``en | rst``.
+        many, each behind an AND of its own, :data:`LATCH_FANOUT` groups sharing one inverter and
+        latch; registers with a reset and without one go in separate groups. A group with a reset
+        also loads (its reset value) while the domain's reset is high, so the gate's enable is
+        ``en | rst``.
 
     With :data:`CELLS` each target becomes a wire driven by its groups' registers; otherwise the
     targets are ordinary registers of ``domain`` under ``m.If(en)`` (see the module docstring).
@@ -117,13 +124,16 @@ def gated_assign(m, platform, en, pairs, name: str, *, domain: str = "sync", gro
             m.d.comb += cast.eq(v)
             loads += [cast[i] for i in range(len(t))]
             inits += [(t.init >> i) & 1 for i in range(len(t))]
+        enable = en if reset_less else en | ResetSignal(domain)
+        held = None
         for gi, lo in enumerate(range(0, len(loads), group)):
+            if gi % LATCH_FANOUT == 0:
+                held = _latched_enable(m, enable, f"{name}_{kind}{gi}_e", domain)
             n = min(group, len(loads) - lo)
             init = sum(b << i for i, b in enumerate(inits[lo:lo + n]))
             reg = Signal(n, name=f"{name}_{kind}{gi}", init=init, reset_less=reset_less)
             gate = f"{name}_{kind}{gi}_g"
-            enable = en if reset_less else en | ResetSignal(domain)
-            _clock_gate(m, enable, gate, domain, reset=not reset_less)
+            _gated_clock(m, held, gate, domain, reset=not reset_less)
             m.d[gate] += reg.eq(Cat(*loads[lo:lo + n]))
             bits += [reg[i] for i in range(n)]
         at = 0
@@ -132,16 +142,20 @@ def gated_assign(m, platform, en, pairs, name: str, *, domain: str = "sync", gro
             at += len(t)
 
 
-def _clock_gate(m, en, name, domain, reset=False):
-    """The three cells of one clock gate and a local clock domain ``name`` driven by it."""
-    clk = ClockSignal(domain)
+def _latched_enable(m, en, name, domain):
+    """The inverter and the latch of a clock gate: ``en`` held while the clock is high."""
     clkn = Signal(name=f"{name}_clkn")
-    held = Signal(name=f"{name}_en_held")
-    gclk = Signal(name=f"{name}_clk")
-    inv, latch, and2 = GATE_CELLS
-    m.submodules[f"{name}_inv"] = Instance(inv, i_A=clk, o_Y=clkn)
+    held = Signal(name=f"{name}_held")
+    inv, latch, _ = GATE_CELLS
+    m.submodules[f"{name}_inv"] = Instance(inv, i_A=ClockSignal(domain), o_Y=clkn)
     m.submodules[f"{name}_latch"] = Instance(latch, i_D=en, i_CLK=clkn, o_Q=held)
-    m.submodules[f"{name}_and"] = Instance(and2, i_A=clk, i_B=held, o_Y=gclk)
+    return held
+
+
+def _gated_clock(m, held, name, domain, reset=False):
+    """The AND of a clock gate and a local clock domain ``name`` driven by it."""
+    gclk = Signal(name=f"{name}_clk")
+    m.submodules[f"{name}_and"] = Instance(GATE_CELLS[2], i_A=ClockSignal(domain), i_B=held, o_Y=gclk)
     m.domains += ClockDomain(name, local=True, reset_less=not reset)
     m.d.comb += ClockSignal(name).eq(gclk)
     if reset:

@@ -2,8 +2,8 @@
 
 The Verilog view (the liberty cells, simulated by Verilator with :data:`hw.clock_gate.SIM_MODELS`)
 runs ``tb/clock_gate_cocotb.py``; the Amaranth simulator runs the same pattern on its view
-(registers under the enable). The emitted Verilog has one gate per :data:`GATE_GROUP` flops, and
-registers with and without a reset in separate groups.
+(registers under the enable). The emitted Verilog has one AND per group of flops, a latch per
+:data:`LATCH_FANOUT` groups, and registers with and without a reset in separate groups.
 """
 
 import random
@@ -16,16 +16,25 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from hw.clock_gate import CELLS, GATE_CELLS, GATE_GROUP, SIM_MODELS, gated_assign, with_cell_models
+from hw.clock_gate import (
+    CELLS,
+    GATE_CELLS,
+    LATCH_FANOUT,
+    SIM_MODELS,
+    gated_assign,
+    with_cell_models,
+)
 from tb import sim
 
 pytestmark = pytest.mark.quick
 INIT = 0xA5A
+GROUP = 2     # small groups, so 20 bits need more than LATCH_FANOUT of them
+assert 20 // GROUP > LATCH_FANOUT
 
 
 class GateDemo(wiring.Component):
     """A reset-less 20-bit register and a 12-bit register with a reset, both loading ``d`` while
-    ``en`` through clock gates."""
+    ``en`` through clock gates (groups of 2 flops: several groups share a latch)."""
 
     def __init__(self):
         super().__init__({"en": In(1), "d": In(20), "q_hold": Out(20), "q_rst": Out(12)})
@@ -34,16 +43,20 @@ class GateDemo(wiring.Component):
         m = Module()
         hold = Signal(20, reset_less=True)
         kept = Signal(12, init=INIT)
-        gated_assign(m, platform, self.en, [(hold, self.d), (kept, self.d)], "g")
+        gated_assign(m, platform, self.en, [(hold, self.d), (kept, self.d)], "g", group=GROUP)
         m.d.comb += [self.q_hold.eq(hold), self.q_rst.eq(kept)]
         return m
 
 
 def test_cells_view_groups_and_models():
     text = verilog.convert(GateDemo(), name="gate_demo", platform=CELLS, emit_src=False)
+    ands = re.findall(r"^\s*AND2X2\s", text, re.M)
     latches = re.findall(r"^\s*LATCH\s", text, re.M)
-    # 20 reset-less bits and 12 bits with a reset, packed separately in groups of GATE_GROUP
-    assert len(latches) == -(-20 // GATE_GROUP) + -(-12 // GATE_GROUP)
+    # 20 reset-less bits and 12 bits with a reset, packed separately in groups of GROUP, one
+    # latch per LATCH_FANOUT groups of each
+    groups = [-(-20 // GROUP), -(-12 // GROUP)]
+    assert len(ands) == sum(groups)
+    assert len(latches) == sum(-(-g // LATCH_FANOUT) for g in groups)
     for cell in GATE_CELLS:
         assert re.search(rf"^\s*{cell}\s", text, re.M)
     assert with_cell_models(text).endswith(SIM_MODELS)
