@@ -41,6 +41,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 
 from .. import hier
+from ..clock_gate import gated_assign
 from ..formats import BLOCK_FORMATS
 from ..hier import BlockParams
 from ..stream import skid_register
@@ -178,8 +179,9 @@ class MatrixUnit(wiring.Component):
         ``x`` beat whose row equals that of the beat accepted in the previous enabled cycle waits
         one cycle (``docs/mu_interface.md``, throughput). Must stay 1 in the ``exact`` mode.
     gate : bool
-        Clock-gate every row of the columns' weight and scale buffers (:mod:`hw.clock_gate`): a row
-        sees the clock only in the cycles that load it.
+        Clock gates (:mod:`hw.clock_gate`) in the columns (:class:`hw.mu.column.Column`) and on the
+        top's weight-row and scale-row registers (enable: a ``w``/``ws`` beat is taken) and its
+        activation register (an ``x`` beat is taken).
 
     Members
     -------
@@ -304,6 +306,10 @@ class MatrixUnit(wiring.Component):
             m.d.comb += [ld.stream.ready.eq(~ld.full | swap_fire),
                          ld.fire.eq(ld.stream.valid & ld.stream.ready)]
         for ld in loads:
+            if self.params.gate:  # the row register loads only with a beat
+                m.d.sync += [ld.we.eq(Mux(ld.fire, 1 << ld.count, 0)), ld.pend.eq(ld.full & ~swap_fire)]
+                gated_assign(m, platform, ld.fire, [(ld.data, ld.stream.payload)], f"{ld.data.name}_g")
+                continue
             m.d.sync += [ld.we.eq(Mux(ld.fire, 1 << ld.count, 0)), ld.pend.eq(ld.full & ~swap_fire),
                          ld.data.eq(ld.stream.payload)]
         for ld in loads:
@@ -325,8 +331,11 @@ class MatrixUnit(wiring.Component):
         if self._bf is not None:  # the beat's activation scale codes
             xsr = Signal(len(x.scales), name="xsr", reset_less=True)
             x_regs.append(xsr.eq(x.scales))
-        with m.If(en):  # a bubble's data is never read (its control says it is not a beat)
-            m.d.sync += x_regs
+        if self.params.gate:  # loads only with a beat (x_fire includes en)
+            gated_assign(m, platform, x_fire, [(a.lhs, a.rhs) for a in x_regs], "xr")
+        else:
+            with m.If(en):  # a bubble's data is never read (its control says it is not a beat)
+                m.d.sync += x_regs
         ctrl, acc_we, acc_next, ahead_next = control_pipeline(m, x, x_fire, en, R,
                                                               X_REGISTER + self.column.write_delay)
         acc_ctl = ctrl[-1]
