@@ -153,7 +153,7 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
         Also run ``migrate``, ``drc`` and ``lvs``.
     reuse : bool
         Keep a project already placed and routed with the same settings: read its results again
-        (its step times are lost) instead of running qflow.
+        (its step times are lost) instead of running qflow. Its netlist must be ``ph``'s.
 
     Raises
     ------
@@ -163,6 +163,10 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
     top = ph.top
     done = reuse and all((project / p).is_file() for p in (f"layout/{top}.def", f"layout/{top}.rc",
                                                              "log/route.log"))
+    src = project / "source" / f"{top}.v"
+    if done and src.is_file() and src.read_text() != ph.verilog():
+        raise ToolError(f"the netlist laid out in {project} is not this design's (the design or its "
+                        "synthesis changed since): place and route it again (without --reuse-layout)")
     if project.exists() and not done:
         shutil.rmtree(project)
     if not done:

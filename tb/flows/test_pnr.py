@@ -173,7 +173,8 @@ def test_route_script_leaves_the_named_nets_out():
 
 
 def test_a_reread_layout_reports_what_its_route_left_out(tmp_path):
-    """Re-reading a routed qflow project (no tool run): the nets its script left out (``ignore``),
+    """Re-reading a routed qflow project (no tool run): refused when its netlist is not the one
+    given; else the nets its script left out (``ignore``),
     the routed nets qrouter's RC writer skipped (``No driver for net``, once each), and the step
     times from qflow's log stamps (16:15:27 to 16:17:59 is 152 s; a step without its end stamp is
     not timed)."""
@@ -192,7 +193,13 @@ def test_a_reread_layout_reports_what_its_route_left_out(tmp_path):
     (tmp_path / "log" / "route.log").write_text(
         "Qflow route logfile created on Fri Dec 4 16:17:59 UTC 2026\nFinal: No failed routes!\n"
         "No driver for net n5\nFinal: No failed routes!\nNo driver for net n5\n")
-    q = run_qflow(SimpleNamespace(top="t"), tmp_path, reuse=True, log=lambda *_: None)
+    ph = SimpleNamespace(top="t", verilog=lambda: "module t(); endmodule\n")
+    (tmp_path / "source").mkdir()
+    (tmp_path / "source" / "t.v").write_text("module t(a); input a; endmodule\n")
+    with pytest.raises(tools.ToolError, match="not this design's.*without --reuse-layout"):
+        run_qflow(ph, tmp_path, reuse=True, log=lambda *_: None)
+    (tmp_path / "source" / "t.v").write_text(ph.verilog())
+    q = run_qflow(ph, tmp_path, reuse=True, log=lambda *_: None)
     assert q.seconds == {} and q.failed_routes == 0
     assert q.ignored == ("clk",) and q.no_driver == ("n5",)
     assert q.logged == {"date": "2026-12-04T16:15:27Z", "steps_seconds": {"place": 152.0}}
