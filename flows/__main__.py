@@ -103,6 +103,8 @@ def _parser():
     r.add_argument("--no-route-cleanup", action="store_true",
                    help="bounded qrouter run for large blocks: stage 1, two stage-2 passes, no cleanup; "
                    "nets left unrouted are counted and timed without wires")
+    r.add_argument("--no-route-clock", action="store_true",
+                   help="leave the clock nets unrouted (timing uses an ideal clock either way; large blocks)")
     r.add_argument("--reuse-layout", action="store_true",
                    help="re-read the layout an earlier run with the same settings routed (redo SPEF, timing)")
     r.add_argument("--no-checks", action="store_true", help="skip magic DRC and netgen LVS")
@@ -144,12 +146,14 @@ def _pnr(args):
         run_pnr(verilog=args.verilog, top=args.top, util=util, liberty=args.liberty, clock_ps=clock,
                 booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks,
                 fast=args.place_fast, groute=not args.no_graywolf_groute,
-                cleanup=not args.no_route_cleanup, reuse=args.reuse_layout)
+                cleanup=not args.no_route_cleanup, route_clock=not args.no_route_clock,
+                reuse=args.reuse_layout)
     else:
         run_pnr(args.design, _parse_sets(args.set), block=args.block, util=util, liberty=args.liberty,
                 clock_ps=clock, booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks,
                 fast=args.place_fast, groute=not args.no_graywolf_groute,
-                cleanup=not args.no_route_cleanup, reuse=args.reuse_layout)
+                cleanup=not args.no_route_cleanup, route_clock=not args.no_route_clock,
+                reuse=args.reuse_layout)
     return 0
 
 

@@ -4,9 +4,9 @@
 Without ``--run`` the command only regenerates the report from the runs already under
 ``build/reports/pnr/`` (:func:`flows.report.physical.load_runs`). With ``--run FMT:D`` (repeatable) it
 first places and routes those columns one after the other (``--place-fast``, ``--util``,
-``--graywolf-groute``, ``--route-cleanup``; DRC and LVS are skipped on these large macros), each
-exactly as ``python -m flows pnr --design mu --set width=D --set fmt=FMT --set acc=exact --block
-mu_col --no-checks`` would.
+``--graywolf-groute``, ``--route-cleanup``, ``--route-clock``; DRC and LVS are skipped on these
+large macros), each exactly as ``python -m flows pnr --design mu --set width=D --set fmt=FMT --set
+acc=exact --block mu_col --no-checks`` would.
 """
 
 import argparse
@@ -97,6 +97,9 @@ def main(argv=None) -> int:
     p.add_argument("--route-cleanup", choices=("on", "off"), default="off",
                    help="qrouter's full route (off: stage 1, two stage-2 passes, no cleanup; unrouted "
                    "nets counted and timed without wires)")
+    p.add_argument("--route-clock", choices=("on", "off"), default="off",
+                   help="route the clock net (default off: left unrouted, as an ideal clock is timed; "
+                   "qrouter's first stage spends minutes on that one net to every flip-flop)")
     p.add_argument("--util", type=float, default=0.5, help="target utilization (default 0.5)")
     p.add_argument("--out", default=str(REPORT), help="report path (default reports/physical.md)")
     a = p.parse_args(argv)
@@ -109,7 +112,7 @@ def main(argv=None) -> int:
         try:
             run_pnr("mu", {"width": d, "fmt": fmt, "acc": "exact"}, block="mu_col", util=a.util,
                     fast=a.place_fast, groute=a.graywolf_groute == "on",
-                    cleanup=a.route_cleanup == "on", checks=False)
+                    cleanup=a.route_cleanup == "on", route_clock=a.route_clock == "on", checks=False)
         except ToolError as e:   # failed routes are a result (metrics.json says so); go on
             print(f"pnr-study: {item}: {e}", file=sys.stderr)
     runs = load_runs(USER_PNR)

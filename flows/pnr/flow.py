@@ -114,7 +114,7 @@ def synth_block(design, given, block, *, clock_ps=None, booth=False, log=print):
 
 def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=DEFAULT_UTIL, liberty=None,
             clock_ps=None, booth=False, outdir=None, checks=True, fast=None, groute=True, cleanup=True,
-            reuse=False, log=print) -> PnrOutput:
+            route_clock=True, reuse=False, log=print) -> PnrOutput:
     """Synthesize, place, route, check and time one design; write its reports.
 
     Parameters
@@ -139,10 +139,19 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     cleanup : bool
         qrouter's full route; off: the bounded route (see :func:`flows.pnr.qflow.run_qflow`) and
         ``-nc`` in the folder name. Nets it leaves unrouted are counted and timed without wires
-        (pin capacitances only) instead of failing the run.
+        (pin capacitances only) instead of failing the run. So are routed nets qrouter leaves out
+        of its RC file for want of a driver pin (it logs ``No driver for net``; named in the
+        metrics).
+    route_clock : bool
+        Off: qrouter leaves the clock nets unrouted (``-nclk`` in the folder name). The timing's
+        clock is ideal either way, so its wire changes no delay; routing it as one net to every
+        flip-flop is a clock tree's job, and on a large block the slowest net of qrouter's first
+        stage. Its tracks are then free for the signal nets.
     reuse : bool
         Re-read a layout this run's settings already placed and routed (its qflow project under
         ``build/pnr/``) instead of placing and routing again: synthesis, SPEF and timing are redone.
+        The step times of the run that made the layout come from its ``metrics.json``, else from
+        qflow's log time stamps (:func:`flows.pnr.qflow.logged_steps`).
     outdir : Path or None
         Exact report folder (default ``build/reports/pnr/<variant>-u<percent>/``).
 
@@ -175,7 +184,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         raise ToolError(f"place and route uses the OSU 0.18 um cells (LEF from qflow-tech-osu018); "
                         f"{variant} was mapped to another library: leave LIBERTY unset")
     tag = (f"{variant}-u{round(util * 100)}" + (f"-f{int(fast)}" if fast else "") + ("" if groute else "-ng")
-           + ("" if cleanup else "-nc"))
+           + ("" if cleanup else "-nc") + ("" if route_clock else "-nclk"))
     outdir = Path(outdir) if outdir else USER_PNR / tag
     outdir.mkdir(parents=True, exist_ok=True)
     layout_run = _layout_run(outdir / "metrics.json") if reuse else None
@@ -188,13 +197,15 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     ph = physical(mod_json[top_name], top_name)
     log(f"{tag}: place and route of {len(ph.cells)} cells at target utilization {util:g}")
     t1 = time.monotonic()
+    clocks = ph.clock_inputs()
     q = run_qflow(ph, WORK / tag, density=util, fast=fast, groute=groute, cleanup=cleanup, checks=checks,
-                  reuse=reuse, log=log)
+                  ignore=() if route_clock else clocks, reuse=reuse, log=log)
     lay = read_def(q.routed_def.read_text(), lef_sizes(tech_lef().read_text()))
     if q.failed_routes and cleanup:
         m.update({K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1,
                   "place__graywolf__global_route": groute, "route__qrouter__cleanup": cleanup,
-                  K.DIE_AREA: round(lay.die_area, 2), K.UTIL: round(lay.utilization, 4),
+                  "route__qrouter__ignored_nets": list(q.ignored), K.DIE_AREA: round(lay.die_area, 2),
+                  K.UTIL: round(lay.utilization, 4),
                   K.ROUTE_FAILED: q.failed_routes,
                   K.ROUTE_FAILED_STAGE1: q.failed_stage1, "route__steps_seconds": q.seconds,
                   "route__status": "failed", "flow__git_revision": revision, "flow__date": started})
@@ -202,15 +213,18 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         raise ToolError(f"qrouter left {q.failed_routes} net(s) unrouted on {tag} (log "
                         f"{q.project / 'log' / 'route.log'}); lower the target utilization (UTIL=)")
     rc = read_rc(q.rc.read_text())
-    if len({n.name for n in rc}) != len(rc) or not lay.nets - q.failed_routes <= len(rc) <= lay.nets:
-        raise ToolError(f"qrouter's RC file {q.rc} has {len(rc)} nets, the routed DEF {lay.nets}: "
-                        "some nets would be timed without wires")
+    unrouted = q.failed_routes + len(q.ignored)
+    names = {n.name for n in rc}
+    if len(names) != len(rc) or names & set(q.no_driver) \
+            or not lay.nets - unrouted - len(q.no_driver) <= len(rc) <= lay.nets:
+        raise ToolError(f"qrouter's RC file {q.rc} has {len(rc)} nets, the routed DEF {lay.nets} "
+                        f"({q.failed_routes} unrouted, {len(q.ignored)} left out, {len(q.no_driver)} "
+                        "without a driver in qrouter's RC writer): some nets would be timed without wires")
     spef = outdir / f"{top_name}.spef"
     spef.write_text(write_spef(rc, top_name))
     netlist_v = outdir / f"{top_name}.routed.v"
     netlist_v.write_text(_no_fill(q.netlist_v.read_text()))
     shutil.copyfile(q.routed_def, outdir / f"{top_name}.def")
-    clocks = ph.clock_inputs()
     lib = _lib_of(liberty)
     d = sta_defaults(lib)
     period = m[K.CP_PS]
@@ -222,7 +236,9 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     (outdir / "timing_routed.txt").write_text(routed.report)
     m.update({
         K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1, "place__graywolf__global_route": groute,
-        "route__qrouter__cleanup": cleanup, "route__timing__unrouted_nets_without_wires": q.failed_routes,
+        "route__qrouter__cleanup": cleanup, "route__qrouter__ignored_nets": list(q.ignored),
+        "route__timing__unrouted_nets_without_wires": unrouted,
+        "route__rc__nets_without_driver": list(q.no_driver),
         "route__rc__unnamed_sinks": sum(n.unnamed for n in rc), "route__reused_layout": not q.seconds,
         K.DIE_AREA: round(lay.die_area, 2),
         K.CORE_AREA: round(lay.core_area, 2),
@@ -247,6 +263,9 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         "flow__runtime__seconds_total": round(time.monotonic() - t0, 1),
         "flow__git_revision": revision, "flow__date": started, "synth__tools": tool_versions(),
     })
+    if not q.seconds and not layout_run and q.logged:   # no metrics of the run that made it: its logs
+        layout_run = {"revision": None, "seconds_total": None, "source": "qflow's log time stamps",
+                      **q.logged}
     if not q.seconds and layout_run:
         m["route__layout_run"] = layout_run
     (outdir / "metrics.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")

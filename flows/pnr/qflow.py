@@ -15,6 +15,7 @@ The Debian package ships no cell GDS: the layout magic checks holds the cells as
 transistor-level inside of the cells; LVS compares connectivity of cell instances, not devices.
 """
 
+import datetime
 import re
 import shutil
 import subprocess
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from .tools import TECH, ToolError
 
-__all__ = ["QflowResult", "run_qflow", "cel_to_pin"]
+__all__ = ["QflowResult", "run_qflow", "route_script", "logged_steps", "cel_to_pin"]
 
 #: qflow's tool directory (graywolf, qrouter, ...).
 QFLOW_BIN = Path("/usr/lib/qflow/bin")
@@ -40,15 +41,18 @@ class QflowResult:
     netlist_v: Path
     failed_routes: int
     failed_stage1: int | None
+    ignored: tuple
+    no_driver: tuple
     drc_errors: int | None
     lvs_match: bool | None
     lvs_errors: int | None
     seconds: dict
+    logged: dict
 
 
 #: qrouter script of the bounded route (``cleanup=False``); the "Final:" line is what
 #: :func:`run_qflow` reads, as it reads standard_route's.
-_BOUNDED_ROUTE = """puts stdout "*** Running stage1 routing with defaults"
+_BOUNDED_ROUTE = """{ignore}puts stdout "*** Running stage1 routing with defaults"
 set result [stage1]
 if {{$result > 0}} {{
     puts stdout "*** Running stage2 routing with options mask 10, effort 10"
@@ -70,6 +74,27 @@ write_delays {top}_route.rc
 quit
 """
 
+#: qrouter script of the full route with nets left out (qflow's own command when there is no
+#: ``<top>.cfg2``, after the ``ignore`` line).
+_FULL_ROUTE = """{ignore}qrouter::standard_route {top}_route.def false
+quit
+"""
+
+
+def route_script(top: str, *, cleanup: bool, ignore=()) -> str | None:
+    """qrouter's routing commands for qflow's ``<top>.cfg2`` (None: qflow's own full route).
+
+    ``ignore``: nets qrouter leaves out (its ``ignore`` command, given after it read the placed
+    DEF): e.g. the clock under an ideal-clock timing, whose one net to every flip-flop is a clock
+    tree's job and, on a large block, the slowest net of qrouter's first stage."""
+    bad = [n for n in ignore if not re.fullmatch(r"[A-Za-z_][\w\[\].]*", n)]
+    if bad:
+        raise ValueError(f"net names to leave unrouted must be plain identifiers, not {bad!r}")
+    line = f"ignore {' '.join(ignore)}\n" if ignore else ""
+    if cleanup:
+        return _FULL_ROUTE.format(top=top, ignore=line) if ignore else None
+    return _BOUNDED_ROUTE.format(top=top, ignore=line)
+
 
 def _project_vars(density, extra) -> str:
     lines = ["#!/usr/bin/tcsh -f", "# written by flows.pnr"]
@@ -84,8 +109,24 @@ def _log(project: Path, name: str) -> str:
     return p.read_text(errors="replace") if p.exists() else ""
 
 
+def logged_steps(project: Path) -> dict:
+    """``{"date": ISO date, "steps_seconds": {step: seconds}}`` from the time stamps qflow writes at
+    the start and end of each step's log (one-second resolution; steps without both stamps are left
+    out), or ``{}``: what a re-read layout knows of the run that made it."""
+    out = {}
+    for step in ("place", "route", "migrate", "drc", "lvs"):
+        text = _log(project, step)
+        a = re.search(r"logfile created on (.+?)\s*$", text, re.M)
+        b = re.search(r"script ended on (.+?)\s*$", text, re.M)
+        if a and b:
+            t0, t1 = (datetime.datetime.strptime(x[1], "%a %b %d %H:%M:%S %Z %Y") for x in (a, b))
+            out.setdefault("date", t0.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            out.setdefault("steps_seconds", {})[step] = (t1 - t0).total_seconds()
+    return out
+
+
 def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanup=True, checks=True,
-              extra_vars=None, timeout_s=3600, reuse=False, log=print) -> QflowResult:
+              ignore=(), extra_vars=None, timeout_s=3600, reuse=False, log=print) -> QflowResult:
     """Place and route ``ph`` in the qflow project directory ``project`` (made afresh).
 
     Parameters
@@ -105,11 +146,14 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
         15 of them), stage 3 (every net ripped up and rerouted twice to shorten it). Off: a bounded
         route for large blocks: stage 1, at most two stage-2 passes (mask 10 effort 10, then no
         mask effort 50), no stage 3; nets still unrouted are counted in ``failed_routes``.
+    ignore : sequence of str
+        Nets qrouter does not route (:func:`route_script`); they are in the routed DEF without
+        wires and not in its RC file, and not counted in ``failed_routes``.
     checks : bool
         Also run ``migrate``, ``drc`` and ``lvs``.
     reuse : bool
         Keep a project already placed and routed with the same settings: read its results again
-        (its step times are lost) instead of running qflow.
+        (its step times are lost) instead of running qflow. Its netlist must be ``ph``'s.
 
     Raises
     ------
@@ -119,6 +163,10 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
     top = ph.top
     done = reuse and all((project / p).is_file() for p in (f"layout/{top}.def", f"layout/{top}.rc",
                                                              "log/route.log"))
+    src = project / "source" / f"{top}.v"
+    if done and src.is_file() and src.read_text() != ph.verilog():
+        raise ToolError(f"the netlist laid out in {project} is not this design's (the design or its "
+                        "synthesis changed since): place and route it again (without --reuse-layout)")
     if project.exists() and not done:
         shutil.rmtree(project)
     if not done:
@@ -138,8 +186,9 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
                 par = re.sub(r"^TWSC\*do\.global\.route\s*:.*$", "TWSC*do.global.route  : off", par,
                              flags=re.M)
             (project / "layout" / f"{top}.par").write_text(par)
-        if not cleanup:   # qflow appends <top>.cfg2 to qrouter's script in place of its own route command
-            (project / "layout" / f"{top}.cfg2").write_text(_BOUNDED_ROUTE.format(top=top))
+        script = route_script(top, cleanup=cleanup, ignore=tuple(ignore))
+        if script:   # qflow appends <top>.cfg2 to qrouter's script in place of its own route command
+            (project / "layout" / f"{top}.cfg2").write_text(script)
         (project / "project_vars.sh").write_text(_project_vars(density, extra_vars or {}))
     steps = [] if done else ["place", "route"] + (["migrate", "drc", "lvs"] if checks else [])
     seconds = {}
@@ -170,7 +219,12 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
     first = re.search(r"Stage 1 total routes completed: \d+\s*\n(No failed routes!|Failed net routes: (\d+))",
                       route)
     stage1 = None if not first else 0 if first[1].startswith("No") else int(first[2])
+    # nets qrouter routed but left out of its RC file (its delay writer finds no driver pin)
+    no_driver = tuple(dict.fromkeys(re.findall(r"^No driver for net (\S+)", route, re.M)))
     lay = project / "layout"
+    cfg2 = lay / f"{top}.cfg2"   # what the routed layout left out, also when re-read
+    ign = re.search(r"^ignore\s+(.+)$", cfg2.read_text(), re.M) if cfg2.is_file() else None
+    ignored = tuple(ign[1].split()) if ign else ()
     drc = lvs_match = lvs_err = None
     if checks:
         d = re.findall(r"^drc = (\d+)", _log(project, "drc"), re.M)
@@ -180,8 +234,8 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
         e = re.findall(r"Total errors = (\d+)", lv)
         lvs_err = int(e[-1]) if e else None
     return QflowResult(project, lay / f"{top}.def", lay / f"{top}.rc",
-                       project / "synthesis" / f"{top}.rtlnopwr.v", failed, stage1, drc, lvs_match, lvs_err,
-                       seconds)
+                       project / "synthesis" / f"{top}.rtlnopwr.v", failed, stage1, ignored, no_driver,
+                       drc, lvs_match, lvs_err, seconds, logged_steps(project))
 
 
 def cel_to_pin(cel_text: str) -> str:

@@ -32,7 +32,9 @@ WIDTHS = (32, 64, 128)
 LEAVES_OUT = [
     "The clock is ideal: no clock tree, no insertion delay, no skew, no jitter (OpenSTA with an "
     "ideal clock; a clock tree must keep its skew below the reported slack). The clock net's wire "
-    "does not enter an ideal clock's timing, so a `clk` left unrouted (section 1) changes no number here.",
+    "does not enter an ideal clock's timing, so a `clk` left unrouted (failed, or left out of the route "
+    "on purpose: section 1) changes no delay here; left out, its tracks are free for the signal nets "
+    "(a little less congestion than a routed clock tree would leave).",
     "Only the column macro is placed and routed. The unit's top-level wires (activation broadcast, "
     "weight rows, results, control) are **estimated** analytically from the macro's routed size "
     "(section 4), not routed; the top's own logic (control, feed registers, result skid buffer) is "
@@ -139,6 +141,11 @@ def _names(r) -> str:
     return f" ({', '.join(f'`{n}`' for n in names[:3])}{', ...' if len(names) > 3 else ''})" if names else ""
 
 
+def _no_rc(m) -> str:
+    names = m.get("route__rc__nets_without_driver") or []
+    return (f"; routed but without RC: {', '.join(f'`{n}`' for n in names)}" if names else "")
+
+
 def runs_section(runs) -> list:
     L = ["## 1. Runs", "",
          "Every run found, chosen or not (a run of the full route with failed nets has no timing; the "
@@ -146,14 +153,16 @@ def runs_section(runs) -> list:
          "Effort divisor: "
          "graywolf's `TWSC*fast` (1 = its default effort); groute: graywolf's own global routing (qrouter "
          "routes the whole layout either way); cleanup: qrouter's stage 3 (every net rerouted to "
-         "shorten it); stage-1 failed nets: what qrouter's first "
+         "shorten it); left out: nets qrouter was told not to route (`--no-route-clock`); stage-1 "
+         "failed nets: what qrouter's first "
          "pass (no rip-up) left unrouted, the congestion its later passes resolved; times are wall "
          "seconds per qflow step on this machine (2 cores shared with other jobs); a run that re-read an "
          "earlier run's layout (`--reuse-layout`: SPEF and timing redone) shows the times and the "
          "revision of the run that made the layout, when that run measured them.", "",
-         "| format | D | cells | effort divisor | groute | cleanup | target util | util | die (um^2) "
+         "| format | D | cells | effort divisor | groute | cleanup | left out | target util | util "
+         "| die (um^2) "
          "| stage-1 failed nets | failed nets | place (s) | route (s) | STA (s) | total (s) | revision |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(runs, key=lambda r: (FORMATS.index(r.fmt) if r.fmt in FORMATS else 9, r.width,
                                          r.metrics.get("flow__date") or "")):
         m, s = r.metrics, r.metrics.get("route__steps_seconds") or {}
@@ -169,11 +178,12 @@ def runs_section(runs) -> list:
         L.append(f"| {r.fmt} | {r.width} | {_f(r.get(K.CELLS))} | {m.get('place__graywolf__fast', '?')} | "
                  f"{'on' if m.get('place__graywolf__global_route', True) else 'off'} | "
                  f"{'on' if m.get('route__qrouter__cleanup', True) else 'off'} | "
+                 f"{', '.join(f'`{n}`' for n in m.get('route__qrouter__ignored_nets') or []) or 'none'} | "
                  f"{_f(r.get(K.PNR_TARGET_UTIL), 2)} | {_f(r.get(K.UTIL), 3)} | {_f(r.get(K.DIE_AREA))} | "
-                 f"{_f(r.get(K.ROUTE_FAILED_STAGE1))} | {_f(r.get(K.ROUTE_FAILED))}{_names(r)} | "
+                 f"{_f(r.get(K.ROUTE_FAILED_STAGE1))} | {_f(r.get(K.ROUTE_FAILED))}{_names(r)}{_no_rc(m)} | "
                  f"{_f(s.get('place'))} | "
                  f"{_f(s.get('route'))} | {_f(sta)} | {_f(total)} | {m.get('flow__git_revision', '?')}"
-                 + (f" (layout {lay.get('revision')})" if lay else "") + " |")
+                 + (f" (layout {lay.get('revision') or 'revision not recorded'})" if lay else "") + " |")
     return L
 
 
@@ -182,7 +192,8 @@ def qor_section(chosen) -> list:
          "Pre-route: our synthesis and STA (Yosys + ABC, drive repair, no wires). OpenSTA without "
          "wires: the routed netlist timed with pin capacitances only (the same netlist: it checks "
          "that the two STAs agree). Post-route: OpenSTA with every routed net's RC (SPEF; a net the "
-         "bounded route left unrouted, counted in section 1, is timed without wire). A column "
+         "bounded route left unrouted, counted in section 1, is timed without wire, as is a routed net "
+         "qrouter's RC writer skipped for want of a driver pin, named in section 1). A column "
          "does D MACs per cycle, so wirelength per MAC is the column's routed wire / D.", "",
          "| format | D | cells | cell area (um^2) | die (um^2) | die / cell area | pre-route (ps) | "
          "levels | OpenSTA no wires (ps) | post-route (ps) | wires' share | fmax pre / post (MHz) | "
@@ -327,9 +338,12 @@ def missing_section(chosen) -> list:
 
 def _seconds(r):
     """Wall seconds of the run that placed and routed ``r``'s layout (that earlier run's, for a
-    re-timed layout), or None when not measured."""
+    re-timed layout: its place and route steps when its total was not recorded), or None when not
+    measured."""
     if r.metrics.get("route__reused_layout"):
-        return (r.metrics.get("route__layout_run") or {}).get("seconds_total")
+        lay = r.metrics.get("route__layout_run") or {}
+        steps = lay.get("steps_seconds")   # place and route alone when the total was not recorded
+        return lay.get("seconds_total") or (sum(steps.values()) if steps else None)
     return r.get("flow__runtime__seconds_total")
 
 

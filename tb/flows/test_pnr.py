@@ -156,6 +156,74 @@ def test_one_block_of_a_hierarchy_at_lower_placer_effort(tmp_path):
     assert 1.0 < m[K.ROUTE_CP_PS] / m[K.CP_PS] < 1.25
 
 
+def test_route_script_leaves_the_named_nets_out():
+    """The ``ignore`` line comes before the first routing command, in the bounded and in the full
+    route; without nets the full route is qflow's own (no script); a name qrouter's Tcl would
+    read as more than one net is refused."""
+    from flows.pnr.qflow import route_script
+
+    bounded = route_script("t", cleanup=False, ignore=("clk",))
+    assert bounded.index("ignore clk\n") < bounded.index("[stage1]") and "stage3" not in bounded
+    full = route_script("t", cleanup=True, ignore=("clk",))
+    assert full.index("ignore clk\n") < full.index("qrouter::standard_route t_route.def false")
+    assert route_script("t", cleanup=True) is None
+    assert "ignore" not in route_script("t", cleanup=False)
+    with pytest.raises(ValueError, match="plain identifiers.*'a b'"):
+        route_script("t", cleanup=False, ignore=("a b",))
+
+
+def test_a_reread_layout_reports_what_its_route_left_out(tmp_path):
+    """Re-reading a routed qflow project (no tool run): refused when its netlist is not the one
+    given; else the nets its script left out (``ignore``),
+    the routed nets qrouter's RC writer skipped (``No driver for net``, once each), and the step
+    times from qflow's log stamps (16:15:27 to 16:17:59 is 152 s; a step without its end stamp is
+    not timed)."""
+    from types import SimpleNamespace
+
+    from flows.pnr.qflow import route_script, run_qflow
+
+    (tmp_path / "layout").mkdir()
+    (tmp_path / "log").mkdir()
+    for f in ("t.def", "t.rc"):
+        (tmp_path / "layout" / f).write_text("")
+    (tmp_path / "layout" / "t.cfg2").write_text(route_script("t", cleanup=False, ignore=("clk",)))
+    (tmp_path / "log" / "place.log").write_text(
+        "Qflow placement logfile created on Fri Dec 4 16:15:27 UTC 2026\n"
+        "Placement script ended on Fri Dec 4 16:17:59 UTC 2026\n")
+    (tmp_path / "log" / "route.log").write_text(
+        "Qflow route logfile created on Fri Dec 4 16:17:59 UTC 2026\nFinal: No failed routes!\n"
+        "No driver for net n5\nFinal: No failed routes!\nNo driver for net n5\n")
+    ph = SimpleNamespace(top="t", verilog=lambda: "module t(); endmodule\n")
+    (tmp_path / "source").mkdir()
+    (tmp_path / "source" / "t.v").write_text("module t(a); input a; endmodule\n")
+    with pytest.raises(tools.ToolError, match="not this design's.*without --reuse-layout"):
+        run_qflow(ph, tmp_path, reuse=True, log=lambda *_: None)
+    (tmp_path / "source" / "t.v").write_text(ph.verilog())
+    q = run_qflow(ph, tmp_path, reuse=True, log=lambda *_: None)
+    assert q.seconds == {} and q.failed_routes == 0
+    assert q.ignored == ("clk",) and q.no_driver == ("n5",)
+    assert q.logged == {"date": "2026-12-04T16:15:27Z", "steps_seconds": {"place": 152.0}}
+
+
+def test_clock_left_unrouted(tmp_path):
+    """``route_clock=False`` on a registered block: qrouter routes every net but the clock (its
+    routed DEF has the clock net with no wire, every other net with one), the clock is not a
+    failed route, and every other net gets parasitics."""
+    from flows.pnr.flow import run_pnr
+
+    tools.require()
+    out = run_pnr("bf16_mul", {"stages": "1"}, util=0.5, fast=4, checks=False, groute=False, cleanup=False,
+                  route_clock=False, outdir=tmp_path / "rep", log=lambda *_: None)
+    m = out.metrics
+    assert m["route__qrouter__ignored_nets"] == ["clk"] and m["route__project"].endswith("-nc-nclk")
+    assert m[K.ROUTE_FAILED] == 0 and m["route__timing__unrouted_nets_without_wires"] == 1
+    assert m[K.ROUTE_SPEF_NETS] == m[K.ROUTE_NETS] - 1
+    nets = re.search(r"^NETS \d+ ;(.*?)^END NETS", (out.outdir / "bf16_mul.def").read_text(), re.M | re.S)[1]
+    wired = {n.split()[0]: "ROUTED" in n for n in nets.split("\n- ")[1:]}
+    assert wired.pop("clk") is False and all(wired.values()) and len(wired) > 800
+    assert 1.0 < m[K.ROUTE_CP_PS] / m[K.CP_PS] < 1.25
+
+
 def test_opensta_agrees_with_our_sta_before_placement(tmp_path):
     """OpenSTA (an independent timer) on the synthesized BF16 multiplier against our STA's number,
     and a disagreement beyond the tolerance is an error, not a note."""

@@ -154,3 +154,21 @@ def test_a_retimed_layout_keeps_the_times_of_the_run_that_made_it(tmp_path):
     assert "| 60 | 30 |" in row and "| 600 | def (layout abc) |" in row
     assert "| 60 | 30 | 2 | 600 |" in row               # STA: the re-timing's own 2 s
     assert "| fp8_e4m3 | 128 | 128,000 (D=64: 64,000) | 20 min (D=64: 10.0 min) |" in text
+
+
+def test_runs_table_names_the_nets_left_out_of_the_route():
+    left = dict(_run(64).metrics, route__qrouter__ignored_nets=["clk"])
+    text = render([_run(32), Run(left, None, "fp8_e4m3", 64)], {}, ["- provenance"])
+    header = next(ln for ln in text.splitlines() if ln.startswith("| format | D | cells | effort"))
+    col = [c.strip() for c in header.strip("|").split("|")].index("left out")
+    rows = {ln.split("|")[2].strip(): [c.strip() for c in ln.strip("|").split("|")]
+            for ln in text.splitlines() if ln.startswith("| fp8_e4m3 |") and "| abc |" in ln}
+    assert rows["32"][col] == "none" and rows["64"][col] == "`clk`"
+
+
+def test_a_layout_timed_from_its_logs_has_no_revision_and_scales_by_its_steps():
+    lay = {"revision": None, "seconds_total": None, "steps_seconds": {"place": 60.0, "route": 540.0}}
+    m = dict(_run(64).metrics, route__reused_layout=True, route__layout_run=lay)
+    text = render([Run(m, None, "fp8_e4m3", 64)], {}, ["- provenance"])
+    assert "| abc (layout revision not recorded) |" in text
+    assert "| fp8_e4m3 | 128 | 128,000 (D=64: 64,000) | 20 min (D=64: 10.0 min) |" in text   # 600 s
