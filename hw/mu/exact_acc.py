@@ -75,7 +75,7 @@ _FP32_SIG = FP32.man_bits + 1  # significand bits of FP32 (hidden bit included)
 DRAIN_STAGES = len(DRAIN_STEPS)
 #: The drain register left ungated with ``gate``: the one between the normalize and the round step.
 #: Gated, it let ABC (no delay target) map the normalize shifter's select nets onto single weak
-#: drivers: 1.1 ns slower at D = 64.
+#: drivers: the D = 64 accumulator's worst path grew from 4.37 to 5.76 ns.
 _UNGATED_STAGE = DRAIN_STEPS.index("round")
 
 
