@@ -237,7 +237,10 @@ class Slice(wiring.Component):
                  "model": SRAM_MODEL_NOTE}]
 
     def _make_unit(self):
-        unit = (self._unit or MatrixUnit)(**self.mu.options())
+        opts = self.mu.options()
+        if not opts["gate"]:  # the factory's keywords (see ``unit``) leave out the default gate
+            del opts["gate"]
+        unit = (self._unit or MatrixUnit)(**opts)
         if unit.signature != self.unit_signature:
             unit._MustUse__silence = True
             raise TypeError(f"the slice's units must have the signature {self.unit_signature!r}, "
