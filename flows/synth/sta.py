@@ -50,14 +50,12 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from .clocks import EDGE_TABLES, StaError, swap_edge, trace_clocks
+
 __all__ = ["Sta", "StaError", "Result", "Step", "port_bits"]
 
 RISE, FALL = 0, 1
 _EDGE = "rf"
-
-
-class StaError(RuntimeError):
-    """The netlist cannot be timed (unknown cell, combinational loop); the message says where."""
 
 
 @dataclass
@@ -119,9 +117,7 @@ def port_bits(name, bits):
 
 
 _SEQ_KINDS = ("rising_edge", "falling_edge")
-_SWAP_EDGE = {"rising_edge": "falling_edge", "falling_edge": "rising_edge",
-              "setup_rising": "setup_falling", "setup_falling": "setup_rising"}
-_TABLES = (("cell_rise", "rise_transition"), ("cell_fall", "fall_transition"))
+_TABLES = EDGE_TABLES
 _COMB_KINDS = ("combinational", "combinational_rise", "combinational_fall", "three_state_enable",
                "three_state_disable")
 
@@ -222,77 +218,19 @@ class Sta:
         self.load = {}
         for b in set(self.driver) | set(self.sinks) | set(self.out_bits):
             self.load[b] = self._net_load(b)
-        self._clock_network()
-
-    def _clock_network(self):
-        """Trace every sequential cell's clock pin back through the gates between it and a clock
-        input (clock gates: an inverter, a latch on the enable, an AND): ``clock_of[inst]`` is the
-        pin's (inversion, latency ps) relative to the input's rising edge. The traced nets join
-        :attr:`clock_bits`; latches whose output only gates a clock (``gate_latches``) launch no
-        data path."""
-        self.clock_of, self.gate_latches = {}, set()
-        if self.lib.generic:
-            return
-        memo = {}
-        for inst, (ctype, conns, kind) in self.cells.items():
-            if kind != "seq":
-                continue
-            pins = self.lib.cells[ctype].clock_pins
-            b = self._conn_bit(conns, pins[0]) if pins else None
-            if isinstance(b, int):
-                self.clock_of[inst] = self._trace_clock(b, memo)[:2]
-        self.clock_bits.update(memo)
-
-    def _trace_clock(self, b, memo):
-        """(inversion 0/1, latency ps, slew) of clock net ``b`` (see :meth:`_clock_network`)."""
-        if b in memo:
-            return memo[b]
-        inst, pin = self.driver.get(b, (None, None))
-        if inst is None:
-            raise StaError(f"clock net {self.name(b)} has no driver")
-        if inst == "":
-            memo[b] = (0, 0.0, self.input_slew)
-            return memo[b]
-        ctype, conns, kind = self.cells[inst]
-        if kind != "comb":
-            raise StaError(f"clock net {self.name(b)} is driven by {inst} ({ctype}), a {kind} cell: "
-                           "a clock must come from an input through gates")
-        clock_in, gating = [], []
-        for p in self.lib.cells[ctype].inputs:
-            ib = self._conn_bit(conns, p)
-            if isinstance(ib, int):
-                src = self.driver.get(ib, (None, None))[0]
-                if src and self.cells[src][2] == "seq":
-                    gating.append(src)
-                else:
-                    clock_in.append((p, ib))
-        if len(clock_in) != 1:
-            raise StaError(f"clock gate {inst} ({ctype}) has {len(clock_in)} inputs that are not "
-                           f"latched enables ({', '.join(p for p, _ in clock_in)}): a clock may be "
-                           "gated only by latched enables (a glitch-free clock gate)")
-        self.gate_latches.update(gating)
-        p, ib = clock_in[0]
-        inv, lat, slew = self._trace_clock(ib, memo)
-        arcs = [a for a in self.lib.cells[ctype].arcs if a.pin == pin and a.related == p]
-        if not arcs or arcs[0].sense not in ("positive_unate", "negative_unate"):
-            raise StaError(f"clock gate {inst} ({ctype}): no unate arc {p}->{pin}")
-        out = inv ^ (arcs[0].sense == "negative_unate")
-        d, s = self._drive(arcs[0], *_TABLES[out], self.load.get(b, 0.0), slew)
-        memo[b] = (out, lat + d, s)
-        return memo[b]
+        self.clock_of, self.gate_latches = trace_clocks(self)
 
     def capture_setup(self, inst, table, data_slew) -> float:
         """Setup time (ps) of a sequential cell's data pin from its constraint ``table`` (None: 0),
-        less its clock pin's latency (a gated clock captures late: :meth:`_clock_network`)."""
+        less its clock pin's latency (a gated clock captures late:
+        :func:`flows.synth.clocks.trace_clocks`)."""
         setup = table.lookup(self.input_slew, data_slew) * self.tps if table else 0.0
         return setup - self.clock_of.get(inst, (0, 0.0))[1]
 
     def seq_kind(self, inst, kind: str) -> str:
         """A sequential arc's timing type as seen from the clock input: rising and falling swap
-        for a cell whose clock pin is inverted (:meth:`_clock_network`)."""
-        if self.clock_of.get(inst, (0, 0.0))[0]:
-            return _SWAP_EDGE.get(kind, kind)
-        return kind
+        for a cell whose clock pin is inverted (:func:`flows.synth.clocks.trace_clocks`)."""
+        return swap_edge(kind) if self.clock_of.get(inst, (0, 0.0))[0] else kind
 
     def pin_cap(self, inst, pin):
         """Capacitance of a sink pin (a library cell pin or a block input bit)."""
