@@ -140,7 +140,7 @@ def _internal(pins, pc, tog, rises, falls, load, slew):
     return e
 
 
-def compute(flat, sim, lib, plib, period_ns: float, clock_port: str = "clk", input_slew=None,
+def compute(flat, sim, lib, plib, period_ns: float, input_slew=None,
             output_load=None) -> Energy:
     """Energy of ``sim``'s counted cycles (see the module docstring for the model).
 
@@ -162,8 +162,6 @@ def compute(flat, sim, lib, plib, period_ns: float, clock_port: str = "clk", inp
     cycles = sim.cycles
     rises, falls = sim.rises_falls()
     tog = sim.toggles.astype(np.int64)
-    clk = flat.ports[clock_port][1] if clock_port in flat.ports else np.zeros(0, dtype=np.int64)
-    rises[clk], falls[clk], tog[clk] = cycles, cycles, 2 * cycles
     load = net_loads(flat, lib, output_load)
     if input_slew is None:
         slew = _slews(flat, lib, load, lib.default_input_slew())
@@ -198,8 +196,7 @@ def compute(flat, sim, lib, plib, period_ns: float, clock_port: str = "clk", inp
             sel = blk == bi
             add(int(bi), "internal", e_int[sel].sum())
             add(int(bi), "leakage", e_leak[sel].sum())
-    net_blk[clk] = -2
-    net_blk[sim.clock_nets] = -2     # gated clocks too: the clock network's switching
+    net_blk[sim.clock_nets] = -2     # the clock and gated clocks: the clock network's switching
     e_sw = 0.5 * load * lib.cap_pf * v2 * tog * net_w
     e_sw[:2] = 0.0
     for bi in np.unique(net_blk):

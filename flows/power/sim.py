@@ -210,9 +210,10 @@ class GateSim:
         n = self.flat.n_nets
         drv = np.full(n, -1, dtype=np.int64)
         drv[outs] = np.arange(len(outs))
-        seq_out = np.zeros(n, dtype=bool)
-        seq_out[self._q] = True
-        seq_out[latch_q] = True
+        held = np.zeros(n, dtype=bool)      # a latch's output: a clock gate's enable
+        held[latch_q] = True
+        flop_q = np.zeros(n, dtype=bool)
+        flop_q[self._q] = True
         in_net = np.zeros(len(outs), dtype=bool)
         todo = set(int(b) for b in np.concatenate([self._ck, enables]))
         seen = set()
@@ -227,7 +228,13 @@ class GateSim:
                 raise NetlistError(f"net {b} reaches a clock pin but is neither driven by a gate nor "
                                    f"the clock port")
             in_net[c] = True
-            todo.update(int(i) for i in ins[c] if not seq_out[i])
+            clock_ins = {int(i) for i in ins[c] if i >= 2 and not held[i]}
+            if len(clock_ins) != 1 or flop_q[list(clock_ins)].any():
+                raise NetlistError(f"net {b} reaches a clock pin or a latch enable through a gate "
+                                   "that is not a clock gate (one input from the clock, the others "
+                                   "from latches holding enables); only clock-gate latches are "
+                                   "supported")
+            todo.update(clock_ins)
         return in_net
 
     def _levelize(self, ins, outs, base):

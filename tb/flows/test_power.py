@@ -391,3 +391,13 @@ def test_published_file_names_count_the_tile_runs():
     assert file_tag("tiles", 8, ids) == "tiles-sample8"
     assert file_tag("zeros", None, ids[:3]) == "zeros-runs3"
     assert file_tag("random", None, RUNS) == "random"
+
+
+@needs_osu
+def test_latch_on_a_data_enable_is_refused(libs):
+    """Latches are simulated as the latch of a clock gate: one enabled by data logic is an error."""
+    _, plib = libs
+    mod = _module({"clk": 2, "a": 3, "b": 4, "d": 5}, {"q": 8},
+                  [("AND2X2", {"A": 3, "B": 4, "Y": 6}), ("LATCH", {"D": 5, "CLK": 6, "Q": 8})])
+    with pytest.raises(NetlistError, match="not a clock gate"):
+        GateSim(flatten({"t": mod}, "t", plib.cells), plib)
