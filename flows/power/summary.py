@@ -9,6 +9,8 @@
 * the energy of a decode step per token on the model shapes of :mod:`perf.shapes`: the unit's
   measured energy per cycle times the contract's cycles, plus the feed's energy per HBM byte (a
   stated parameter) on the fetched bytes, padding included;
+* tokens per joule of the recommended unit (``exact``, clock gates on) and the widths compared at
+  equal power (:mod:`flows.power.tokens`);
 * the block-scaled units (OCP MX, NVFP4) against the plain unit of their element format;
 * the clock-gated units against the same units without gates;
 * a comparison with the ISSCC 2014 45 nm energies scaled to this node.
@@ -26,6 +28,7 @@ from perf.shapes import MODELS, catalog, cost
 
 from ..paths import REPO
 from .cli import category
+from .tokens import tokens_section
 
 __all__ = ["load_runs", "write_summary", "ISSCC14_45NM_PJ", "SCALE_45_TO_180", "ABS_MODEL"]
 
@@ -274,6 +277,7 @@ def write_summary(root: Path = ROOT, hbm_pj: float = 40.0, batch: int = 1) -> Pa
             .replace("{COMPOSITION}", "\n".join(_composition(runs)))
             .replace("{GATING}", "\n".join(_gating(runs)))
             .replace("{TOKEN}", "\n".join(_per_token(runs, hbm_pj, batch)))
+            .replace("{TPJ}", "\n".join(tokens_section(runs, hbm_pj)))
             .replace("{ISSCC}", "\n".join(_isscc(runs)))
             .replace("{BUDGETS}", "\n".join(_budgets(runs)))
             .replace("{FINDINGS}", "\n".join(_findings(runs)))

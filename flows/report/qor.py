@@ -40,7 +40,7 @@ from .common import (
     sig,
 )
 from .common import fmt_value as fv
-from .energy import energy_section
+from .energy import energy_section, equal_power_section
 from .modes import block_exact_section, int_section, modes_section
 from .scaling import block_section
 from .signoff import opensta_section
@@ -317,12 +317,13 @@ def generate(qor_dir: Path, out_md: Path, plots_dir: Path, plots: bool = True,
         L += _breakdown_section(grids[acc], acc)[0]
     L += modes_section(grids) + int_section(grids) + block_exact_section(full)
     L += block_section(full[QOR_ACC_MODES[0]])
-    L += rv.perf_section(grid) + regimes_section(grids) + _bf16_section(points, qor_dir)
+    power_lines, power_rows = equal_power_section(Path(qor_dir).parent / "power")
+    L += rv.perf_section(grid) + power_lines + regimes_section(grids) + _bf16_section(points, qor_dir)
     L += energy_section(Path(qor_dir).parent / "power", rel)
     L += opensta_section(points)
     L += _plots_section(made, plots_dir, rel)
     L += rv.verdict_section(grid, slopes, shares, knee_file or Path(qor_dir).parent / "knee.csv", sus,
-                            col_slopes, tree_slopes, grids)
+                            col_slopes, tree_slopes, grids, power_rows)
     text = "\n".join(L) + "\n"
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text(text)

@@ -213,13 +213,14 @@ def _clock_rows(grid, suspects) -> list:
 
 
 def verdict_section(grid, slopes, shares, knee_file=None, suspects=(), col_slopes=None,
-                    tree_slopes=None, grids=None) -> list[str]:
+                    tree_slopes=None, grids=None, power_rows=()) -> list[str]:
     """The verdict table; ``suspects``: (D, fmt) points whose timing is flagged (their fmax and levels
     are not used for a verdict); ``grids``: ``{acc mode: grid}`` for the equal-silicon claims (default:
-    ``grid`` alone, as ``fp32``)."""
+    ``grid`` alone, as ``fp32``); ``power_rows``: the equal-power rows
+    (:func:`flows.report.energy.equal_power_section`)."""
     suspects = set(suspects)
     rows = (_knee_rows(knee_file) + _levels_rows(slopes, suspects, col_slopes, tree_slopes)
-            + _padding_rows() + equal_silicon_rows(grids or {"fp32": grid}, suspects)
+            + _padding_rows() + equal_silicon_rows(grids or {"fp32": grid}, suspects) + list(power_rows)
             + _control_rows(shares)
             + _clock_rows(grid, suspects))
     L = ["## Verdict on the study's claims", "",
