@@ -2,8 +2,9 @@
 
 The Verilog view (the liberty cells, simulated by Verilator with :data:`hw.clock_gate.SIM_MODELS`)
 runs ``tb/clock_gate_cocotb.py``; the Amaranth simulator runs the same pattern on its view
-(registers under the enable). The emitted Verilog has one AND per group of flops, a latch per
-:data:`LATCH_FANOUT` groups, and registers with and without a reset in separate groups.
+(registers under the enable). The emitted Verilog has one gate (inverter, latch, AND) per
+:data:`LATCH_FANOUT` groups of flops, a clock buffer per group behind a gate of several groups, and
+registers with and without a reset in separate groups.
 """
 
 import random
@@ -18,6 +19,7 @@ from amaranth.sim import Simulator
 
 from hw.clock_gate import (
     CELLS,
+    CLOCK_BUFFER,
     GATE_CELLS,
     LATCH_FANOUT,
     SIM_MODELS,
@@ -52,12 +54,13 @@ def test_cells_view_groups_and_models():
     text = verilog.convert(GateDemo(), name="gate_demo", platform=CELLS, emit_src=False)
     ands = re.findall(r"^\s*AND2X2\s", text, re.M)
     latches = re.findall(r"^\s*LATCH\s", text, re.M)
-    # 20 reset-less bits and 12 bits with a reset, packed separately in groups of GROUP, one
-    # latch per LATCH_FANOUT groups of each
+    bufs = re.findall(rf"^\s*{CLOCK_BUFFER}\s", text, re.M)
+    # 20 reset-less bits and 12 bits with a reset, packed separately in groups of GROUP (10 and 6
+    # groups), one gate per LATCH_FANOUT groups of each (8 + 2, and 6), a buffer per group
     groups = [-(-20 // GROUP), -(-12 // GROUP)]
-    assert len(ands) == sum(groups)
-    assert len(latches) == sum(-(-g // LATCH_FANOUT) for g in groups)
-    for cell in GATE_CELLS:
+    assert groups == [10, 6] and LATCH_FANOUT == 8
+    assert len(ands) == len(latches) == 3 and len(bufs) == 16
+    for cell in GATE_CELLS + (CLOCK_BUFFER,):
         assert re.search(rf"^\s*{cell}\s", text, re.M)
     assert with_cell_models(text).endswith(SIM_MODELS)
     plain = verilog.convert(GateDemo(), name="gate_demo", emit_src=False)

@@ -46,7 +46,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import hier
-from ..clock_gate import gated_assign
+from ..clock_gate import gated_assign, gated_domain
 from ..formats import BLOCK_FORMATS
 from ..hier import BlockParams
 from ..pipeline import Cut
@@ -181,7 +181,10 @@ class WeightBuffer(wiring.Component):
     With ``gate``, every loading row has a clock gate of its own (enable ``we[k]``) and the active
     copy one per :data:`hw.clock_gate.GATE_GROUP` flops (enable ``swap``), see
     :func:`hw.clock_gate.gated_assign`: the flops see the clock only in the cycles that load them
-    and need no enable multiplexers.
+    and need no enable multiplexers. The row gates sit behind a coarse gate per
+    :meth:`row_group` rows (enable: a row of the group is written; :func:`hw.clock_gate.gated_domain`),
+    so only the written group's row gates see the clock, and each group's rows take ``wdata``
+    through an AND with that enable, so the other groups' data pins hold still (operand isolation).
     """
 
     def __init__(self, width: int, bits: int, gate: bool = False):
@@ -198,8 +201,16 @@ class WeightBuffer(wiring.Component):
         wl = [Signal(b, name=f"wl{k}", reset_less=True) for k in range(D)]  # no reset: data only
         wa = [Signal(b, name=f"wa{k}", reset_less=True) for k in range(D)]
         if self._gate:
-            for k in range(D):
-                gated_assign(m, platform, self.we[k], [(wl[k], self.wdata)], f"gl{k}")
+            size = self.row_group(D)
+            for s, lo in enumerate(range(0, D, size)):
+                dom, wd = "sync", self.wdata
+                if size < D:   # a coarse gate per group of rows, and their own copy of wdata
+                    sel = Signal(name=f"sel{s}")
+                    wd = Signal(b, name=f"wd{s}")
+                    m.d.comb += [sel.eq(self.we[lo:lo + size].any()), wd.eq(Mux(sel, self.wdata, 0))]
+                    dom = gated_domain(m, platform, sel, f"gs{s}")
+                for k in range(lo, lo + size):
+                    gated_assign(m, platform, self.we[k], [(wl[k], wd)], f"gl{k}", domain=dom)
             gated_assign(m, platform, self.swap, [(wa[k], self._swapped(k, wl)) for k in range(D)], "ga")
         else:
             for k in range(D):
@@ -210,6 +221,14 @@ class WeightBuffer(wiring.Component):
                     m.d.sync += wa[k].eq(self._swapped(k, wl))
         m.d.comb += self.wa.eq(Cat(*wa))
         return m
+
+    @staticmethod
+    def row_group(width: int) -> int:
+        """Loading rows behind one coarse clock gate with gates: ``2 ** ceil(log2(D) / 2)``, about
+        ``sqrt(D)``, so that the coarse gates (``D / size``, seeing the clock every cycle) and the
+        row gates behind the one enabled coarse gate (``size``) are balanced: 4 at D = 8 and 16, 8 at
+        D = 32 and 64, 16 at D = 128."""
+        return 1 << -(-(width.bit_length() - 1) // 2)
 
     def _swapped(self, k, wl):
         """Row k of the loading copy as the swap takes it (the last row forwarded if written)."""
