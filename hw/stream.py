@@ -14,11 +14,13 @@ from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .clock_gate import gated_assign
+
 __all__ = ["skid_register", "SkidBuffer", "Fork"]
 
 
 def skid_register(m: Module, o, main, *, write, write_valid, load=(), out_valid=None,
-                  skid_valid=None, skid=None, stall_next=None):
+                  skid_valid=None, skid=None, stall_next=None, gate=None):
     """Drive stream ``o`` from an output register ``main`` that the producer overwrites, with a
     skid register that saves an unconsumed beat from being overwritten.
 
@@ -47,6 +49,10 @@ def skid_register(m: Module, o, main, *, write, write_valid, load=(), out_valid=
     stall_next : Signal, optional
         If given, driven (combinationally) with the value ``stall`` takes at the next clock edge, so
         a producer can keep registered copies of its enable (``~stall``).
+    gate : platform, optional
+        If given (the ``platform`` of the caller's ``elaborate``), the skid register is clocked
+        through clock gates (:func:`hw.clock_gate.gated_assign`; ``skid`` must then be a
+        :class:`Signal`): it sees the clock only in the cycles it saves a beat.
 
     Returns
     -------
@@ -57,12 +63,14 @@ def skid_register(m: Module, o, main, *, write, write_valid, load=(), out_valid=
     out_valid = Signal(name="out_valid") if out_valid is None else out_valid
     skid_valid = Signal(name="skid_valid") if skid_valid is None else skid_valid
     skid = Signal(width, name="skid", reset_less=True) if skid is None else skid
+    if gate is not None:
+        gated_assign(m, gate, ~skid_valid & write & out_valid & ~o.ready, [(skid, main)], "skid_g")
     with m.If(skid_valid):
         with m.If(o.ready):
             m.d.sync += skid_valid.eq(0)
     with m.Elif(write):
         with m.If(out_valid & ~o.ready):
-            m.d.sync += [skid.eq(main), skid_valid.eq(1)]
+            m.d.sync += skid_valid.eq(1) if gate is not None else [skid.eq(main), skid_valid.eq(1)]
         m.d.sync += out_valid.eq(write_valid)
         m.d.sync += load
     with m.Elif(o.ready):

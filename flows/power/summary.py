@@ -10,7 +10,7 @@
   measured energy per cycle times the contract's cycles, plus the feed's energy per HBM byte (a
   stated parameter) on the fetched bytes, padding included;
 * tokens per joule of the recommended unit (``exact``, clock gates on) and the widths compared at
-  equal power (:mod:`flows.power.tokens`);
+  equal power (:mod:`flows.report.tokens`);
 * the block-scaled units (OCP MX, NVFP4) against the plain unit of their element format;
 * the clock-gated units against the same units without gates;
 * a comparison with the ISSCC 2014 45 nm energies scaled to this node.
@@ -27,8 +27,8 @@ from hw.formats import BLOCK_FORMATS, get_block_format, get_format
 from perf.shapes import MODELS, catalog, cost
 
 from ..paths import REPO
+from ..report.tokens import tokens_section
 from .cli import category
-from .tokens import tokens_section
 
 __all__ = ["load_runs", "write_summary", "ISSCC14_45NM_PJ", "SCALE_45_TO_180", "ABS_MODEL"]
 

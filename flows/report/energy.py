@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..power.tokens import equal_power, equal_power_lines, recommended_units, width_verdict
 from .common import NOT_MEASURED
 from .common import fmt_value as fv
+from .tokens import equal_power, equal_power_lines, recommended_units, width_verdict
 
 __all__ = ["energy_section", "equal_power_section"]
 
@@ -89,7 +89,8 @@ def equal_power_section(power_dir: Path, hbm_pj: float = 40.0) -> tuple:
         label = f"{claim} ({regime} {ns}, acc = exact, clock gates on)"
         v = width_verdict(part, 64, 128)
         if v is None:
-            rows.append((label, NOT_MEASURED, "can't tell", "needs energy runs of one format at D = 64 and 128"))
+            rows.append((label, NOT_MEASURED, "can't tell",
+                         "needs energy runs of one format at D = 64 and 128"))
             continue
         vh = width_verdict({k: v for k, v in with_hbm.items() if k[1] == regime}, 64, 128)
         txt = (f"D=64 ahead in {v['won']} of {v['cases']} model x {regime} x format cases; geometric mean "

@@ -20,6 +20,8 @@ longest event path being a ``low_bits``-bit all-ones test, one AND and the segme
 
 from amaranth.hdl import Cat, Const, Module, Signal
 
+from ..clock_gate import gated_assign
+
 __all__ = ["event_counter", "SEG_BITS", "LOW_BITS"]
 
 #: Default width of the higher segments (their increments are a cycle ahead, off the event path).
@@ -29,7 +31,7 @@ LOW_BITS = 2
 
 
 def event_counter(m: Module, name: str, bits: int, event, *, shift: int = 0,
-                  seg_bits: int = SEG_BITS, low_bits: int = LOW_BITS):
+                  seg_bits: int = SEG_BITS, low_bits: int = LOW_BITS, gate=None):
     """Add a ``bits``-bit counter of a 1-bit ``event`` to ``m``'s ``sync`` domain (reset to 0).
 
     Parameters
@@ -47,6 +49,11 @@ def event_counter(m: Module, name: str, bits: int, event, *, shift: int = 0,
         Width of each higher segment (the last one may be shorter).
     low_bits : int
         Width of the lowest segment.
+    gate : platform, optional
+        If given (the ``platform`` of the caller's ``elaborate``), each higher segment and its
+        precomputed increment are clocked through clock gates (:func:`hw.clock_gate.gated_assign`):
+        the segment loads when it steps, its increment the cycle after (when ``s_i + 1`` changes),
+        the same values in every cycle as without gates.
 
     Returns
     -------
@@ -73,9 +80,16 @@ def event_counter(m: Module, name: str, bits: int, event, *, shift: int = 0,
         seg = Signal(w, name=f"{name}_s{i}")
         inc = Signal(w, name=f"{name}_p{i}", init=1)  # seg + 1, a cycle late
         ones = Signal(name=f"{name}_f{i}", init=int(i == 1))  # segments 1 .. i-1 all ones, late
-        m.d.sync += [inc.eq(seg + 1), ones.eq(below)]
-        with m.If(wrap & ones):
-            m.d.sync += seg.eq(inc)
+        m.d.sync += ones.eq(below)
+        if gate is None:
+            m.d.sync += inc.eq(seg + 1)
+            with m.If(wrap & ones):
+                m.d.sync += seg.eq(inc)
+        else:
+            stepped = Signal(name=f"{name}_u{i}")   # seg stepped at the last edge: inc is stale
+            m.d.sync += stepped.eq(wrap & ones)
+            gated_assign(m, gate, wrap & ones, [(seg, inc)], f"{name}_s{i}g")
+            gated_assign(m, gate, stepped, [(inc, seg + 1)], f"{name}_p{i}g")
         segs.append(seg)
         nxt = Signal(name=f"{name}_a{i}")
         m.d.comb += nxt.eq(below & seg.all())

@@ -73,10 +73,6 @@ DRAIN_STEPS = ("carries", "resolve", "magnitude", "normalize", "round")
 _FP32_SIG = FP32.man_bits + 1  # significand bits of FP32 (hidden bit included)
 #: Default drain segments: one per step of :data:`DRAIN_STEPS`.
 DRAIN_STAGES = len(DRAIN_STEPS)
-#: The drain register left ungated with ``gate``: the one between the normalize and the round step.
-#: Gated, it let ABC (no delay target) map the normalize shifter's select nets onto single weak
-#: drivers: the D = 64 accumulator's worst path grew from 4.37 to 5.76 ns.
-_UNGATED_STAGE = DRAIN_STEPS.index("round")
 
 
 @dataclass(frozen=True)
@@ -417,11 +413,11 @@ class ExactAccumulator(wiring.Component):
     # -------------------------------------------------------------------------------- drain
     def _stage(self, m, platform, vals: dict, valid, idx: int):
         """Register ``vals`` and ``valid`` (enabled by ``en``; with ``gate`` ``vals`` only for a
-        valid result, except before the rounding) as drain register ``idx``."""
+        valid result) as drain register ``idx``."""
         regs = {k: Signal.like(v, name=f"p{idx}_{k}", reset_less=True) if isinstance(v, Signal)
                 else Signal(len(v), name=f"p{idx}_{k}", reset_less=True) for k, v in vals.items()}
         rv = Signal(name=f"p{idx}_valid")
-        if self.params.gate and idx != _UNGATED_STAGE:
+        if self.params.gate:
             gated_assign(m, platform, self.en & valid, [(regs[k], v) for k, v in vals.items()],
                          f"p{idx}")
             with m.If(self.en):

@@ -396,20 +396,18 @@ class MatrixUnit(wiring.Component):
         if R > 1:  # the row travels with the result
             res_row, skid_row = Signal(range(R)), Signal(range(R))
             res = Cat(res, res_row)
-            skid = Cat(skid, skid_row)
+            skid = (Signal(len(res), name="skid", reset_less=True) if self.params.gate
+                    else Cat(skid, skid_row))
             load = [res_row.eq(res_ctl[-1].row if delayed else acc_ctl.row)]
+        # gated: the skid register sees the clock only when it saves a result
+        out = dict(out_valid=out_valid, skid_valid=skid_valid, skid=skid, stall_next=stall_next,
+                   gate=platform if self.params.gate else None)
         if exact:  # the result registers change only with results
-            skid_register(m, self.y, res, write=res_we, write_valid=1, load=load,
-                          out_valid=out_valid, skid_valid=skid_valid, skid=skid,
-                          stall_next=stall_next)
+            skid_register(m, self.y, res, write=res_we, write_valid=1, load=load, **out)
         elif delayed:  # loop = 2: every write overwrites the result registers, a last beat's is a row
-            skid_register(m, self.y, res, write=res_we, write_valid=res_ctl[-1].last, load=load,
-                          out_valid=out_valid, skid_valid=skid_valid, skid=skid,
-                          stall_next=stall_next)
+            skid_register(m, self.y, res, write=res_we, write_valid=res_ctl[-1].last, load=load, **out)
         else:  # every accumulate overwrites the result registers; only a ``last`` beat makes a row
-            skid_register(m, self.y, res, write=acc_we, write_valid=acc_ctl.last, load=load,
-                          out_valid=out_valid, skid_valid=skid_valid, skid=skid,
-                          stall_next=stall_next)
+            skid_register(m, self.y, res, write=acc_we, write_valid=acc_ctl.last, load=load, **out)
 
         # -- counters -------------------------------------------------------------------------
         events = {  # (1-bit event, log2 of the step)
@@ -427,7 +425,8 @@ class MatrixUnit(wiring.Component):
         for name in self.signature.counter_ports:
             event, shift = events[name]
             m.d.comb += getattr(self, name).eq(
-                event_counter(m, name, self.signature.counter_bits, event, shift=shift))
+                event_counter(m, name, self.signature.counter_bits, event, shift=shift,
+                              gate=platform if self.params.gate else None))
         return m
 
 

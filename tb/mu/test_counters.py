@@ -16,13 +16,17 @@ from hw.mu.counters import event_counter
 pytestmark = pytest.mark.quick
 
 
+@pytest.mark.parametrize("gate", [None, "sim"], ids=["plain", "gated"])
 @pytest.mark.parametrize("bits,shift,seg,low", [(9, 0, 2, 2), (10, 3, 1, 1), (11, 0, 4, 1), (7, 0, 8, 2),
                                                 (12, 5, 3, 3), (8, 0, 3, 9)])
-def test_counter_matches_plain_count(bits, shift, seg, low):
+def test_counter_matches_plain_count(bits, shift, seg, low, gate):
+    """``gate``: the gated counter's enables (its simulation view: each segment and increment loads
+    only under its enable), the same count every cycle."""
     m = Module()
     ev = Signal()
     out = Signal(bits)
-    m.d.comb += out.eq(event_counter(m, "c", bits, ev, shift=shift, seg_bits=seg, low_bits=low))
+    m.d.comb += out.eq(event_counter(m, "c", bits, ev, shift=shift, seg_bits=seg, low_bits=low,
+                                     gate=gate))
     rng = random.Random(bits * 100 + seg * 10 + low)
     pattern = [1] * (3 << (bits - shift)) + [rng.random() < 0.7 for _ in range(2000)]
     seen = []

@@ -1,6 +1,7 @@
 """Energy per token and tokens per joule, from the published energy runs and the models' tile schedule.
 
-Reads committed energy runs (``reports/power/<variant>/energy-tiles*.json``); runs no simulation.
+Reads committed energy runs (``reports/power/<variant>/energy-tiles*.json``, written by
+:mod:`flows.power`); runs no simulation. Used by ``reports/power/summary.md`` and the QoR report.
 
 **Activity model.** A unit's energy over a product is ``cycles * F + beats * B``:
 
@@ -38,12 +39,10 @@ from hw.formats import BLOCK_FORMATS
 from perf import shapes
 from perf.contract import tile_bytes
 
-from .cli import category
-
 __all__ = ["ActivityModel", "activity_model", "arithmetic_pj", "beats_per_cycle", "step_energy",
            "tokens_per_joule", "recommended_units", "TOKEN_MODELS", "TOKEN_REGIMES", "ARITHMETIC"]
 
-#: Block categories whose energy an activation beat drives (:func:`flows.power.cli.category`).
+#: Categories of a run's ``by_category_pj`` whose energy an activation beat drives.
 ARITHMETIC = ("multipliers", "tree", "accumulate")
 #: The models of the tokens-per-joule table.
 TOKEN_MODELS = ("Llama-3.1-8B", "gpt-oss-120b")
@@ -71,7 +70,7 @@ def beats_per_cycle(run: dict) -> float:
 
 def arithmetic_pj(run: dict) -> float:
     """Energy of the run's multipliers, tree and accumulators (pJ, all columns)."""
-    return sum(sum(v.values()) for b, v in run["by_block_pj"].items() if category(b) in ARITHMETIC)
+    return sum(run["by_category_pj"].get(c, 0.0) for c in ARITHMETIC)
 
 
 def activity_model(decode: dict, prefill: dict | None = None) -> ActivityModel:
@@ -218,7 +217,7 @@ def tokens_section(runs: list, hbm_pj: float) -> list:
     if not units:
         return ["No real-tile run of the recommended unit (`exact` accumulation, clock gates on) is "
                 "published: `make power WIDTH=64 ACC=exact GATE=on PUBLISH=1`."]
-    L = ["Activity model of each unit (`flows/power/tokens.py`): F pJ per cycle whatever issues, plus "
+    L = ["Activity model of each unit (`flows/report/tokens.py`): F pJ per cycle whatever issues, plus "
          "B pJ per activation beat (D x D MACs).", "",
          "| D | format | F (pJ / cycle) | B (pJ / beat) | B / D^2 (pJ / MAC) | from | check against a "
          "denser run |", "|---|---|---|---|---|---|---|"]

@@ -1,10 +1,10 @@
-"""Energy per token and tokens per joule (flows/power/tokens.py), checked by hand."""
+"""Energy per token and tokens per joule (flows/report/tokens.py), checked by hand."""
 
 import json
 
 import pytest
 
-from flows.power import tokens
+from flows.report import tokens
 
 
 def _run(variant, width=32, fmt="fp8_e4m3", rows=1, cycles=1000, beats=10, blocks=None, sampled=8,
@@ -12,10 +12,15 @@ def _run(variant, width=32, fmt="fp8_e4m3", rows=1, cycles=1000, beats=10, block
     blocks = blocks or {"mu_lane_fp8_e4m3": 3e5, "mu_tree_w32": 2e5, "mu_xacc_w32": 1e5,
                         "mu_wbuf_w32_b8": 4e5}
     total = sum(blocks.values())
+    cats = {}
+    for b, e in blocks.items():
+        c = next(c for p, c in (("mu_lane", "multipliers"), ("mu_tree", "tree"), ("mu_xacc", "accumulate"),
+                                ("mu_wbuf", "weight buffers")) if b.startswith(p))
+        cats[c] = cats.get(c, 0.0) + e
     return {"variant": variant, "workload": workload, "width": width, "columns": width, "fmt": fmt,
             "rows": rows, "columns_simulated": sampled, "cycles": cycles,
             "issued_macs": beats * width * width, "energy_pj": {"total": total},
-            "pj_per_cycle": total / cycles,
+            "pj_per_cycle": total / cycles, "by_category_pj": cats,
             "by_block_pj": {b: {"internal": e, "switching": 0.0, "leakage": 0.0} for b, e in blocks.items()}}
 
 
