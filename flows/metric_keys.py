@@ -13,7 +13,7 @@ __all__ = ["AREA", "GE", "CELLS", "SEQ", "CP_PS", "CP_LV", "CP_KIND", "DEPTH", "
            "ROUTE_SPEF_NETS",
            "ROUTE_WIRE_CAP", "DRC_ERRORS", "LVS_MATCH", "LVS_ERRORS", "ROUTE_WS", "ROUTE_CP_PS",
            "ROUTE_FMAX", "ROUTE_CP_PS_NOWIRE", "PNR_RUNTIME", "CP_PS_OPENSTA", "CP_DIFF_OPENSTA",
-           "OPENSTA_TIME", "OPENSTA_VERSION"]
+           "OPENSTA_TIME", "OPENSTA_VERSION", "CLOCK_GATES", "CLOCK_GATE_AREA"]
 
 #: Standard-cell area of the whole design.
 AREA = "synth__design__instance__area__stdcell"
@@ -23,6 +23,10 @@ GE = "synth__design__instance__area__ge"
 CELLS = "synth__design__instance__count__stdcell"
 #: Area of the sequential cells (flip-flops, latches).
 SEQ = "synth__design__instance__area__sequential"
+#: Clock gates instantiated by the generator (``hw.clock_gate``: one latch each), all instances.
+CLOCK_GATES = "synth__design__instance__count__clock_gate"
+#: Area of the clock gates' cells and their clock buffers (in :data:`AREA`).
+CLOCK_GATE_AREA = "synth__design__instance__area__clock_gate"
 #: Worst path delay (None with the generic library, whose delays are levels).
 CP_PS = "synth__timing__critical_path__delay_ps"
 #: Logic levels on the worst path.

@@ -32,7 +32,7 @@ from pathlib import Path
 from .. import metric_keys as K
 from ..paths import BUILD, USER_QOR
 from . import metrics as M
-from .hier import own_area, synth_hier
+from .hier import clock_gates, own_area, synth_hier
 from .liberty import NO_LIBERTY_NOTE, find_liberty, generic_library, load
 from .outputs import add_macros, compare_flows, compare_target, sta_defaults, summarize, write_reports
 from .repair import repair, write_repaired
@@ -100,6 +100,7 @@ class _Synthesized:
     netlist_json: Path | None = None
     repair: dict = field(default_factory=dict)
     path: list = field(default_factory=list)     # flows.synth.wholepath.Row, launch to capture
+    gates: tuple = (0, 0.0)                      # clock gates and their area (hier.clock_gates)
 
 
 def resolve_library(liberty=None, log=print):
@@ -164,7 +165,8 @@ def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb, sv=False) -> _Synt
                         repair={"nets": rep.nets, "buffers": rep.buffers, "area": rep.area,
                                 "cell": rep.cell, "max_levels": rep.max_levels},
                         path=[Row("", st.point, st.net, st.incr_ps) for st in worst.steps]
-                        + ([Row("", f"setup of {worst.end}", "", worst.setup_ps)] if worst.setup_ps else []))
+                        + ([Row("", f"setup of {worst.end}", "", worst.setup_ps)] if worst.setup_ps else []),
+                        gates=clock_gates(lib, netlist))
 
 
 def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _Synthesized:
@@ -203,7 +205,7 @@ def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _S
                         max((b.ltp for b in h.blocks.values() if b.ltp is not None), default=None),
                         stat_text, h.runtime_s, h.peak_mb, all(b.cached for b in h.blocks.values()),
                         [b.log for b in h.blocks.values()], timing_extra, notes, block_areas, h,
-                        repair=rep, path=whole_path(h))
+                        repair=rep, path=whole_path(h), gates=h.gates)
 
 
 def netlist_sha(work: Path, flow: str) -> str:
@@ -224,7 +226,8 @@ def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, bo
     m = M.build(design=design, variant=variant, params=params, lib=lib, area=s.area, seq_area=s.seq,
                 cells=s.cells, worst=s.worst, ltp=s.ltp, runtime_s=time.monotonic() - t0,
                 peak_mb=s.peak_mb, flow=flow, block_areas=s.block_areas, clock_ps=clock_ps, booth=booth,
-                cached=s.cached, sta_defaults=sta_def, yosys_s=s.yosys_s, hier=s.hier, repair=s.repair)
+                cached=s.cached, sta_defaults=sta_def, yosys_s=s.yosys_s, hier=s.hier, repair=s.repair,
+                gates=s.gates)
     m["flow__run"] = name or variant
     m[K.NETLIST_SHA] = netlist_sha(work, flow)
     M.add_rates(m, design, params)

@@ -37,12 +37,14 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hw.clock_gate import CLOCK_BUFFER, GATE_CELLS
+
 from .blockmodel import BlockTiming, extract_model
 from .repair import RepairReport, repair, write_repaired
 from .sta import Sta, port_bits
 from .yosys import run_yosys
 
-__all__ = ["BlockReport", "HierReport", "synth_hier", "own_area", "extract_model"]
+__all__ = ["BlockReport", "HierReport", "synth_hier", "own_area", "clock_gates", "extract_model"]
 
 
 def own_area(lib, module):
@@ -58,6 +60,23 @@ def own_area(lib, module):
         if cell.is_seq:
             seq += cell.area
     return area, seq, n
+
+
+#: Instance-name endings of a clock gate's cells (:mod:`hw.clock_gate` names them), by cell type.
+_GATE_CELLS = {GATE_CELLS[0]: "_inv", GATE_CELLS[1]: "_latch", GATE_CELLS[2]: "_and", CLOCK_BUFFER: "_buf"}
+
+
+def clock_gates(lib, module) -> tuple:
+    """(clock gates, area of their cells and clock buffers) of a mapped module's own cells: the
+    cells :mod:`hw.clock_gate` instantiates keep their instance names through synthesis; a gate
+    has one latch."""
+    n, area = 0, 0.0
+    for name, c in module["cells"].items():
+        end = _GATE_CELLS.get(c["type"])
+        if end and name.endswith(end) and c["type"] in lib.cells:
+            area += lib.cells[c["type"]].area
+            n += c["type"] == GATE_CELLS[1]
+    return n, area
 
 
 @dataclass
@@ -80,6 +99,7 @@ class BlockReport:
     children: dict = field(default_factory=dict)
     repair: RepairReport = field(default_factory=RepairReport)
     sta: object = None   # its flows.synth.sta.Sta (children as models), to trace paths through it
+    gates: tuple = (0, 0.0)  # clock gates and their area (clock_gates), one instance
 
 
 @dataclass
@@ -95,6 +115,7 @@ class HierReport:
     runtime_s: float
     peak_mb: float
     top_own: object = None  # the top's own logic: worst path with the blocks' internal reg->reg left out
+    gates: tuple = (0, 0.0)  # clock gates and their area, all instances
 
 
 def _ideal_register_pins(model: BlockTiming, sta: Sta) -> BlockTiming:
@@ -161,13 +182,15 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
         blocks[name] = BlockReport(name, counts.get(name, 0), area, seq, ncells, r.runtime_s, r.peak_mb,
                                    r.cached, r.ltp_levels, worst, model,
                                    r.stat_text + "\n" + rep.line() + "\n", r.log, dict(bm.children), rep,
-                                   sta)
+                                   sta, clock_gates(lib, mapped))
     total = sum(b.area * b.instances for b in blocks.values())
     seq = sum(b.seq_area * b.instances for b in blocks.values())
     cells = sum(b.cells * b.instances for b in blocks.values())
+    gates = (sum(b.gates[0] * b.instances for b in blocks.values()),
+             sum(b.gates[1] * b.instances for b in blocks.values()))
     return HierReport(netlist.top, blocks, total, seq, cells, blocks[netlist.top].worst,
                       sum(b.runtime_s for b in blocks.values()),
-                      max(b.peak_mb for b in blocks.values()), top_own)
+                      max(b.peak_mb for b in blocks.values()), top_own, gates)
 
 
 def models_json(report: HierReport) -> str:

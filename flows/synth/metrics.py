@@ -77,12 +77,13 @@ def git_revision() -> str:
 
 def build(*, design, variant, params, lib, area, seq_area, cells, worst, ltp, runtime_s, peak_mb,
           flow, block_areas=None, clock_ps=None, booth=False, cached=False, sta_defaults=None,
-          yosys_s=0.0, hier=None, repair=None) -> dict:
+          yosys_s=0.0, hier=None, repair=None, gates=(0, 0.0)) -> dict:
     """Metrics dictionary of one run (see module docstring for units).
 
     ``hier`` (a :class:`flows.synth.hier.HierReport`) adds the top's own worst path; ``repair``
     (nets, buffers, area, cell, max_levels of the drive repair, :mod:`flows.synth.repair`) is kept
     as ``flow__drive_repair``: its buffers are already in the area and on the timed paths.
+    ``gates`` (count, area) of the clock gates adds their metrics when there are any.
     """
     ge = lib.ge_area if not lib.generic else 1.0
     generic = lib.generic
@@ -101,6 +102,9 @@ def build(*, design, variant, params, lib, area, seq_area, cells, worst, ltp, ru
         K.CACHE_HIT: cached,
         K.YOSYS_TIME: round(yosys_s, 2),
     }
+    if gates[0]:
+        m[K.CLOCK_GATES] = gates[0]
+        m[K.CLOCK_GATE_AREA] = round(gates[1], 3)
     if hier is not None and hier.top_own is not None and not generic:
         m[K.CP_PS_TOP_OWN] = round(hier.top_own.delay_ps, 1)
         m[K.CP_LV_TOP_OWN] = hier.top_own.levels

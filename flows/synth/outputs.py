@@ -203,6 +203,10 @@ def qor_lines(m, worst, path=()) -> list:
             n, a = max(info["instances"], 1), info["area_per_instance"]
             rows.append(f"    {b:<32} {n:>5} x {_mm2(a):>14} = {_mm2(a * n):>12} "
                         f"({100 * a * n / m[K.AREA]:.1f}%)")
+    if m.get(K.CLOCK_GATES):
+        rows.append(f"  clock gates {m[K.CLOCK_GATES]} (latch-based, hw/clock_gate.py), "
+                    f"{_mm2(m[K.CLOCK_GATE_AREA])} with their clock buffers "
+                    f"({100 * m[K.CLOCK_GATE_AREA] / m[K.AREA]:.1f}% of the area)")
     if K.MACS in m:
         unit = "GE" if generic else "um^2"
         rate = (f"; peak {m[K.PEAK_GMACS]:.3g} GMAC/s at fmax" if K.PEAK_GMACS in m else "")

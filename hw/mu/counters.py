@@ -80,12 +80,12 @@ def event_counter(m: Module, name: str, bits: int, event, *, shift: int = 0,
         seg = Signal(w, name=f"{name}_s{i}")
         inc = Signal(w, name=f"{name}_p{i}", init=1)  # seg + 1, a cycle late
         ones = Signal(name=f"{name}_f{i}", init=int(i == 1))  # segments 1 .. i-1 all ones, late
-        m.d.sync += ones.eq(below)
         if gate is None:
-            m.d.sync += inc.eq(seg + 1)
+            m.d.sync += [inc.eq(seg + 1), ones.eq(below)]
             with m.If(wrap & ones):
                 m.d.sync += seg.eq(inc)
         else:
+            m.d.sync += ones.eq(below)
             stepped = Signal(name=f"{name}_u{i}")   # seg stepped at the last edge: inc is stale
             m.d.sync += stepped.eq(wrap & ones)
             gated_assign(m, gate, wrap & ones, [(seg, inc)], f"{name}_s{i}g")

@@ -79,3 +79,20 @@ def test_block_model_is_exact_on_a_registered_boundary(tmp_path):
     # o.ready -> i.ready is the block's only combinational input-to-output path (documented)
     assert set(model["in2out"]) <= {"o__ready"}
     assert out.metrics[DELAY] >= model["reg2reg"][0] - 0.1  # metrics round to 0.1 ps
+
+
+@needs_osu
+@pytest.mark.quick
+def test_clock_gates_counted_by_name_and_type():
+    """A gate's four cells (by the names hw/clock_gate.py gives them) count, at their liberty areas
+    (the LATCH at its LEF size: the liberty gives it 0); the same cell types from logic do not."""
+    from flows.synth.hier import clock_gates
+
+    lib = L.load(OSU)
+    cells = {"g_n0_e_inv": "INVX1", "g_n0_e_latch": "LATCH", "g_n0_s_and": "AND2X2",
+             "g_n0_g_buf": "BUFX2", "g_n1_g_buf": "BUFX2", "$abc$12$auto$3": "INVX1",
+             "$abc$12$auto$4": "AND2X2", "q_reg": "DFFPOSX1"}
+    module = {"cells": {n: {"type": t} for n, t in cells.items()}}
+    n, area = clock_gates(lib, module)
+    assert n == 1
+    assert area == pytest.approx(16 + 56 + 32 + 2 * 24)
