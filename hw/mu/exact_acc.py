@@ -145,9 +145,9 @@ class ExactAccumulator(wiring.Component):
     gate : bool
         Clock-gate the registers that load only for a beat or a result
         (:func:`hw.clock_gate.gated_assign`): the rows (enable: the beat is taken into that row),
-        the capture register (a ``last`` beat is taken), the drain's stages but the one before
-        the rounding and ``y`` (a result is there) and the input register (enable: ``v``; not in
-        the window, whose inputs are placed over three stages).
+        the capture register (a ``last`` beat is taken), the drain's stages and ``y`` (a result is
+        there) and the input register (enable: ``v``; in the window, whose inputs are placed over
+        three stages, the last two stages, enabled by ``we_ahead`` and its copy a cycle later).
 
     Members
     -------
@@ -278,19 +278,33 @@ class ExactAccumulator(wiring.Component):
             p1 = place_needs(m, self._dw, self.t, self.e, self.en)
             moves = anchor_step(m, self._dw, p1["need"], rows=self._rows, first=self.first_ahead,
                                 row=getattr(self, "row_ahead", None), take=self.we_ahead & self.en)
+            # gated: the second placement stage loads a valid beat (``we_ahead``), the input
+            # register the beat it holds one enabled cycle later
+            v2 = Signal(name="wv2") if self.params.gate else None
+            if v2 is not None:
+                with m.If(self.en):
+                    m.d.sync += v2.eq(self.we_ahead)
             p2 = self._register(m, {**self._register(m, vals, "i0_"), **offsets(m, self._dw, p1,
                                                                                 moves["kt"]),
-                                    "kr": moves["kr"], "b": moves["b"]}, "i1_")
+                                    "kr": moves["kr"], "b": moves["b"]}, "i1_", platform,
+                                self.we_ahead)
             vals = {**{k: p2[k] for k in vals}, **place_terms(m, self._dw, p2),
                     "kr": p2["kr"], "b": p2["b"]}
+            return self._register(m, vals, "i_", platform, v2)
         if self._gate_in:
             regs = {k: Signal(v.shape(), name=f"i_{k}", reset_less=True) for k, v in vals.items()}
             gated_assign(m, platform, self.en & self.v, [(regs[k], v) for k, v in vals.items()], "i")
             return regs
         return self._register(m, vals, "i_") if self._in_reg else vals
 
-    def _register(self, m, vals, prefix):
+    def _register(self, m, vals, prefix, platform=None, valid=None):
+        """``vals`` registered (enabled by ``en``; clock-gated to ``en & valid`` when ``valid`` is
+        given with ``gate``)."""
         regs = {k: Signal(v.shape(), name=f"{prefix}{k}", reset_less=True) for k, v in vals.items()}
+        if valid is not None and self.params.gate:
+            gated_assign(m, platform, self.en & valid, [(regs[k], v) for k, v in vals.items()],
+                         f"{prefix}g")
+            return regs
         with m.If(self.en):
             m.d.sync += [regs[k].eq(v) for k, v in vals.items()]
         return regs
