@@ -393,7 +393,9 @@ class Column(wiring.Component):
         if bf is not None and exact:  # block terms shifted into one fixed-point grid, summed exactly
             terms = block_terms(m, bf, trees, self.xs, sbuf.wa, en, tp.latency)
             if self.params.scale_reg:
-                terms = register_terms(m, terms, en)
+                gated = self.params.gate and hasattr(trees[0], "v_out")
+                terms = register_terms(m, terms, en, platform=platform,
+                                       valid=trees[0].v_out if gated else None)
             acc = ExactAccumulator(bf.name, D, self._rows, guard_bits=p.guard_bits,
                                    chunk_bits=p.chunk_bits, drain_stages=p.drain_stages,
                                    in_reg=p.in_reg, gate=p.gate)

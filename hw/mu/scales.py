@@ -25,6 +25,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..clock_gate import gated_assign
 from ..formats import BLOCK_FORMATS, SCALE_FORMATS, get_block_format
 from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
@@ -298,14 +299,19 @@ def select_add(m, a, b, *, chunk: int = 8, name: str = "csel"):
     return out
 
 
-def register_terms(m, terms: tuple, en) -> tuple:
+def register_terms(m, terms: tuple, en, *, platform=None, valid=None) -> tuple:
     """:func:`block_terms`' output through one register enabled by ``en`` (the ``exact`` mode's
-    register between the scale multiply and the shift into the fixed-point grid)."""
+    register between the scale multiply and the shift into the fixed-point grid); with ``valid``
+    (the terms are a beat's) it is clock-gated to ``en & valid``
+    (:func:`hw.clock_gate.gated_assign`, ``platform`` the caller's)."""
     out = []
     for g, group in enumerate(terms):
         regs = [Signal.like(v, name=f"sr{g}_{i}", reset_less=True) for i, v in enumerate(group)]
-        with m.If(en):
-            m.d.sync += [r.eq(v) for r, v in zip(regs, group, strict=True)]
+        if valid is not None:
+            gated_assign(m, platform, en & valid, list(zip(regs, group, strict=True)), f"sr{g}g")
+        else:
+            with m.If(en):
+                m.d.sync += [r.eq(v) for r, v in zip(regs, group, strict=True)]
         out.append(regs)
     return tuple(out)
 
