@@ -391,9 +391,10 @@ class Column(wiring.Component):
 
         p = self.params.acc_params
         if bf is not None and exact:  # block terms shifted into one fixed-point grid, summed exactly
-            terms = block_terms(m, bf, trees, self.xs, sbuf.wa, en, tp.latency)
+            gated = self.params.gate and hasattr(trees[0], "v_out")
+            terms = block_terms(m, bf, trees, self.xs, sbuf.wa, en, tp.latency, platform=platform,
+                                valid=xv if gated else None)
             if self.params.scale_reg:
-                gated = self.params.gate and hasattr(trees[0], "v_out")
                 terms = register_terms(m, terms, en, platform=platform,
                                        valid=trees[0].v_out if gated else None)
             acc = ExactAccumulator(bf.name, D, self._rows, guard_bits=p.guard_bits,

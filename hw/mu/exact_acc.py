@@ -147,14 +147,16 @@ class ExactAccumulator(wiring.Component):
         (:func:`hw.clock_gate.gated_assign`): the rows (enable: the beat is taken into that row),
         the capture register (a ``last`` beat is taken), the drain's stages and ``y`` (a result is
         there) and the input register (enable: ``v``; in the window, whose inputs are placed over
-        three stages, the last two stages, enabled by ``we_ahead`` and its copy a cycle later).
+        three stages: the first enabled by the beat's ``v``, the second by ``we_ahead``, the last by
+        its copy a cycle later; and the rows' anchors, each when its row takes a beat).
 
     Members
     -------
     en : In(1)
         Pipeline enable: every register holds while it is low.
     v : In(1)
-        With ``gate`` and ``in_reg`` (not the window): the beat at ``s0``, ``s1`` is valid.
+        With ``gate`` and ``in_reg``: the beat at ``s0``, ``s1`` (the window: ``t``, ``e``) is
+        valid.
     s0, s1 : In(W)
         The beat's exact sum in carry-save form: ``s0 + s1 = S + 2**(W-1)`` (unsigned, exact).
     s_nan, s_inf, s_inf_neg : In(1)
@@ -201,7 +203,7 @@ class ExactAccumulator(wiring.Component):
         self.params = ExactAccumulatorParams(width, self._dw.fmt.name, rows, guard_bits, chunk_bits,
                                              drain_stages, self._in_reg, bool(gate))
         self._gate_in = self.params.gate and self._in_reg and not self._win
-        members = {"v": In(1)} if self._gate_in else {}
+        members = {"v": In(1)} if self._gate_in or (self.params.gate and self._win) else {}
         if self._win:  # the block terms and their exponent sums, placed in the window here
             ww = self._dw
             sums = {"t": In(ww.blocks * ww.term_bits), "e": In(ww.blocks * ww.exp_bits)}
@@ -275,17 +277,20 @@ class ExactAccumulator(wiring.Component):
             vals["pinf"] = self.s_inf & ~self.s_inf_neg
             vals["ninf"] = self.s_inf & self.s_inf_neg
         if self._win:  # placement: needs | the rows' anchors and the offsets | shifted terms
-            p1 = place_needs(m, self._dw, self.t, self.e, self.en)
+            g = self.params.gate
+            p1 = place_needs(m, self._dw, self.t, self.e, self.en, platform=platform,
+                             valid=self.v if g else None)
             moves = anchor_step(m, self._dw, p1["need"], rows=self._rows, first=self.first_ahead,
-                                row=getattr(self, "row_ahead", None), take=self.we_ahead & self.en)
+                                row=getattr(self, "row_ahead", None), take=self.we_ahead & self.en,
+                                platform=platform, gate=g)
             # gated: the second placement stage loads a valid beat (``we_ahead``), the input
             # register the beat it holds one enabled cycle later
             v2 = Signal(name="wv2") if self.params.gate else None
             if v2 is not None:
                 with m.If(self.en):
                     m.d.sync += v2.eq(self.we_ahead)
-            p2 = self._register(m, {**self._register(m, vals, "i0_"), **offsets(m, self._dw, p1,
-                                                                                moves["kt"]),
+            i0 = self._register(m, vals, "i0_", platform, self.v if g else None)
+            p2 = self._register(m, {**i0, **offsets(m, self._dw, p1, moves["kt"]),
                                     "kr": moves["kr"], "b": moves["b"]}, "i1_", platform,
                                 self.we_ahead)
             vals = {**{k: p2[k] for k in vals}, **place_terms(m, self._dw, p2),

@@ -204,12 +204,19 @@ def scaled_sum_widths(fmt: str, width: int) -> tuple:
     return pb + WINDOW_FRAC_BITS + 1 + (nb - 1).bit_length(), dw.lsb_exp - WINDOW_FRAC_BITS - 1
 
 
-def _block_scales(m, bf, xs, ws, en, delay: int):
+def _block_scales(m, bf, xs, ws, en, delay: int, *, platform=None, valid=None):
     """Per block: (scale significand product or None, exponent sum, NaN), from the activation scale
     codes ``xs`` and the active weight scale codes ``ws``, delayed by ``delay`` registers enabled
-    by ``en``."""
+    by ``en``; with ``valid`` (the beat of ``xs`` is valid) each stage is clock-gated to ``en`` and
+    the beat entering it is valid (a valid bit runs beside the stages, as in the trees)."""
     sf = bf.scale_format
     ue = sf.sig_bits > 1  # the block term is scaled by the two significands' product
+    vs = [valid]
+    for r in range(delay if valid is not None else 0):
+        v = Signal(name=f"sv{r + 1}")
+        with m.If(en):
+            m.d.sync += v.eq(vs[-1])
+        vs.append(v)
     out = []
     for i in range(len(xs) // 8):
         mx, ex, nx = decode_scale(m, xs[8 * i:8 * i + 8], sf, name=f"sx{i}")
@@ -224,20 +231,25 @@ def _block_scales(m, bf, xs, ws, en, delay: int):
             vals.append(mp)
         for r in range(delay):
             regs = [Signal.like(v, name=f"{v.name}_d{r}", reset_less=True) for v in vals]
-            with m.If(en):
-                m.d.sync += [g.eq(v) for g, v in zip(regs, vals, strict=True)]
+            if valid is not None:
+                gated_assign(m, platform, en & vs[r], list(zip(regs, vals, strict=True)),
+                             f"s{i}d{r}g")
+            else:
+                with m.If(en):
+                    m.d.sync += [g.eq(v) for g, v in zip(regs, vals, strict=True)]
             vals = regs
         out.append((vals[2] if ue else None, vals[0], vals[1]))
     return out
 
 
-def block_terms(m, bf, trees, xs, ws, en, delay: int) -> tuple:
+def block_terms(m, bf, trees, xs, ws, en, delay: int, *, platform=None, valid=None) -> tuple:
     """A block-scaled column's block terms from its block trees (:class:`hw.mu.tree.Tree` at width
     B), the activation and active weight scale codes and the trees' latency ``delay``: lists of the
     terms (tree sums times the scales' significand product), their exponents, NaN flags and the
-    +Inf / -Inf flags (for :func:`scaled_sum`)."""
+    +Inf / -Inf flags (for :func:`scaled_sum`). With ``valid`` (the activation beat is valid) the
+    scales' delay registers are clock-gated (``platform`` the caller's)."""
     f = bf.element_format
-    scales = _block_scales(m, bf, xs, ws, en, delay)
+    scales = _block_scales(m, bf, xs, ws, en, delay, platform=platform, valid=valid)
     terms, exps, nans, pinfs, ninfs = [], [], [], [], []
     for i, (tree, (mp, es, snan)) in enumerate(zip(trees, scales, strict=True)):
         if hasattr(tree, "s0"):  # a carry-save tree (the window's): s0 + s1 = S + 2**(W-1)

@@ -34,6 +34,7 @@ from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 
+from ..clock_gate import gated_assign
 from ..formats import BLOCK_FORMATS, get_block_format, get_format
 from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
@@ -151,10 +152,12 @@ def window_inputs(m: Module, acc, terms, exps, nans, pinfs, ninfs) -> list:
 
 
 # ------------------------------------------------------------------------------------ placement
-def place_needs(m: Module, ww: WindowWidths, t, e, en) -> dict:
-    """The beat's first placement stage (registered, enabled by ``en``): each block's need
-    ``ceil(E'/Q)`` (0 for a zero term), the beat's anchor ``need`` (their largest), each term and its
-    offset ``d = Q need - E'`` below that anchor (0 for a zero term)."""
+def place_needs(m: Module, ww: WindowWidths, t, e, en, *, platform=None, valid=None) -> dict:
+    """The beat's first placement stage (registered, enabled by ``en``; clock-gated to ``en &
+    valid`` when ``valid`` is given, :func:`hw.clock_gate.gated_assign` with the caller's
+    ``platform``): each block's need ``ceil(E'/Q)`` (0 for a zero term), the beat's anchor
+    ``need`` (their largest), each term and its offset ``d = Q need - E'`` below that anchor (0 for
+    a zero term)."""
     Q, nb, wt = ww.chunk_bits, ww.blocks, ww.term_bits
     qs = Q.bit_length() - 1
     needs, eps, ts = [], [], []
@@ -174,6 +177,9 @@ def place_needs(m: Module, ww: WindowWidths, t, e, en) -> dict:
         m.d.comb += d.eq(Mux(ts[i] != 0, (need << qs) - eps[i], 0))
         s1[f"d{i}"], s1[f"t{i}"] = d, ts[i]
     regs = {k: Signal.like(v, name=f"wq_{k}", reset_less=True) for k, v in s1.items()}
+    if valid is not None:
+        gated_assign(m, platform, en & valid, [(regs[k], v) for k, v in s1.items()], "wqg")
+        return regs
     with m.If(en):
         m.d.sync += [regs[k].eq(v) for k, v in s1.items()]
     return regs
@@ -222,11 +228,13 @@ def place_terms(m: Module, ww: WindowWidths, regs: dict) -> dict:
     return {"u": u, "v": v, "tloss": tloss}
 
 
-def anchor_step(m: Module, ww: WindowWidths, need, *, rows: int, first, row, take):
+def anchor_step(m: Module, ww: WindowWidths, need, *, rows: int, first, row, take,
+                platform=None, gate: bool = False):
     """The rows' anchors, two stages ahead of the accumulate loop: the beat's row's anchor (0 on
     ``first``) against the beat's ``need``. Returns ``kr`` (chunks the row's sum moves down), ``kt``
     (chunks the beat's terms move down below their own anchor) and ``b`` (the new anchor), and
-    writes ``b`` into the row's anchor register when ``take``."""
+    writes ``b`` into the row's anchor register when ``take`` (with ``gate``: through a clock
+    gate per row, :func:`hw.clock_gate.gated_assign` with the caller's ``platform``)."""
     ab = ww.anchor_bits
     regs = [Signal(ab, name=f"wa{r}_b") for r in range(rows)]
     cur = Signal(ab, name="wa_cur")
@@ -246,8 +254,12 @@ def anchor_step(m: Module, ww: WindowWidths, need, *, rows: int, first, row, tak
                  kr.eq(Mux(up & ~first, diff, 0)), kt.eq(Mux(first | up, 0, -diff)),
                  b.eq(Mux(first | up, need, cur))]
     for r, reg in enumerate(regs):
-        with m.If(take if rows == 1 else take & (row == r)):
-            m.d.sync += reg.eq(b)
+        load = take if rows == 1 else take & (row == r)
+        if gate:
+            gated_assign(m, platform, load, [(reg, b)], f"wa{r}g")
+        else:
+            with m.If(load):
+                m.d.sync += reg.eq(b)
     return {"kr": kr, "kt": kt, "b": b}
 
 
