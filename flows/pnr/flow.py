@@ -247,6 +247,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         K.ROUTE_SPEF_NETS: len(rc),
         K.ROUTE_WIRE_CAP: round(sum(n.wire_cap for n in rc), 5),
         K.DRC_ERRORS: q.drc_errors, K.LVS_MATCH: q.lvs_match, K.LVS_ERRORS: q.lvs_errors,
+        "route__drc__min_area_patches": q.min_area_patches,
         K.ROUTE_WS: round(routed.slack_ps, 1), K.ROUTE_CP_PS: round(routed.critical_ps, 1),
         K.ROUTE_FMAX: round(routed.fmax_mhz, 2), K.ROUTE_CP_PS_NOWIRE: round(nowire.critical_ps, 1),
         K.PNR_RUNTIME: round(time.monotonic() - t1, 1),

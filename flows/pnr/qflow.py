@@ -7,8 +7,9 @@ pins from the LEF), ``decongest`` (fill cells added to reach ``initial_density``
 size from the target utilization), ``graywolf`` (placement), ``place2def``, ``addspacers`` (fill to
 the row ends and power stripes: ``-stripe 2.0 50.0 PG``, 2 um wide every 50 um), ``arrangepins``
 (pins on the die edge), ``qrouter`` (detailed routing on metal1-6, writes the routed DEF and RC
-trees), ``migrate`` (magic reads the routed DEF over the cells' LEF abstracts), ``drc`` (magic's DRC
-over that layout) and ``lvs`` (netgen compares magic's extracted netlist with the synthesized one).
+trees), ``migrate`` (magic reads the routed DEF over the cells' LEF abstracts; then our
+:func:`min_area_script` patches minimum-area violations), ``drc`` (magic's DRC over that layout) and
+``lvs`` (netgen compares magic's extracted netlist with the synthesized one).
 
 The Debian package ships no cell GDS: the layout magic checks holds the cells as LEF abstracts
 (pins and obstructions), so DRC covers the routing and the pin/obstruction geometry, not the
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from .tools import TECH, ToolError
 
-__all__ = ["QflowResult", "run_qflow", "route_script", "logged_steps", "cel_to_pin"]
+__all__ = ["QflowResult", "run_qflow", "route_script", "logged_steps", "cel_to_pin", "min_area_script"]
 
 #: qflow's tool directory (graywolf, qrouter, ...).
 QFLOW_BIN = Path("/usr/lib/qflow/bin")
@@ -48,6 +49,7 @@ class QflowResult:
     lvs_errors: int | None
     seconds: dict
     logged: dict
+    min_area_patches: int | None = None
 
 
 #: qrouter script of the bounded route (``cleanup=False``); the "Final:" line is what
@@ -102,6 +104,65 @@ def _project_vars(density, extra) -> str:
         lines.append(f"set initial_density = {density}")
     lines += [f"set {k} = {v}" for k, v in extra.items()]
     return "\n".join(lines) + "\n"
+
+
+def min_area_script(top: str) -> str:
+    """magic script run on the migrated layout before DRC: every routing-metal piece below the
+    minimum area (magic's rule "Metal<n> area < A", which qrouter can leave where a via lands with
+    no wire beside it) is extended on one side (east, west, north, then south: the first whose
+    neighbourhood then has no DRC error) to at least that area, and the layout is saved when
+    anything was painted. It prints ``min_area_patches = N`` and ``min_area_unpatched = M``. DRC
+    then checks the whole patched layout and qflow's ``lvs``, seeing a layout newer than its
+    extracted netlist, extracts it again: a patch that touched another net fails LVS."""
+    return rf"""lef read {TECH / "osu018_stdcells.lef"}
+load {top}
+drc on
+select top cell
+expand
+drc check
+drc catchup
+set n 0
+set left 0
+foreach {{rule boxes}} [drc listall why] {{
+  if {{![regexp {{^Metal(\d) area < ([0-9.]+)}} $rule -> layer amin]}} continue
+  foreach b $boxes {{
+    lassign $b x1 y1 x2 y2
+    set gx [expr {{max(1, int(ceil($amin / double($y2 - $y1) - ($x2 - $x1))))}}]
+    set gy [expr {{max(1, int(ceil($amin / double($x2 - $x1) - ($y2 - $y1))))}}]
+    set ok 0
+    foreach {{dir g}} [list e $gx w $gx n $gy s $gy] {{
+      box values $x1 $y1 $x2 $y2
+      box grow $dir $g
+      paint metal$layer
+      box grow c 8
+      drc check
+      drc catchup
+      if {{[llength [drc listall why]] == 0}} {{ set ok 1; break }}
+      undo
+    }}
+    if {{$ok}} {{ incr n }} else {{ incr left }}
+  }}
+}}
+puts stdout "min_area_patches = $n"
+puts stdout "min_area_unpatched = $left"
+if {{$n > 0}} {{ save {top} }}
+quit -noprompt
+"""
+
+
+def _patch_min_area(project: Path, top: str, timeout_s: float) -> int:
+    """Run :func:`min_area_script` in the project's layout directory; the number of patches."""
+    lay = project / "layout"
+    (lay / "min_area.tcl").write_text(min_area_script(top))
+    with open(project / "qflow_min_area.out", "w") as out:
+        r = subprocess.run(["magic", "-dnull", "-noconsole", "min_area.tcl"], cwd=lay, stdout=out,
+                           stderr=subprocess.STDOUT, timeout=timeout_s)
+    text = (project / "qflow_min_area.out").read_text(errors="replace")
+    n = re.findall(r"^min_area_patches = (\d+)", text, re.M)
+    if r.returncode != 0 or not n:
+        raise ToolError(f"magic's minimum-area patch failed on {top} (output "
+                        f"{project / 'qflow_min_area.out'})")
+    return int(n[-1])
 
 
 def _log(project: Path, name: str) -> str:
@@ -191,7 +252,7 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
             (project / "layout" / f"{top}.cfg2").write_text(script)
         (project / "project_vars.sh").write_text(_project_vars(density, extra_vars or {}))
     steps = [] if done else ["place", "route"] + (["migrate", "drc", "lvs"] if checks else [])
-    seconds = {}
+    seconds, patches = {}, None
     for step in steps:
         t0 = time.monotonic()
         with open(project / f"qflow_{step}.out", "w") as out:
@@ -207,6 +268,11 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
             raise ToolError(f"qflow {step} failed on {top} (output {project / f'qflow_{step}.out'}, "
                             f"logs in {project / 'log'}):\n{tail}")
         log(f"  {step}: {seconds[step]:.1f} s")
+        if step == "migrate":
+            t0 = time.monotonic()
+            patches = _patch_min_area(project, top, timeout_s)
+            seconds["min_area"] = round(time.monotonic() - t0, 2)
+            log(f"  min-area patches: {patches} ({seconds['min_area']:.1f} s)")
     route = _log(project, "route")
     m = re.findall(r"Final: (No failed routes!|Failed net routes: (\d+))", route)
     if not m:
@@ -235,7 +301,7 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
         lvs_err = int(e[-1]) if e else None
     return QflowResult(project, lay / f"{top}.def", lay / f"{top}.rc",
                        project / "synthesis" / f"{top}.rtlnopwr.v", failed, stage1, ignored, no_driver,
-                       drc, lvs_match, lvs_err, seconds, logged_steps(project))
+                       drc, lvs_match, lvs_err, seconds, logged_steps(project), patches)
 
 
 def cel_to_pin(cel_text: str) -> str:

@@ -2,13 +2,15 @@
 measures, the missing-tool error, and one routed design end to end.
 
 The routed BF16 multiplier is checked against independent evidence: qflow's route log (no failed
-nets), netgen (LVS) and magic (DRC), OpenSTA warning on no name of our SPEF while it does warn on
-the SPEF qflow's own converter writes, the SPEF's capacitances summed straight from qrouter's RC
-text, and post-route timing in a band around our STA's pre-route number. The tools are installed by
-``.ci/run``: when they are missing the end-to-end test fails (naming the packages), it does not skip.
+nets), netgen (LVS) and magic (DRC; a minimum-area error planted beside it is patched away), OpenSTA
+warning on no name of our SPEF while it does warn on the SPEF qflow's own converter writes, the
+SPEF's capacitances summed straight from qrouter's RC text, and post-route timing in a band around
+our STA's pre-route number. The tools are installed by ``.ci/run``: when they are missing the
+end-to-end test fails (naming the packages), it does not skip.
 """
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -109,6 +111,7 @@ def test_routed_bf16_multiplier(tmp_path):
     assert m[K.ROUTE_FAILED] == 0
     assert m[K.LVS_MATCH] is True and m[K.LVS_ERRORS] == 0
     assert m[K.DRC_ERRORS] == 0
+    assert m["route__drc__min_area_patches"] == 0   # nothing below the minimum area to patch here
     assert m[K.ROUTE_SPEF_NETS] == m[K.ROUTE_NETS] > 800
     assert abs(m[K.UTIL] - 0.6) < 0.08          # the die follows the target utilization
     assert m[K.DIE_AREA] > m[K.CORE_AREA] > m[K.AREA]
@@ -130,6 +133,38 @@ def test_routed_bf16_multiplier(tmp_path):
     with pytest.raises(tools.ToolError, match="not found"):
         run_opensta(lib.path, out.outdir / "bf16_mul.routed.v", "bf16_mul", tmp_path / "qsta",
                     spef=theirs, period_ps=pre, inputs=[], input_slew_ps=100, output_load_pf=0.05)
+    _min_area_patch_clears_a_planted_violation(Path(m["route__project"]) / "layout", tmp_path)
+
+
+def _magic(lay: Path, body: str) -> str:
+    (lay / "t.tcl").write_text(f"lef read {tools.TECH / 'osu018_stdcells.lef'}\nload bf16_mul\n{body}\n"
+                               "quit -noprompt\n")
+    return subprocess.run(["magic", "-dnull", "-noconsole", "t.tcl"], cwd=lay, capture_output=True,
+                          text=True, timeout=300).stdout
+
+
+_COUNT = ("drc on\nselect top cell\nexpand\ndrc check\ndrc catchup\n"
+          "puts stdout \"drc = [drc list count total]\"")
+
+
+def _min_area_patch_clears_a_planted_violation(layout: Path, tmp_path: Path):
+    """A 4 x 4 metal2 square planted beside the routed layout is a minimum-area error in magic's
+    DRC; the patch script extends it and magic then finds no error."""
+    from flows.pnr.qflow import min_area_script
+
+    lay = tmp_path / "patched"
+    shutil.copytree(layout, lay)
+    assert "drc = 0" in _magic(lay, _COUNT)
+    _magic(lay, "select top cell\nset b [box values]\n"
+                "box values [expr {[lindex $b 2] + 40}] 0 [expr {[lindex $b 2] + 44}] 4\n"
+                "paint metal2\nsave bf16_mul")
+    planted = _magic(lay, _COUNT + "\nputs stdout \"why = [drc listall why]\"")
+    assert "drc = 1" in planted and "Metal2 area" in planted
+    (lay / "min_area.tcl").write_text(min_area_script("bf16_mul"))
+    out = subprocess.run(["magic", "-dnull", "-noconsole", "min_area.tcl"], cwd=lay,
+                         capture_output=True, text=True, timeout=300).stdout
+    assert "min_area_patches = 1" in out and "min_area_unpatched = 0" in out
+    assert "drc = 0" in _magic(lay, _COUNT)
 
 
 def test_one_block_of_a_hierarchy_at_lower_placer_effort(tmp_path):
