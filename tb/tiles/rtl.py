@@ -42,8 +42,8 @@ UNITS = {
     (128, "fp8_e4m3"): (16, "", "words"),    # tb/mu full w128-e4m3-r16-twords
     (8, "fp6_e3m2"): (1, "", None),          # tb/mu quick w8-e3m2
     (8, "fp6_e2m3"): (3, "", None),          # tb/mu quick w8-e2m3-r3
-    (32, "fp6_e3m2"): (16, "", None),        # tb/mu quick w32-e3m2-r16
-    (32, "fp6_e2m3"): (16, "", None),        # tb/mu quick w32-e2m3-r16
+    (32, "fp6_e3m2"): (16, "", "words"),     # tb/mu quick w32-e3m2-r16-twords
+    (32, "fp6_e2m3"): (16, "", "words"),     # tb/mu quick w32-e2m3-r16-twords
     (64, "fp6_e3m2"): (16, "", None),        # tb/mu full w64-e3m2-r16
     (128, "fp6_e2m3"): (16, "", None),       # tb/mu full w128-e2m3-r16 (Dadda at D = 128)
     (8, "int8"): (2, "", None),              # tb/mu quick w8-int8-r2
