@@ -94,14 +94,20 @@ def _findings(runs):
     return out
 
 
+def _mode(s) -> tuple:
+    """(accumulate mode, clock gates) of a run, from its variant name's tags."""
+    tags = s["variant"].split("-")
+    return ("exact" if "xacc" in tags else "fp32"), ("cg" in tags)
+
+
 def _block_vs_plain(runs):
     """One sentence per block-scaled real-tile run: its energy per useful MAC against the plain
-    unit of its element format (same width, rows, workload; all-column runs preferred), and the
-    block category whose energy per useful MAC grew the most."""
+    unit of its element format (same width, rows, workload, accumulate mode and clock gating;
+    all-column runs preferred), and the block category whose energy per useful MAC grew the most."""
     plain = {}
     for s in runs:
         if s["workload"] == "tiles" and s["fmt"] not in BLOCK_FORMATS:
-            key = (s["fmt"], s["width"], s["rows"])
+            key = (s["fmt"], s["width"], s["rows"], _mode(s))
             if key not in plain or s["columns_simulated"] == s["columns"]:
                 plain[key] = s
     out = []
@@ -109,15 +115,17 @@ def _block_vs_plain(runs):
         if s["workload"] != "tiles" or s["fmt"] not in BLOCK_FORMATS:
             continue
         bf = get_block_format(s["fmt"])
-        p = plain.get((bf.element, s["width"], s["rows"]))
+        p = plain.get((bf.element, s["width"], s["rows"], _mode(s)))
         if p is None:
             continue
+        acc, gated = _mode(s)
         a, b = _shares(s), _shares(p)
         ea, eb = s["pj_per_useful_mac"], p["pj_per_useful_mac"]
         grow = {c: a[c] * ea - b[c] * eb for c in _CATS}
         top = max(grow, key=grow.get)
         out.append(f"{s['fmt']} (D = {s['width']}, {bf.element} elements, one {bf.scale.upper()} scale "
-                   f"per {bf.block}) costs {ea:.1f} pJ per useful MAC against {eb:.1f} for plain "
+                   f"per {bf.block}; `{acc}` mode{', clock gates' if gated else ''}) costs {ea:.1f} "
+                   f"pJ per useful MAC against {eb:.1f} for plain "
                    f"{p['fmt']} ({100 * (ea / eb - 1):+.0f}%); the most added is in {top} "
                    f"({grow[top]:+.1f} pJ/MAC).")
     return out

@@ -1,6 +1,7 @@
 """The design-space search (``python -m flows explore``): space, objectives, front, hypervolume, and
 the loop itself: resume, random search, Ray, and a broken candidate that never reaches the front.
-The Ray test is in the full set (the sweep's own Ray test is quick).
+The Ray test and the broken-candidate test (the real regression: a Verilator build and a search,
+about two minutes) are in the full set (the sweep's own Ray test is quick).
 
 The loop tests run on the BF16 multiplier (synthesis takes seconds) with the ``fake`` gate of
 :mod:`tb.flows.explore_verify` (a verdict without simulation); the gate test runs the real
@@ -225,7 +226,7 @@ def test_ray_executor_on_a_local_instance(tmp_path):
 
 # ---------------------------------------------------------------- the real gate on a broken candidate
 
-@quick
+@pytest.mark.full
 @needs_osu
 def test_broken_candidate_never_reaches_the_front(tmp_path):
     """The behavioral multiplier's Verilog is broken (one product bit flipped); the bit-exact

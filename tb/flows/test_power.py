@@ -277,9 +277,9 @@ def test_summary_compares_block_scaled_with_plain_element_format():
     top): +50%, and the multipliers are the block that added the most (+100 pJ/MAC)."""
     from flows.power import summary
 
-    def run(fmt, blocks):
+    def run(fmt, blocks, tags=""):
         total = sum(blocks.values())
-        return {"variant": f"mu-w8-{fmt}-osu018", "workload": "tiles", "width": 8, "fmt": fmt,
+        return {"variant": f"mu-w8-{fmt}{tags}-osu018", "workload": "tiles", "width": 8, "fmt": fmt,
                 "rows": 1, "columns_simulated": 8, "columns": 8, "useful_macs": 5000,
                 "energy_pj": {"total": total}, "pj_per_useful_mac": total / 5000,
                 "by_block_pj": {b: {"internal": e, "switching": 0.0} for b, e in blocks.items()}}
@@ -290,6 +290,15 @@ def test_summary_compares_block_scaled_with_plain_element_format():
     assert "300.0 pJ per useful MAC against 200.0 for plain fp8_e4m3 (+50%)" in lines[0]
     assert "multipliers (+100.0 pJ/MAC)" in lines[0]
     assert summary._block_vs_plain([run("fp8_e4m3", {"mu": 1e6})]) == []
+    # a gated exact-mode block unit meets only the gated exact plain unit, never another mode's
+    lines = summary._block_vs_plain([run("fp8_e4m3", {"mu": 1e6}),
+                                     run("fp8_e4m3", {"mu": 4e5}, "-xacc"),
+                                     run("fp8_e4m3", {"mu": 2e5}, "-xacc-cg"),
+                                     run("mxfp8_e4m3", {"mu": 3e5}, "-s4-xacc-cg")])
+    assert len(lines) == 1
+    assert "`exact` mode, clock gates) costs 60.0 pJ per useful MAC against 40.0 " in lines[0]
+    assert summary._block_vs_plain([run("fp8_e4m3", {"mu": 1e6}),
+                                    run("mxfp8_e4m3", {"mu": 3e5}, "-s4-xacc-cg")]) == []
 
 
 def _gated_flop(en_pattern, d_pattern, libs):

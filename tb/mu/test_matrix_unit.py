@@ -30,19 +30,21 @@ BUILDS = [
     # D >= 32: the column is a Verilator hierarchical block (tb/sim.py), so builds take minutes,
     # not hours; simulation speed falls with D^2 (bit-level netlist), so these use R = 16 rows,
     # which the real-tile runs (tb/tiles/rtl.py) share.
-    pytest.param(32, "fp8_e5m2", 16, CORE, marks=quick, id="w32-e5m2-r16"),
+    # D = 32 E5M2 in CI on the word-level tree (WORDS_BUILDS), the Dadda build in full
+    pytest.param(32, "fp8_e5m2", 16, CORE, marks=full, id="w32-e5m2-r16"),
     pytest.param(64, "fp4_e2m1", 16, CORE, marks=quick, id="w64-e2m1-r16"),
     # the Dadda build at D = 128 is full (about 7 minutes to build cold on the CI machine); the
     # quick set runs D = 128 on the word-level tree (WORDS_BUILDS)
     pytest.param(128, "fp8_e4m3", 16, ["random_dots", "throughput"], marks=full,
                  id="w128-e4m3-r16"),
     # FP6 (OCP MX E3M2, E2M3): every product at D = 8, dot products with stalls at D = 8 and 32 in
-    # the quick set (the D = 32 builds also serve the FP6 real-tile runs), 16, 64 and 128 in full.
+    # the quick set (D = 32 on the word-level tree, WORDS_BUILDS: those builds also serve the FP6
+    # real-tile runs; the Dadda builds at D = 32 are full), 16, 64 and 128 in full.
     pytest.param(8, "fp6_e3m2", 1, ["every_product"] + CORE, marks=quick, id="w8-e3m2"),
     pytest.param(8, "fp6_e2m3", 3, ["every_product"] + CORE, marks=quick, id="w8-e2m3-r3"),
     pytest.param(16, "fp6_e2m3", 2, CORE, marks=full, id="w16-e2m3-r2"),
-    pytest.param(32, "fp6_e3m2", 16, CORE, marks=quick, id="w32-e3m2-r16"),
-    pytest.param(32, "fp6_e2m3", 16, CORE, marks=quick, id="w32-e2m3-r16"),
+    pytest.param(32, "fp6_e3m2", 16, CORE, marks=full, id="w32-e3m2-r16"),
+    pytest.param(32, "fp6_e2m3", 16, CORE, marks=full, id="w32-e2m3-r16"),
     pytest.param(16, "fp8_e4m3", 2, CORE, marks=full, id="w16-e4m3-r2"),
     pytest.param(32, "fp4_e2m1", 1, CORE, marks=full, id="w32-e2m1"),
     pytest.param(64, "fp8_e4m3", 4, CORE, marks=full, id="w64-e4m3-r4"),
@@ -109,11 +111,15 @@ BLOCK_BUILDS = [
 ]
 # The word-level column tree (``tree=words``: computes the Dadda tree's function, proved in
 # docs/verification.md; same latency and stream timing; builds and simulates far faster) carries
-# D = 128 in the quick set in both accumulate modes, and the exact mode's real tiles at D = 64.
-# The real-tile runs at those points share these builds (tb/tiles/rtl.py, test_regression.py).
+# D = 128 in the quick set in the exact mode (the fp32 mode in full) and D = 32 E5M2, E3M2 and
+# E2M3 (the fp32 real-tile runs at D = 32: every op in E5M2, one each in FP6). The real-tile runs
+# at those points share these builds (tb/tiles/rtl.py, test_regression.py).
 WORDS_BUILDS = [
-    pytest.param(128, "fp8_e4m3", 16, CORE, "fp32", None, marks=quick, id="w128-e4m3-r16-twords"),
-    # full: the quick set's real-tile runs in the exact mode use this build (test_regression.py)
+    pytest.param(32, "fp8_e5m2", 16, CORE, "fp32", None, marks=quick, id="w32-e5m2-r16-twords"),
+    pytest.param(32, "fp6_e3m2", 16, CORE, "fp32", None, marks=quick, id="w32-e3m2-r16-twords"),
+    pytest.param(32, "fp6_e2m3", 16, CORE, "fp32", None, marks=quick, id="w32-e2m3-r16-twords"),
+    pytest.param(128, "fp8_e4m3", 16, CORE, "fp32", None, marks=full, id="w128-e4m3-r16-twords"),
+    # full, with the exact-mode real tiles at D = 64 that use this build (test_regression.py)
     pytest.param(64, "fp8_e4m3", 16, CORE, "exact", None, marks=full,
                  id="w64-e4m3-r16-twords-xacc"),
     pytest.param(128, "fp8_e4m3", 16, CORE, "exact", None, marks=quick,

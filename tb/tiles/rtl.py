@@ -37,13 +37,13 @@ UNITS = {
     (8, "fp8_e5m2"): (3, "", None),          # tb/mu quick w8-e5m2-r3
     (8, "fp4_e2m1"): (2, "", None),          # tb/mu quick w8-e2m1-r2 (the E2M1 smoke runs)
     (16, "fp4_e2m1"): (2, "", None),         # tb/mu quick w16-e2m1-r2
-    (32, "fp8_e5m2"): (16, "", None),        # tb/mu quick w32-e5m2-r16
+    (32, "fp8_e5m2"): (16, "", "words"),     # tb/mu quick w32-e5m2-r16-twords
     (64, "fp4_e2m1"): (16, "", None),        # tb/mu quick w64-e2m1-r16
-    (128, "fp8_e4m3"): (16, "", "words"),    # tb/mu quick w128-e4m3-r16-twords
+    (128, "fp8_e4m3"): (16, "", "words"),    # tb/mu full w128-e4m3-r16-twords
     (8, "fp6_e3m2"): (1, "", None),          # tb/mu quick w8-e3m2
     (8, "fp6_e2m3"): (3, "", None),          # tb/mu quick w8-e2m3-r3
-    (32, "fp6_e3m2"): (16, "", None),        # tb/mu quick w32-e3m2-r16
-    (32, "fp6_e2m3"): (16, "", None),        # tb/mu quick w32-e2m3-r16
+    (32, "fp6_e3m2"): (16, "", "words"),     # tb/mu quick w32-e3m2-r16-twords
+    (32, "fp6_e2m3"): (16, "", "words"),     # tb/mu quick w32-e2m3-r16-twords
     (64, "fp6_e3m2"): (16, "", None),        # tb/mu full w64-e3m2-r16
     (128, "fp6_e2m3"): (16, "", None),       # tb/mu full w128-e2m3-r16 (Dadda at D = 128)
     (8, "int8"): (2, "", None),              # tb/mu quick w8-int8-r2

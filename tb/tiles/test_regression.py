@@ -5,9 +5,9 @@ One test per planned run (:func:`tb.tiles.corpus.plan`): every study width
 classes x decode (M = 1) and prefill (M = 16), K accumulated over every tile of the real reduction.
 The quick subset (``-m quick``, what ``make test`` runs) checks the model side of every op at D = 32
 (E5M2) and D = 64 (E2M1, E4M3), one D = 128 run and one D = 32 run of each other format (E3M2, E2M3),
-and sends the runs on the units CI builds (the Dadda tree at D = 32 E5M2, E3M2, E2M3 and D = 64
-E2M1; the word-level tree at D = 128 E4M3) and the D = 8 smoke runs (every format) through the
-RTL; the other RTL runs are ``full``.
+and sends the runs on the units CI builds (the Dadda tree at D = 64 E2M1; the word-level tree at
+D = 32 E5M2, E3M2 and E2M3) and the D = 8 smoke runs (every format) through the RTL; the other RTL
+runs are ``full`` (at D = 128 the quick set's RTL runs are the exact mode's, below).
 
 Each run asserts: ``tb/mu/model.py`` and the independent ``tb/tiles/exact.py`` agree bit for bit,
 the result is within the contract's rounding bound of float64, and (when the RTL harness
@@ -25,9 +25,9 @@ and MXFP4 at D = 64 (two blocks per beat: the window; the word-level tree build 
 recorded for ``python -m tb.tiles block-rtl``, reports/block_rtl.md). The quick tests also check
 that regression's plan and its report section on hand-made records.
 
-Real E4M3 tiles also go through units in the ``exact`` accumulate mode at D = 32, 64 and 128 in the
-quick set (:data:`EXACT_UNITS`, the builds the matrix-unit tests make: Dadda at D = 32, the
-word-level tree at 64 and 128): bit-exact against the model in that mode, and every result within
+Real E4M3 tiles also go through units in the ``exact`` accumulate mode (:data:`EXACT_UNITS`, the
+builds the matrix-unit tests make): at D = 32 (Dadda) and 128 (the word-level tree) in the quick
+set, at 64 (the word-level tree) in full: bit-exact against the model in that mode, and every result within
 half an FP32 ulp of the exact rational dot product (Python integers in ``tb/tiles/exact.py``,
 independently of the model).
 """
@@ -84,7 +84,8 @@ def test_rtl_replay(spec):
 #: Units of the exact-mode real-tile runs: (width, column tree), E4M3, R = 16. Each shares the
 #: matrix-unit tests' build of the same parameters (tb/mu/test_matrix_unit.py): the Dadda tree at
 #: D = 32, the word-level tree (the same function, docs/verification.md) at D = 64 and 128.
-EXACT_UNITS = [pytest.param(32, None, id="d32"), pytest.param(64, "words", id="d64-twords"),
+EXACT_UNITS = [pytest.param(32, None, id="d32"),
+               pytest.param(64, "words", id="d64-twords", marks=pytest.mark.full),
                pytest.param(128, "words", id="d128-twords")]
 #: The real runs each exact-mode unit replays: a prefill tile (M = 16, K = 384) and a decode tile
 #: with the longest reduction (M = 1, K = 1536: 48 beats per accumulation at D = 32, 12 at D = 128).
