@@ -59,44 +59,37 @@ def _parse_line(line: str, lineno: int) -> RcNet:
     if len(tok) < 4:
         raise ParasiticsError(f"RC line {lineno}: expected 'net 1 driver count ...', got {line[:80]!r}")
     net = RcNet(tok[0], tok[2])
-    i = 4
-
-    def node(i, parent):
-        try:
-            r, c = float(tok[i]), float(tok[i + 1])
-        except (IndexError, ValueError):
-            raise ParasiticsError(f"RC line {lineno} (net {net.name}): expected R C at token {i}") from None
-        k = len(net.nodes)
-        net.nodes.append(c)
-        net.edges.append((parent, k, r))
-        i += 2
-        while i < len(tok):
-            t = tok[i]
-            if t == "(":
-                i = node(i + 1, k)
-            elif t == ",":
-                i += 1
-            elif t == ")":
-                return i + 1
-            elif t == "ERROR":   # a branch end qrouter could not name: kept as an internal node
-                net.unnamed += 1
-                i += 1
-            else:
-                net.sinks.append((t, k))
-                i += 1
-        raise ParasiticsError(f"RC line {lineno} (net {net.name}): unbalanced parentheses")
-
+    # a branch "( R C ...)" opens a node under the innermost open one; an explicit stack, since a
+    # long net's tree nests deeper than Python's recursion limit
+    stack, i = [0], 4
     while i < len(tok):
         t = tok[i]
         if t == "(":
-            i = node(i + 1, 0)
+            try:
+                r, c = float(tok[i + 1]), float(tok[i + 2])
+            except (IndexError, ValueError):
+                raise ParasiticsError(f"RC line {lineno} (net {net.name}): expected R C at token "
+                                      f"{i + 1}") from None
+            k = len(net.nodes)
+            net.nodes.append(c)
+            net.edges.append((stack[-1], k, r))
+            stack.append(k)
+            i += 3
         elif t == ",":
             i += 1
         elif t == ")":
-            raise ParasiticsError(f"RC line {lineno} (net {net.name}): unbalanced parentheses")
-        else:
-            net.sinks.append((t, 0))
+            if len(stack) == 1:
+                raise ParasiticsError(f"RC line {lineno} (net {net.name}): unbalanced parentheses")
+            stack.pop()
             i += 1
+        elif t == "ERROR" and len(stack) > 1:   # a branch end qrouter could not name: kept as an internal node
+            net.unnamed += 1
+            i += 1
+        else:
+            net.sinks.append((t, stack[-1]))
+            i += 1
+    if len(stack) != 1:
+        raise ParasiticsError(f"RC line {lineno} (net {net.name}): unbalanced parentheses")
     return net
 
 

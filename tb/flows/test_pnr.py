@@ -49,6 +49,19 @@ def test_rc_errors_name_the_line():
 
     with pytest.raises(ParasiticsError, match="line 1 .*n1.*unbalanced"):
         read_rc("n1 1 u0/Y 1 ( 2 0.001 u1/A\n")
+    with pytest.raises(ParasiticsError, match="line 1 .*n1.*unbalanced"):
+        read_rc("n1 1 u0/Y 1 ( 2 0.001 u1/A ) )\n")
+
+
+def test_rc_tree_deeper_than_the_recursion_limit():
+    """A long routed net nests one branch per segment (a D = 64 column has nets thousands deep)."""
+    import sys
+
+    depth = sys.getrecursionlimit() + 500
+    (net,) = read_rc("n1 1 u0/Y 1 " + "( 1 0.001 " * depth + "u1/A" + " )" * depth + "\n")
+    assert len(net.nodes) == depth + 1 and net.sinks == [("u1/A", depth)]
+    assert net.edges[-1] == (depth - 1, depth, 1.0)
+    assert net.wire_cap == pytest.approx(0.001 * depth)
 
 
 def _module(ports, cells):
