@@ -82,7 +82,7 @@ def _parse_line(line: str, lineno: int) -> RcNet:
                 raise ParasiticsError(f"RC line {lineno} (net {net.name}): unbalanced parentheses")
             stack.pop()
             i += 1
-        elif t == "ERROR" and len(stack) > 1:   # a branch end qrouter could not name: kept as an internal node
+        elif t == "ERROR" and len(stack) > 1:   # a branch end qrouter could not name: an internal node
             net.unnamed += 1
             i += 1
         else:
