@@ -175,6 +175,10 @@ def _build(sources, toplevel, sub, trace, build_args, timescale, hierarchical, l
     runner = get_runner("verilator")
     cold = not (sub / "Vtop.mk").exists()     # cocotb's runner names the model Vtop
     with _build_lock() if lock else contextlib.nullcontext():
+        if cold and sub.exists():
+            # an interrupted build: Verilator would take its dependency files as up to date and
+            # never write the makefile, so this folder could not build again
+            shutil.rmtree(sub)
         t0 = time.perf_counter()
         runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=sub, waves=trace,
                      timescale=timescale, build_args=_build_args(trace, build_args, hierarchical))
