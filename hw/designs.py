@@ -240,8 +240,9 @@ _MU_OPTIONS = (
                 "a beat of the same row as the previous one waits a cycle)",
            tag=lambda v: "" if v == 1 else f"l{v}"),
     Option("gate", False, on_off,
-           help="clock-gate every weight- and scale-buffer row with a clock gate of liberty cells "
-                "(latch + AND): a row sees the clock only when it loads",
+           help="clock gates of liberty cells (inverter, latch, AND) on every register group that "
+                "loads only in some cycles: buffer rows, pipeline cuts, accumulator, skid registers, "
+                "counters (docs/mu_interface.md, Clock gating)",
            tag=lambda v: "cg" if v else ""),
 )
 _MU = {o.name: o for o in _MU_OPTIONS}

@@ -23,6 +23,7 @@ import json
 import sys
 from pathlib import Path
 
+from hw.designs import get_design
 from hw.formats import BLOCK_FORMATS, get_block_format, get_format
 from perf.shapes import MODELS, catalog, cost
 
@@ -95,9 +96,10 @@ def _findings(runs):
 
 
 def _mode(s) -> tuple:
-    """(accumulate mode, clock gates) of a run, from its variant name's tags."""
+    """(accumulate mode, clock gates) of a run, from its variant name's tags (the registry's)."""
+    opts = {o.name: o for o in get_design("mu").options}
     tags = s["variant"].split("-")
-    return ("exact" if "xacc" in tags else "fp32"), ("cg" in tags)
+    return ("exact" if opts["acc"].tag("exact") in tags else "fp32"), opts["gate"].tag(True) in tags
 
 
 def _block_vs_plain(runs):
