@@ -132,7 +132,7 @@ def save_result(path, res, expected, errs) -> None:
 
 def run_tiles(width: int, fmt: str, tiles, *, rows: int = 1, stages: int | None = None,
               acc: str = "fp32", pauses: dict | None = None, check: bool = True,
-              name_suffix: str = "-replay", tree: str | None = None) -> ReplayResult:
+              name_suffix: str = "-replay", tree: str | None = None, gate: bool = False) -> ReplayResult:
     """Run tiles through the RTL matrix unit and compare with the model.
 
     Parameters
@@ -151,6 +151,8 @@ def run_tiles(width: int, fmt: str, tiles, *, rows: int = 1, stages: int | None 
     tree : str or None
         The unit's column tree (None: the design's default, Dadda; ``words``: the fast build that
         computes the same function, :func:`tb.mu.harness.run_unit`).
+    gate : bool
+        The clock-gated unit (:mod:`hw.clock_gate`; the same function, so the same expected rows).
 
     Returns
     -------
@@ -167,7 +169,7 @@ def run_tiles(width: int, fmt: str, tiles, *, rows: int = 1, stages: int | None 
         err = None
         try:
             run_unit(width, fmt, rows, "replay", stages=stages, acc=acc, suffix=name_suffix,
-                     tree=tree, env={"MU_REPLAY_IN": src, "MU_REPLAY_OUT": dst})
+                     tree=tree, gate=gate, env={"MU_REPLAY_IN": src, "MU_REPLAY_OUT": dst})
         except AssertionError as e:      # the cocotb test failed; results are still written
             err = e
         if not os.path.exists(dst):

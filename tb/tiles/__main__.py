@@ -13,6 +13,9 @@
   regression's runs (:func:`tb.tiles.corpus.plan_block_rtl`) that have no record yet through the RTL
   (sequentially, one simulation per format and width; the unit builds dominate at D = 64 and 128),
   then rewrite the generated section of ``reports/block_rtl.md``.
+* ``gated-rtl [--points fmt:D,...] [--report-only]``: send the real tiles of the published energy
+  variants through the clock-gated units (:mod:`tb.tiles.gated`; the points without a record), then
+  write ``reports/gated_rtl.md``.
 * ``padding``: write ``reports/padding.md`` (shapes catalog, padding and cycle analysis, with the RTL
   cross-check from recorded runs).
 """
@@ -38,6 +41,9 @@ def main(argv=None) -> int:
         p.add_argument("--quick", action="store_true", help="only the quick (CI) plan")
         if name == "report":
             p.add_argument("--rtl", action="store_true", help="also run missing runs through the RTL")
+    gr = sub.add_parser("gated-rtl")
+    gr.add_argument("--points", default="", help="fmt:D points to run, comma separated (default: all)")
+    gr.add_argument("--report-only", action="store_true", help="only rewrite the report")
     sub.add_parser("padding")
     sub.add_parser("block").add_argument("--json", help="measurements file to write or reuse")
     br = sub.add_parser("block-rtl")
@@ -49,6 +55,8 @@ def main(argv=None) -> int:
         return _block(args.json)
     if args.cmd == "block-rtl":
         return _block_rtl(args)
+    if args.cmd == "gated-rtl":
+        return _gated_rtl(args)
     if args.cmd == "build":
         path = corpus.build(_runs(args))
         print(f"corpus: {path} ({len(_runs(args))} runs)")
@@ -144,6 +152,29 @@ def _block_rtl(args) -> int:
     recs = report.load_all(report.results_dir(block=True))
     report.write_section(report.block_rtl_md({k: v for k, v in recs.items() if k in wanted}, len(plan)))
     print(f"wrote {report.BLOCK_RTL_REPORT}")
+    return 0
+
+
+def _gated_rtl(args) -> int:
+    from . import gated
+
+    points = gated.POINTS
+    if args.points:
+        try:
+            points = tuple((f, int(d)) for f, d in (p.split(":") for p in args.points.split(",") if p))
+        except ValueError:
+            print(f"--points: expected fmt:D,fmt:D (e.g. fp8_e4m3:32), got {args.points!r}", file=sys.stderr)
+            return 2
+        unknown = [p for p in points if p not in gated.POINTS]
+        if unknown:
+            print(f"--points: {unknown} not among the gated regression's points {list(gated.POINTS)}",
+                  file=sys.stderr)
+            return 2
+    if not args.report_only:
+        gated.run(points)
+    REPORTS.mkdir(exist_ok=True)
+    gated.REPORT.write_text(gated.report_md(gated.load_records()))
+    print(f"wrote {gated.REPORT}")
     return 0
 
 
