@@ -244,6 +244,10 @@ _MU_OPTIONS = (
                 "loads only in some cycles: buffer rows, pipeline cuts, accumulator, skid registers, "
                 "counters (docs/mu_interface.md, Clock gating)",
            tag=lambda v: "cg" if v else ""),
+    Option("isolate", False, on_off,
+           help="operand isolation: a zero product (zero weight or activation) hands the column "
+                "tree +0 whatever the operands' signs, so zero lanes hold the tree's inputs",
+           tag=lambda v: "oi" if v else ""),
 )
 _MU = {o.name: o for o in _MU_OPTIONS}
 

@@ -13,6 +13,7 @@
   equal power (:mod:`flows.report.tokens`);
 * the block-scaled units (OCP MX, NVFP4) against the plain unit of their element format;
 * the clock-gated units against the same units without gates;
+* the units with operand isolation against the same units without it;
 * a comparison with the ISSCC 2014 45 nm energies scaled to this node.
 
 Reads only committed JSON (no simulation): reports never call the flow.
@@ -160,6 +161,30 @@ def _gating(runs):
     return out if rows else ["No clock-gated run is published with its ungated twin."]
 
 
+def _isolation(runs):
+    """The runs with operand isolation (variant ``...-oi-...``) against the same unit without it:
+    energy per useful MAC, the tree's and the multipliers' share of it, area and fmax."""
+    same = {(s["variant"], s["workload"], s["columns_simulated"]): s for s in runs}
+    out = ["| D | unit | workload | pJ / useful MAC without / with | ratio | tree + multipliers pJ/MAC "
+           "without / with | area mm^2 without / with | fmax MHz without / with |",
+           "|---|---|---|---|---|---|---|---|"]
+    rows = 0
+    for s in runs:
+        if "-oi-" not in s["variant"]:
+            continue
+        base = same.get((s["variant"].replace("-oi-", "-"), s["workload"], s["columns_simulated"]))
+        if base is None:
+            continue
+        arith = [r["pj_per_useful_mac"] * (_shares(r)["tree"] + _shares(r)["multipliers"]) for r in (base, s)]
+        unit = base["variant"].removeprefix("mu-").removesuffix("-osu018")
+        e0, e1 = base["pj_per_useful_mac"], s["pj_per_useful_mac"]
+        out.append(f"| {s['columns']} | {unit} | {s['workload']} | {e0:.1f} / {e1:.1f} | {e1 / e0:.2f}x | "
+                   f"{arith[0]:.1f} / {arith[1]:.1f} | {base['area_um2'] / 1e6:.2f} / "
+                   f"{s['area_um2'] / 1e6:.2f} | {base['fmax_mhz']} / {s['fmax_mhz']} |")
+        rows += 1
+    return out if rows else ["No run with operand isolation is published with its twin without it."]
+
+
 def _composition(runs):
     full = {(s["variant"], s["workload"]): s for s in runs if s["columns_simulated"] == s["columns"]}
     out = ["| variant | workload | sampled columns | all columns (uJ) | sampled (uJ) | difference | "
@@ -286,6 +311,7 @@ def write_summary(root: Path = ROOT, hbm_pj: float = 40.0, batch: int = 1) -> Pa
             .replace("{MAIN}", "\n".join(_main_table(runs)))
             .replace("{COMPOSITION}", "\n".join(_composition(runs)))
             .replace("{GATING}", "\n".join(_gating(runs)))
+            .replace("{ISOLATION}", "\n".join(_isolation(runs)))
             .replace("{TOKEN}", "\n".join(_per_token(runs, hbm_pj, batch)))
             .replace("{TPJ}", "\n".join(tokens_section(runs, hbm_pj)))
             .replace("{ISSCC}", "\n".join(_isscc(runs)))

@@ -53,7 +53,7 @@ from ..pipeline import Cut
 from .accumulate import Accumulator, AccumulatorParams
 from .control import column_control, column_control_ahead, column_control_members
 from .exact_acc import GUARD_BITS, ExactAccumulator, ExactAccumulatorParams
-from .lane import Lane
+from .lane import Lane, LaneParams
 from .numerics import ACC_MODES, dot_widths
 from .scales import (
     ScaledAccumulator,
@@ -84,12 +84,14 @@ class WeightBufferParams(BlockParams):
 class ColumnParams(BlockParams):
     """Everything that changes a :class:`Column`'s logic (and its module name)."""
 
-    MODULE: ClassVar[str] = "mu_col_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}{loop}{gate}"
+    MODULE: ClassVar[str] = ("mu_col_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}{loop}{gate}"
+                             "{isolate}")
     TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"],
                             "acc": lambda v: "" if v == "fp32" else "_xacc",
                             "guard_bits": lambda v: "" if v == GUARD_BITS else f"_g{v}",
                             "loop": AccumulatorParams.TAGS["loop"],
-                            "gate": WeightBufferParams.TAGS["gate"]}
+                            "gate": WeightBufferParams.TAGS["gate"],
+                            "isolate": LaneParams.TAGS["isolate"]}
     width: int
     fmt: str
     rows: int
@@ -99,6 +101,7 @@ class ColumnParams(BlockParams):
     guard_bits: int = GUARD_BITS
     loop: int = 1
     gate: bool = False
+    isolate: bool = False
 
     @property
     def block_format(self):
@@ -267,6 +270,9 @@ class Column(wiring.Component):
         (:class:`WeightBuffer`), the trees' pipeline registers (enable: the beat is valid, from the
         column's copy of the activation register's valid, ``xv_next``) and, in the ``exact`` mode,
         the accumulator's registers that load only for a beat or a result.
+    isolate : bool
+        Operand isolation in the lanes (:class:`hw.mu.lane.Lane`): a zero product hands the tree
+        ``t = 0, neg = 0``, so lanes with a zero weight or activation hold the tree's inputs.
 
     Members
     -------
@@ -310,7 +316,8 @@ class Column(wiring.Component):
     """
 
     def __init__(self, fmt, width: int, rows: int, stages: int, tree: str = "dadda",
-                 acc: str = "fp32", guard_bits: int = GUARD_BITS, loop: int = 1, gate: bool = False):
+                 acc: str = "fp32", guard_bits: int = GUARD_BITS, loop: int = 1, gate: bool = False,
+                 isolate: bool = False):
         if acc not in ACC_MODES:
             raise ValueError(f"acc must be one of {', '.join(ACC_MODES)}, not {acc!r}")
         self._bf = BLOCK_FORMATS.get(fmt) if isinstance(fmt, str) else None
@@ -323,7 +330,7 @@ class Column(wiring.Component):
             raise ValueError(f"loop={loop} is for acc='fp32' only (the exact mode's loop is an "
                              f"integer add); leave loop at 1")
         self.params = ColumnParams(width, self._dw.fmt.name if self._bf is None else self._bf.name,
-                                   rows, stages, tree, acc, guard_bits, loop, gate)
+                                   rows, stages, tree, acc, guard_bits, loop, gate, isolate)
         b = self._dw.fmt.bits
         members = {"wdata": In(b), "we": In(width), "x": In(width * b)}
         if self._bf is not None:  # the block scales: activation scale codes, weight scale loads
@@ -376,7 +383,7 @@ class Column(wiring.Component):
                 m.d.comb += tree.v.eq(xv)
             trees.append(tree)
         for k in range(D):
-            lane, tree, kk = Lane(f), trees[k // B], k % B
+            lane, tree, kk = Lane(f, self.params.isolate), trees[k // B], k % B
             hier.place(m, f"lane{k}", lane)
             m.d.comb += [
                 lane.x.eq(self.x[k * b:(k + 1) * b]),

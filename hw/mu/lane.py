@@ -13,6 +13,14 @@ is a signed multiplier (radix-4 Booth partial products, a Dadda tree and a prefi
 
 Specials (only ports the format needs exist): ``nan`` is set for a NaN operand or Inf x 0, ``inf``
 for an infinite product (E5M2 Inf x nonzero finite); ``t`` is then meaningless.
+
+Operand isolation (``isolate``): a zero product carries no sign, ``neg = (x.sign ^ w.sign) & ~(x
+zero | w zero)``, so a lane with a zero operand hands the tree ``t = 0, neg = 0`` whatever the other
+operand's sign does. Without it a zero product is ``+0`` or ``-0`` by the signs, and each sign change
+flips all P bits of ``t`` (ones' complement) and the ``neg`` bit: a zero weight (the padding columns
+beyond a matmul's N, quantized-away weights) or a zero activation toggles the tree's inputs as much
+as a live product. The sum is the same either way (``-0`` is ``2**P - 1`` plus the ``neg`` bit); the
+integer formats' zero product is already all zeros.
 """
 
 from dataclasses import dataclass
@@ -34,8 +42,10 @@ __all__ = ["Lane", "LaneParams", "decode_element"]
 class LaneParams(BlockParams):
     """A lane depends on its element format only."""
 
-    MODULE: ClassVar[str] = "mu_lane_{fmt}"
+    MODULE: ClassVar[str] = "mu_lane_{fmt}{isolate}"
+    TAGS: ClassVar[dict] = {"isolate": lambda v: "_oi" if v else ""}
     fmt: str
+    isolate: bool = False
 
 
 def decode_element(m: Module, code, fmt, *, name: str):
@@ -61,12 +71,14 @@ def decode_element(m: Module, code, fmt, *, name: str):
 class Lane(wiring.Component):
     """Exact product of an activation and a weight code, aligned to the dot product's fixed grid.
 
-    Combinational. Module name when placed: ``mu_lane_{fmt}`` (it depends on the format only).
+    Combinational. Module name when placed: ``mu_lane_{fmt}`` (``_oi`` with ``isolate``).
 
     Parameters
     ----------
     fmt : str or FloatFormat
         Element format, one of :data:`hw.formats.MATRIX_FORMATS`.
+    isolate : bool
+        A zero product hands the tree ``t = 0, neg = 0`` (module docstring).
 
     Members
     -------
@@ -83,8 +95,9 @@ class Lane(wiring.Component):
         Present if the format has Inf: the product is infinite (sign ``neg``).
     """
 
-    def __init__(self, fmt):
+    def __init__(self, fmt, isolate: bool = False):
         self._dw = dot_widths(fmt, 1)
+        self._isolate = bool(isolate)
         f = self._dw.fmt
         members = {
             "x": In(f.bits),
@@ -101,7 +114,7 @@ class Lane(wiring.Component):
     @property
     def params(self) -> LaneParams:
         """Parameters that name the module when placed (:func:`hw.hier.place`)."""
-        return LaneParams(self._dw.fmt.name)
+        return LaneParams(self._dw.fmt.name, self._isolate)
 
     #: Combinational: ``t``, ``neg`` and the flags follow ``x`` and ``w`` in the same cycle.
     latency = 0
@@ -124,7 +137,7 @@ class Lane(wiring.Component):
             shift.eq(xoff + woff),
             # specials may shift past P bits; their magnitude is discarded by the flags
             mag.eq(prod << shift),
-            self.neg.eq(xs ^ ws),
+            self.neg.eq((xs ^ ws) & ~(xzero | wzero) if self._isolate else xs ^ ws),
             self.t.eq(mag ^ self.neg.replicate(dw.prod_bits)),
         ]
         if f.has_inf:

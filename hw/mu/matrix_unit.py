@@ -78,10 +78,11 @@ class MatrixUnitParams(BlockParams):
         parameter, the value and what is allowed.
     """
 
-    MODULE: ClassVar[str] = "mu_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}{loop}{gate}"
+    MODULE: ClassVar[str] = "mu_w{width}_{fmt}_r{rows}_s{stages}{tree}{acc}{guard_bits}{loop}{gate}{isolate}"
     TAGS: ClassVar[dict] = {"tree": TreeParams.TAGS["arch"], "acc": ColumnParams.TAGS["acc"],
                             "guard_bits": ColumnParams.TAGS["guard_bits"],
-                            "loop": ColumnParams.TAGS["loop"], "gate": ColumnParams.TAGS["gate"]}
+                            "loop": ColumnParams.TAGS["loop"], "gate": ColumnParams.TAGS["gate"],
+                            "isolate": ColumnParams.TAGS["isolate"]}
     width: int = 64
     fmt: str = "fp8_e4m3"
     rows: int = 1
@@ -91,6 +92,7 @@ class MatrixUnitParams(BlockParams):
     guard_bits: int = GUARD_BITS
     loop: int = 1
     gate: bool = False
+    isolate: bool = False
 
     def __post_init__(self):
         if self.tree not in TREE_ARCHS:
@@ -113,6 +115,9 @@ class MatrixUnitParams(BlockParams):
         if not isinstance(self.gate, bool):
             raise TypeError(f"gate must be a bool (True: clock-gate the weight buffers), not "
                             f"{self.gate!r}")
+        if not isinstance(self.isolate, bool):
+            raise TypeError(f"isolate must be a bool (True: zero products hold the trees' inputs), "
+                            f"not {self.isolate!r}")
 
     def signature(self) -> MatrixUnitSignature:
         """The unit's ports (:class:`hw.mu.interface.MatrixUnitSignature`)."""
@@ -182,6 +187,10 @@ class MatrixUnit(wiring.Component):
         Clock gates (:mod:`hw.clock_gate`) in the columns (:class:`hw.mu.column.Column`) and on the
         top's weight-row and scale-row registers (enable: a ``w``/``ws`` beat is taken) and its
         activation register (an ``x`` beat is taken).
+    isolate : bool
+        Operand isolation in every lane (:class:`hw.mu.lane.Lane`): a zero product (a zero weight,
+        e.g. the padding columns beyond a matmul's N, or a zero activation) hands the column tree
+        ``t = 0, neg = 0`` whatever the other operand's sign, so those lanes hold the tree's inputs.
 
     Members
     -------
@@ -200,8 +209,9 @@ class MatrixUnit(wiring.Component):
 
     def __init__(self, width: int = 64, fmt: str = "fp8_e4m3", rows: int = 1, stages: int = 2,
                  tree: str = "dadda", acc: str = "fp32", guard_bits: int = GUARD_BITS,
-                 loop: int = 1, gate: bool = False):
-        self.params = MatrixUnitParams(width, fmt, rows, stages, tree, acc, guard_bits, loop, gate)
+                 loop: int = 1, gate: bool = False, isolate: bool = False):
+        self.params = MatrixUnitParams(width, fmt, rows, stages, tree, acc, guard_bits, loop, gate,
+                                       isolate)
         self._tree = tree
         self._bf = BLOCK_FORMATS.get(fmt)
         self._dw = dot_widths(fmt if self._bf is None else self._bf.element, width)
@@ -371,7 +381,7 @@ class MatrixUnit(wiring.Component):
         ys = []
         for j in range(D):
             col = Column(self.fmt if self._bf is not None else self._dw.fmt, D, R, S, self._tree,
-                         self._acc, self._guard, self._loop, self.params.gate)
+                         self._acc, self._guard, self._loop, self.params.gate, self.params.isolate)
             hier.place(m, f"col{j}", col)
             if exact and j == 0:
                 overflow = col.overflow

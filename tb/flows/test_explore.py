@@ -36,14 +36,16 @@ def test_default_space_reads_the_registry():
     mu = load_space("mu")
     dims = {d.name: d for d in mu.dims}
     assert mu.fixed == {"width": 32, "fmt": "fp8_e4m3", "guard_bits": 16}
-    assert set(dims) == {"rows", "stages", "tree", "acc", "loop", "gate"}
+    assert set(dims) == {"rows", "stages", "tree", "acc", "loop", "gate", "isolate"}
     assert set(dims["gate"].choices({})) == {True, False}   # clock gates: a dimension of the search
+    assert set(dims["isolate"].choices({})) == {True, False}   # and operand isolation
     assert dims["loop"].parents == ("acc",)       # loop = 2 exists in the fp32 mode only
     assert dims["loop"].choices({"acc": "fp32"}) == (1, 2) and dims["loop"].choices({"acc": "exact"}) == (1,)
     assert dims["acc"].values == ("fp32", "exact") and dims["tree"].values == ("dadda", "words")
     assert (dims["stages"].lo, dims["stages"].hi) == (0, 6)
     assert mu.baseline() == {"width": 32, "fmt": "fp8_e4m3", "rows": 1, "stages": 2, "tree": "dadda",
-                             "acc": "exact", "guard_bits": 16, "loop": 1, "gate": False}
+                             "acc": "exact", "guard_bits": 16, "loop": 1, "gate": False,
+                             "isolate": False}
     bf = load_space("bf16_mul")
     assert [d.name for d in bf.dims] == ["arch", "stages", "cuts"]
     assert bf.dims[2].parents == ("arch", "stages")

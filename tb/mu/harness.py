@@ -27,11 +27,12 @@ SIM_BUILD_ARGS = sim.FAST_BUILD_ARGS
 
 def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None,
                 tree: str | None = None, acc: str | None = None,
-                guard_bits: int | None = None, loop: int | None = None, gate: bool = False) -> dict:
+                guard_bits: int | None = None, loop: int | None = None, gate: bool = False,
+                isolate: bool = False) -> dict:
     """Parsed ``mu`` parameters (``stages``, ``tree``, ``guard_bits``, ``loop``: None for the
     design's default; ``acc`` None is ``fp32``, the mode the model and the testbench default to,
     where the registry's default is the recommended mode, :func:`hw.mu.numerics.default_acc`;
-    ``gate``: clock-gated weight buffers).
+    ``gate``: clock gates; ``isolate``: operand isolation in the lanes).
 
     Raises
     ------
@@ -50,6 +51,8 @@ def unit_params(width: int, fmt: str, rows: int = 1, stages: int | None = None,
         given["loop"] = loop
     if gate:
         given["gate"] = True
+    if isolate:
+        given["isolate"] = True
     return get_design("mu").params(given)
 
 
@@ -103,7 +106,7 @@ def emit_unit(width: int, fmt: str, rows: int = 1, stages: int | None = None,
 def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int | None = None,
              acc: str | None = None, guard_bits: int | None = None, env: dict | None = None,
              suffix: str = "", tree: str | None = None, flat: bool = False,
-             loop: int | None = None, gate: bool = False) -> dict:
+             loop: int | None = None, gate: bool = False, isolate: bool = False) -> dict:
     """Build the unit and run cocotb tests from ``tb.mu.mu_cocotb``.
 
     Parameters
@@ -127,6 +130,8 @@ def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int
         its build folder gets ``-flat``).
     gate : bool
         Clock-gated weight buffers (:mod:`hw.clock_gate`): the same function, so the same tests.
+    isolate : bool
+        Operand isolation in the lanes (:class:`hw.mu.lane.Lane`): the same function.
 
     Returns
     -------
@@ -139,7 +144,8 @@ def run_unit(width: int, fmt: str, rows: int = 1, testcases=None, *, stages: int
         If a cocotb test failed (tb/sim.py names it and keeps the waveform).
     """
     params = get_design("mu").typed(unit_params(width, fmt, rows, stages, tree=tree, acc=acc,
-                                                guard_bits=guard_bits, loop=loop, gate=gate))
+                                                guard_bits=guard_bits, loop=loop, gate=gate,
+                                                isolate=isolate))
     verilog, latency, variant, emit_s = emit_params(params)
     knobs = unit_knobs(params, latency)
     knobs.update(env or {})

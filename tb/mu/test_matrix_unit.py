@@ -156,18 +156,26 @@ def test_matrix_unit(width, fmt, rows, tests, acc, guard_bits, tree):
 
 #: Clock-gated units (hw/clock_gate.py: weight and scale buffer rows, tree stages and, in the exact
 #: mode, the accumulator's rows and drain clocked through latch-and-AND gates of liberty cells,
-#: simulated with the cells' models): the same tests, bit-exact.
+#: simulated with the cells' models): the same tests, bit-exact. With ``isolate`` also operand
+#: isolation in the lanes (a zero product hands the tree +0 whatever the signs): ``every_product``
+#: sends every code pair, signed zeros, Inf x 0 and NaN included, through lane, tree and accumulator.
 GATED_BUILDS = [
-    pytest.param(8, "fp8_e4m3", 2, ["every_product"] + CORE, "exact", marks=quick, id="w8-e4m3-r2-xacc-cg"),
-    pytest.param(16, "nvfp4", 2, BLOCK, "exact", marks=full, id="w16-nvfp4-r2-xacc-cg"),
-    pytest.param(32, "fp8_e4m3", 3, CORE, "fp32", marks=full, id="w32-e4m3-r3-cg"),
-    pytest.param(32, "mxfp8_e4m3", 2, BLOCK, "exact", marks=full, id="w32-mxfp8_e4m3-r2-xacc-cg"),
+    pytest.param(8, "fp8_e4m3", 2, ["every_product"] + CORE, "exact", False, marks=quick,
+                 id="w8-e4m3-r2-xacc-cg"),
+    pytest.param(8, "fp8_e5m2", 2, ["every_product"] + CORE, "exact", True, marks=quick,
+                 id="w8-e5m2-r2-xacc-cg-oi"),
+    pytest.param(8, "fp4_e2m1", 2, ["every_product"] + CORE, "fp32", True, marks=full, id="w8-e2m1-r2-cg-oi"),
+    pytest.param(16, "nvfp4", 2, BLOCK, "exact", False, marks=full, id="w16-nvfp4-r2-xacc-cg"),
+    pytest.param(16, "nvfp4", 2, BLOCK, "exact", True, marks=full, id="w16-nvfp4-r2-xacc-cg-oi"),
+    pytest.param(32, "fp8_e4m3", 3, CORE, "fp32", False, marks=full, id="w32-e4m3-r3-cg"),
+    pytest.param(32, "fp8_e4m3", 2, CORE, "exact", True, marks=full, id="w32-e4m3-r2-xacc-cg-oi"),
+    pytest.param(32, "mxfp8_e4m3", 2, BLOCK, "exact", False, marks=full, id="w32-mxfp8_e4m3-r2-xacc-cg"),
 ]
 
 
-@pytest.mark.parametrize("width,fmt,rows,tests,acc", GATED_BUILDS)
-def test_gated_unit(width, fmt, rows, tests, acc):
-    run_unit(width, fmt, rows, tests, acc=acc, gate=True,
+@pytest.mark.parametrize("width,fmt,rows,tests,acc,isolate", GATED_BUILDS)
+def test_gated_unit(width, fmt, rows, tests, acc, isolate):
+    run_unit(width, fmt, rows, tests, acc=acc, gate=True, isolate=isolate,
              stages=4 if fmt in ("nvfp4", "mxfp8_e4m3") and acc == "exact" else None)
 
 
