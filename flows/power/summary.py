@@ -97,15 +97,18 @@ def _findings(runs):
 
 
 def _mode(s) -> tuple:
-    """(accumulate mode, clock gates) of a run, from its variant name's tags (the registry's)."""
+    """(accumulate mode, clock gates, operand isolation) of a run, from its variant name's tags (the
+    registry's)."""
     opts = {o.name: o for o in get_design("mu").options}
     tags = s["variant"].split("-")
-    return ("exact" if opts["acc"].tag("exact") in tags else "fp32"), opts["gate"].tag(True) in tags
+    return (("exact" if opts["acc"].tag("exact") in tags else "fp32"), opts["gate"].tag(True) in tags,
+            opts["isolate"].tag(True) in tags)
 
 
 def _block_vs_plain(runs):
     """One sentence per block-scaled real-tile run: its energy per useful MAC against the plain
-    unit of its element format (same width, rows, workload, accumulate mode and clock gating;
+    unit of its element format (same width, rows, workload, accumulate mode, clock gating and operand
+    isolation;
     all-column runs preferred), and the block category whose energy per useful MAC grew the most."""
     plain = {}
     for s in runs:
@@ -121,13 +124,14 @@ def _block_vs_plain(runs):
         p = plain.get((bf.element, s["width"], s["rows"], _mode(s)))
         if p is None:
             continue
-        acc, gated = _mode(s)
+        acc, gated, isolated = _mode(s)
         a, b = _shares(s), _shares(p)
         ea, eb = s["pj_per_useful_mac"], p["pj_per_useful_mac"]
         grow = {c: a[c] * ea - b[c] * eb for c in _CATS}
         top = max(grow, key=grow.get)
         out.append(f"{s['fmt']} (D = {s['width']}, {bf.element} elements, one {bf.scale.upper()} scale "
-                   f"per {bf.block}; `{acc}` mode{', clock gates' if gated else ''}) costs {ea:.1f} "
+                   f"per {bf.block}; `{acc}` mode{', clock gates' if gated else ''}"
+                   f"{', operand isolation' if isolated else ''}) costs {ea:.1f} "
                    f"pJ per useful MAC against {eb:.1f} for plain "
                    f"{p['fmt']} ({100 * (ea / eb - 1):+.0f}%); the most added is in {top} "
                    f"({grow[top]:+.1f} pJ/MAC).")

@@ -146,10 +146,11 @@ def tokens_per_joule(e: dict, with_hbm: bool = True) -> float:
 def recommended_units(runs: list, tag: str = "-xacc-cg-") -> dict:
     """``{(width, fmt): (decode run, prefill run or None)}``: the real-tile runs of the recommended
     unit (variant names containing ``tag``: the ``exact`` mode with clock gates), all-column runs
-    preferred over sampled ones; the prefill run is the ``-r16`` variant of the same unit."""
+    preferred over sampled ones; the prefill run is the ``-r16`` variant of the same unit. Runs
+    with operand isolation (``-oi-``, off by default: it pays only in the FP4 formats) are left out."""
     dec, pre = {}, {}
     for s in runs:
-        if s["workload"] != "tiles" or tag not in s["variant"]:
+        if s["workload"] != "tiles" or tag not in s["variant"] or "-oi-" in s["variant"]:
             continue
         target = dec if s["rows"] == 1 else pre
         key = (s["width"], s["fmt"])
