@@ -238,8 +238,9 @@ class Slice(wiring.Component):
 
     def _make_unit(self):
         opts = self.mu.options()
-        if not opts["gate"]:  # the factory's keywords (see ``unit``) leave out the default gate
-            del opts["gate"]
+        for k in ("gate", "isolate"):  # the factory's keywords (see ``unit``) leave out the defaults
+            if not opts[k]:
+                del opts[k]
         unit = (self._unit or MatrixUnit)(**opts)
         if unit.signature != self.unit_signature:
             unit._MustUse__silence = True
