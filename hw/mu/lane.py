@@ -18,9 +18,11 @@ Operand isolation (``isolate``): a zero product carries no sign, ``neg = (x.sign
 zero | w zero)``, so a lane with a zero operand hands the tree ``t = 0, neg = 0`` whatever the other
 operand's sign does. Without it a zero product is ``+0`` or ``-0`` by the signs, and each sign change
 flips all P bits of ``t`` (ones' complement) and the ``neg`` bit: a zero weight (the padding columns
-beyond a matmul's N, quantized-away weights) or a zero activation toggles the tree's inputs as much
-as a live product. The sum is the same either way (``-0`` is ``2**P - 1`` plus the ``neg`` bit); the
-integer formats' zero product is already all zeros.
+beyond a matmul's N, quantized-away weights) under activations of changing sign toggles the tree's
+inputs as much as a live product (a zero activation under a fixed weight keeps ``neg`` constant
+already). The sum is the same either way (``-0`` is ``2**P - 1`` plus the ``neg`` bit); the integer
+formats' zero product is already all zeros. Measured in ``reports/power/summary.md``: it pays in
+E2M1, where zero weights are common, and costs fmax in E5M2, so it is an option, off by default.
 """
 
 from dataclasses import dataclass
@@ -40,7 +42,7 @@ __all__ = ["Lane", "LaneParams", "decode_element"]
 
 @dataclass(frozen=True)
 class LaneParams(BlockParams):
-    """A lane depends on its element format only."""
+    """A lane depends on its element format and on operand isolation."""
 
     MODULE: ClassVar[str] = "mu_lane_{fmt}{isolate}"
     TAGS: ClassVar[dict] = {"isolate": lambda v: "_oi" if v else ""}
