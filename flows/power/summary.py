@@ -138,29 +138,39 @@ def _block_vs_plain(runs):
     return out
 
 
+def _twins(runs, tag: str):
+    """``(base, run)`` for every run whose variant holds ``tag`` (``-cg-``, ``-oi-``) and whose twin
+    without it (same variant otherwise, workload and columns simulated) is published too."""
+    same = {(s["variant"], s["workload"], s["columns_simulated"]): s for s in runs}
+    for s in runs:
+        base = same.get((s["variant"].replace(tag, "-"), s["workload"], s["columns_simulated"]))
+        if tag in s["variant"] and base is not None:
+            yield base, s
+
+
+def _twin_cells(base, s) -> tuple:
+    """(D, unit, workload, pJ/MAC without / with, ratio) and (area, fmax) cells of a twin row."""
+    unit = base["variant"].removeprefix("mu-").removesuffix("-osu018")
+    e0, e1 = base["pj_per_useful_mac"], s["pj_per_useful_mac"]
+    return (f"| {s['columns']} | {unit} | {s['workload']} | {e0:.1f} / {e1:.1f} | {e1 / e0:.2f}x | ",
+            f"{base['area_um2'] / 1e6:.2f} / {s['area_um2'] / 1e6:.2f} | "
+            f"{base['fmax_mhz']} / {s['fmax_mhz']} |")
+
+
 def _gating(runs):
     """The clock-gated runs (variant ``...-cg-...``) against the same unit without gates."""
-    plain = {(s["variant"], s["workload"], s["columns_simulated"]): s for s in runs}
     out = ["| D | unit | workload | pJ / useful MAC without / with gates | ratio | zeros / real tiles "
            "without / with | area mm^2 without / with | fmax MHz without / with |",
            "|---|---|---|---|---|---|---|---|"]
     zeros = {(s["variant"], s["columns_simulated"]): s for s in runs if s["workload"] == "zeros"}
     rows = 0
-    for s in runs:
-        if "-cg-" not in s["variant"]:
-            continue
-        base = plain.get((s["variant"].replace("-cg-", "-"), s["workload"], s["columns_simulated"]))
-        if base is None:
-            continue
+    for base, s in _twins(runs, "-cg-"):
         zr = []
         for r in (base, s):
             z = zeros.get((r["variant"], r["columns_simulated"])) if s["workload"] == "tiles" else None
             zr.append(f"{z['energy_pj']['total'] / r['energy_pj']['total']:.2f}" if z else "-")
-        unit = base["variant"].removeprefix("mu-").removesuffix("-osu018")
-        e0, e1 = base["pj_per_useful_mac"], s["pj_per_useful_mac"]
-        out.append(f"| {s['columns']} | {unit} | {s['workload']} | {e0:.1f} / {e1:.1f} | {e1 / e0:.2f}x | "
-                   f"{zr[0]} / {zr[1]} | {base['area_um2'] / 1e6:.2f} / {s['area_um2'] / 1e6:.2f} | "
-                   f"{base['fmax_mhz']} / {s['fmax_mhz']} |")
+        head, tail = _twin_cells(base, s)
+        out.append(f"{head}{zr[0]} / {zr[1]} | {tail}")
         rows += 1
     return out if rows else ["No clock-gated run is published with its ungated twin."]
 
@@ -168,23 +178,14 @@ def _gating(runs):
 def _isolation(runs):
     """The runs with operand isolation (variant ``...-oi-...``) against the same unit without it:
     energy per useful MAC, the tree's and the multipliers' share of it, area and fmax."""
-    same = {(s["variant"], s["workload"], s["columns_simulated"]): s for s in runs}
     out = ["| D | unit | workload | pJ / useful MAC without / with | ratio | tree + multipliers pJ/MAC "
            "without / with | area mm^2 without / with | fmax MHz without / with |",
            "|---|---|---|---|---|---|---|---|"]
     rows = 0
-    for s in runs:
-        if "-oi-" not in s["variant"]:
-            continue
-        base = same.get((s["variant"].replace("-oi-", "-"), s["workload"], s["columns_simulated"]))
-        if base is None:
-            continue
+    for base, s in _twins(runs, "-oi-"):
         arith = [r["pj_per_useful_mac"] * (_shares(r)["tree"] + _shares(r)["multipliers"]) for r in (base, s)]
-        unit = base["variant"].removeprefix("mu-").removesuffix("-osu018")
-        e0, e1 = base["pj_per_useful_mac"], s["pj_per_useful_mac"]
-        out.append(f"| {s['columns']} | {unit} | {s['workload']} | {e0:.1f} / {e1:.1f} | {e1 / e0:.2f}x | "
-                   f"{arith[0]:.1f} / {arith[1]:.1f} | {base['area_um2'] / 1e6:.2f} / "
-                   f"{s['area_um2'] / 1e6:.2f} | {base['fmax_mhz']} / {s['fmax_mhz']} |")
+        head, tail = _twin_cells(base, s)
+        out.append(f"{head}{arith[0]:.1f} / {arith[1]:.1f} | {tail}")
         rows += 1
     return out if rows else ["No run with operand isolation is published with its twin without it."]
 

@@ -24,7 +24,6 @@ Dadda build takes most of ten minutes. Records are kept per point under the tile
 ``reports/gated_rtl.md``, which says in its first lines how many of the planned points it covers.
 """
 
-import json
 import time
 from pathlib import Path
 
@@ -33,11 +32,11 @@ import numpy as np
 from hw.formats import BLOCK_FORMATS
 from perf.contract import Product
 
-from . import corpus, exact
+from . import corpus, exact, report
 from .corpus import cache_dir
 
 __all__ = ["POINTS", "REPORT", "plan", "unit", "run_point", "results_dir", "load_records",
-           "report_md"]
+           "report_md", "run"]
 
 #: (format, width) of the gated regression: the published energy variants (reports/power/).
 POINTS = tuple((f, d) for f in ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "mxfp8_e4m3", "nvfp4", "mxfp4_e2m1")
@@ -112,30 +111,18 @@ def run_point(tiles: list) -> dict:
         runs.append({"id": t.id, "op": t.meta["op"], "mode": t.meta["mode"], "m": m, "k": t.meta["k"],
                      "max_ulps": u["max_ulps"], "within_half": u["within_half"], "n": u["n"]})
         y0 += m
-    return {"fmt": fmt, "width": d, "rows": rows, "tree": tree or "dadda", "acc": ACC, "gate": True,
+    return {"id": _key(fmt, d), "fmt": fmt, "width": d, "rows": rows, "tree": tree or "dadda", "acc": ACC,
+            "gate": True,
             "runs": runs, "results": int(rr.y_bits.size), "bit_exact": True,
             "x_beats": got[0], "w_beats": got[1], "cycles": int(rr.y_cycles[-1]) + 1,
             "sim_s": rr.sim_s, "wall_s": time.perf_counter() - t0, "revision": git_revision()}
 
 
-def save_record(rec: dict) -> Path:
-    d = results_dir()
-    d.mkdir(parents=True, exist_ok=True)
-    path = d / f"{_key(rec['fmt'], rec['width'])}.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(rec, indent=1, sort_keys=True))
-    tmp.replace(path)
-    return path
-
-
 def load_records(directory: Path | None = None) -> dict:
-    """``{(format, width): record}`` of the points run so far."""
-    d = Path(directory) if directory is not None else results_dir()
-    out = {}
-    for p in sorted(d.glob("*.json")) if d.is_dir() else []:
-        rec = json.loads(p.read_text())
-        out[(rec["fmt"], rec["width"])] = rec
-    return out
+    """``{(format, width): record}`` of the points run so far (one JSON file a point, written by
+    :func:`tb.tiles.report.save_record` under its ``id``)."""
+    recs = report.load_all(directory if directory is not None else results_dir())
+    return {(r["fmt"], r["width"]): r for r in recs.values()}
 
 
 def run(points=POINTS, redo: bool = False, log=print) -> dict:
@@ -145,7 +132,7 @@ def run(points=POINTS, redo: bool = False, log=print) -> dict:
         if (fmt, d) in have and not redo:
             continue
         rec = run_point(list(corpus.tiles(specs)))
-        save_record(rec)
+        report.save_record(rec, results_dir())
         have[(fmt, d)] = rec
         log(f"{fmt} D={d}: {len(rec['runs'])} runs, {rec['results']} results bit-exact, max "
             f"{max(r['max_ulps'] for r in rec['runs']):.3f} ulp, {rec['cycles']} cycles, "

@@ -27,12 +27,6 @@ def test_plan_rejects_a_point_without_runs():
         gated.plan((("fp8_e4m3", 48),))
 
 
-def test_unit_choice():
-    assert gated.unit(32, "fp8_e4m3") == (16, None)
-    assert gated.unit(64, "fp4_e2m1") == (16, "words")
-    assert gated.unit(128, "nvfp4") == (4, "words")
-
-
 def _rec(fmt, d, ulps=0.5, runs=2):
     return {"fmt": fmt, "width": d, "rows": 16, "tree": "dadda", "acc": "exact", "gate": True,
             "runs": [{"id": f"r{i}", "op": "q", "mode": "decode", "m": 1, "k": 384,
