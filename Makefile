@@ -76,23 +76,24 @@ else
 	$(PY) -m flows synth --design $(DESIGN) $(SETS) $(SYNTH_WHERE)
 endif
 
-# make pnr DESIGN=bf16_mul [UTIL=0.6] [BLOCK=mu_col] (or VERILOG=... TOP=...): synthesize flat, place and route
+# make pnr DESIGN=bf16_mul [UTIL=0.6] [BLOCK=mu_col] [STEP_TIMEOUT=3600] (or VERILOG=... TOP=...): synthesize flat, place and route
 # (qflow: graywolf, qrouter), DRC/LVS (magic, netgen), post-route timing (OpenSTA with the SPEF)
 UTIL ?=
 BLOCK ?=
 PLACE_FAST ?=
+STEP_TIMEOUT ?=
 pnr: $(STAMP)
 ifneq ($(strip $(VERILOG)),)
-	$(PY) -m flows pnr $(foreach f,$(VERILOG),--verilog $(f)) $(if $(TOP),--top $(TOP)) $(SETS) $(if $(UTIL),--util $(UTIL))
+	$(PY) -m flows pnr $(foreach f,$(VERILOG),--verilog $(f)) $(if $(TOP),--top $(TOP)) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
 else
-	$(PY) -m flows pnr --design $(DESIGN) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(BLOCK),--block $(BLOCK)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST))
+	$(PY) -m flows pnr --design $(DESIGN) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(BLOCK),--block $(BLOCK)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
 endif
 
-# make pnr-study [RUN="fp8_e4m3:32 fp4_e2m1:32"] [PLACE_FAST=4] [UTIL=0.5]: place and route those exact
+# make pnr-study [RUN="fp8_e4m3:32 fp4_e2m1:32"] [PLACE_FAST=4] [UTIL=0.5] [STEP_TIMEOUT=3600]: place and route those exact
 # columns first (one after the other), then write reports/physical.md from every column run found
 RUN ?=
 pnr-study: $(STAMP)
-	$(PY) -m flows pnr-study $(foreach r,$(RUN),--run $(r)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(UTIL),--util $(UTIL))
+	$(PY) -m flows pnr-study $(foreach r,$(RUN),--run $(r)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(UTIL),--util $(UTIL)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
 
 # make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=tiles|random|zeros|all] [SAMPLE=k] [PUBLISH=1] [ROWS=16 ...]
 # (energy of the matrix unit; other mu options as for make synth)

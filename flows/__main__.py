@@ -108,6 +108,9 @@ def _parser():
     r.add_argument("--reuse-layout", action="store_true",
                    help="re-read the layout an earlier run with the same settings routed (redo SPEF, timing)")
     r.add_argument("--no-checks", action="store_true", help="skip magic DRC and netgen LVS")
+    r.add_argument("--step-timeout", default=os.environ.get("STEP_TIMEOUT") or None, metavar="SECONDS",
+                   help="wall-clock limit of each qflow step (default 3600); a step past it is stopped "
+                   "and its progress recorded")
     r.add_argument("--outdir", default=None, help="write exactly this report directory")
     c = sub.add_parser("check", help="QoR regression gate against reports/qor/rules-base.json")
     c.add_argument("--update", action="store_true", help="refresh the golden limits instead")
@@ -140,6 +143,7 @@ def _pnr(args):
 
     clock = args.clock_ps if args.clock_ps is not None else os.environ.get("CLOCK_PS") or None
     util = args.util if args.util is not None else DEFAULT_UTIL
+    timeout = {"step_timeout_s": args.step_timeout} if args.step_timeout is not None else {}
     if args.verilog or args.top:
         if args.set:
             raise ValueError("--set applies to registered designs; with --verilog, give --top only")
@@ -147,13 +151,13 @@ def _pnr(args):
                 booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks,
                 fast=args.place_fast, groute=not args.no_graywolf_groute,
                 cleanup=not args.no_route_cleanup, route_clock=not args.no_route_clock,
-                reuse=args.reuse_layout)
+                reuse=args.reuse_layout, **timeout)
     else:
         run_pnr(args.design, _parse_sets(args.set), block=args.block, util=util, liberty=args.liberty,
                 clock_ps=clock, booth=args.yosys_booth, outdir=args.outdir, checks=not args.no_checks,
                 fast=args.place_fast, groute=not args.no_graywolf_groute,
                 cleanup=not args.no_route_cleanup, route_clock=not args.no_route_clock,
-                reuse=args.reuse_layout)
+                reuse=args.reuse_layout, **timeout)
     return 0
 
 

@@ -4,9 +4,9 @@
 Without ``--run`` the command only regenerates the report from the runs already under
 ``build/reports/pnr/`` (:func:`flows.report.physical.load_runs`). With ``--run FMT:D`` (repeatable) it
 first places and routes those columns one after the other (``--place-fast``, ``--util``,
-``--graywolf-groute``, ``--route-cleanup``, ``--route-clock``; DRC and LVS are skipped on these
-large macros), each exactly as ``python -m flows pnr --design mu --set width=D --set fmt=FMT --set
-acc=exact --block mu_col --no-checks`` would.
+``--graywolf-groute``, ``--route-cleanup``, ``--route-clock``, ``--step-timeout``; DRC and LVS are
+skipped on these large macros), each exactly as ``python -m flows pnr --design mu --set width=D
+--set fmt=FMT --set acc=exact --block mu_col --no-checks`` would.
 """
 
 import argparse
@@ -101,9 +101,18 @@ def main(argv=None) -> int:
                    help="route the clock net (default off: left unrouted, as an ideal clock is timed; "
                    "qrouter's first stage spends minutes on that one net to every flip-flop)")
     p.add_argument("--util", type=float, default=0.5, help="target utilization (default 0.5)")
+    p.add_argument("--step-timeout", default=None, metavar="SECONDS",
+                   help="wall-clock limit of each qflow step (default 3600); a point past it is "
+                   "stopped, recorded as not routed with how far it got, and the study goes on")
     p.add_argument("--out", default=str(REPORT), help="report path (default reports/physical.md)")
     a = p.parse_args(argv)
-    from .pnr.flow import run_pnr
+    from .pnr.flow import check_step_timeout, run_pnr
+
+    if a.step_timeout is not None:
+        try:
+            check_step_timeout(a.step_timeout)
+        except ValueError as e:
+            raise SystemExit(f"--step-timeout: {e}") from None
 
     for item in a.run:
         fmt, _, d = item.partition(":")
@@ -112,8 +121,9 @@ def main(argv=None) -> int:
         try:
             run_pnr("mu", {"width": d, "fmt": fmt, "acc": "exact"}, block="mu_col", util=a.util,
                     fast=a.place_fast, groute=a.graywolf_groute == "on",
-                    cleanup=a.route_cleanup == "on", route_clock=a.route_clock == "on", checks=False)
-        except ToolError as e:   # failed routes are a result (metrics.json says so); go on
+                    cleanup=a.route_cleanup == "on", route_clock=a.route_clock == "on", checks=False,
+                    **({"step_timeout_s": a.step_timeout} if a.step_timeout is not None else {}))
+        except ToolError as e:   # failed routes and timeouts are results (metrics.json says so); go on
             print(f"pnr-study: {item}: {e}", file=sys.stderr)
     runs = load_runs(USER_PNR)
     if not runs:

@@ -27,15 +27,17 @@ from .layout import lef_sizes, read_def
 from .netlist import physical
 from .opensta import run_opensta
 from .parasitics import read_rc, write_spef
-from .qflow import run_qflow, tech_lef
+from .qflow import StepTimeout, run_qflow, tech_lef
 from .tools import ToolError, require, versions
 
-__all__ = ["run_pnr", "PnrOutput", "DEFAULT_UTIL", "WORK"]
+__all__ = ["run_pnr", "PnrOutput", "DEFAULT_UTIL", "DEFAULT_STEP_TIMEOUT_S", "WORK", "check_step_timeout"]
 
 #: Work directories (qflow projects) of the runs.
 WORK = BUILD / "pnr"
 #: Target utilization when none is given: room for the router on metal1-6 at this library.
 DEFAULT_UTIL = 0.6
+#: Wall-clock limit of each qflow step (seconds) when none is given.
+DEFAULT_STEP_TIMEOUT_S = 3600
 
 
 @dataclass
@@ -56,6 +58,18 @@ def _check_util(util):
         raise ValueError(f"UTIL must be a target utilization between 0.05 and 1, not {util!r} "
                          "(e.g. UTIL=0.6)")
     return u
+
+
+def check_step_timeout(seconds) -> float:
+    """``seconds`` as a positive finite float, else :class:`ValueError` naming the option to fix."""
+    try:
+        t = float(seconds)
+    except (TypeError, ValueError):
+        t = None
+    if t is None or not 0 < t < float("inf"):
+        raise ValueError(f"the step time limit must be a positive number of seconds, not {seconds!r} "
+                         f"(e.g. --step-timeout 7200 or STEP_TIMEOUT=7200; default {DEFAULT_STEP_TIMEOUT_S})")
+    return t
 
 
 def _no_fill(verilog: str) -> str:
@@ -114,7 +128,7 @@ def synth_block(design, given, block, *, clock_ps=None, booth=False, log=print):
 
 def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=DEFAULT_UTIL, liberty=None,
             clock_ps=None, booth=False, outdir=None, checks=True, fast=None, groute=True, cleanup=True,
-            route_clock=True, reuse=False, log=print) -> PnrOutput:
+            route_clock=True, reuse=False, step_timeout_s=DEFAULT_STEP_TIMEOUT_S, log=print) -> PnrOutput:
     """Synthesize, place, route, check and time one design; write its reports.
 
     Parameters
@@ -147,6 +161,9 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
         clock is ideal either way, so its wire changes no delay; routing it as one net to every
         flip-flop is a clock tree's job, and on a large block the slowest net of qrouter's first
         stage. Its tracks are then free for the signal nets.
+    step_timeout_s : float
+        Wall-clock limit of each qflow step (seconds). A step past it is stopped: ``metrics.json``
+        records how far it got (``route__status: "timeout"``) and :class:`StepTimeout` is raised.
     reuse : bool
         Re-read a layout this run's settings already placed and routed (its qflow project under
         ``build/pnr/``) instead of placing and routing again: synthesis, SPEF and timing are redone.
@@ -160,11 +177,14 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     flows.pnr.tools.ToolError
         A missing tool (naming its Debian package), a failed step, failed routes, nets without
         parasitics, or an OpenSTA warning.
+    flows.pnr.qflow.StepTimeout
+        A step ran past ``step_timeout_s`` (a :class:`ToolError`).
     """
     t0 = time.monotonic()
     revision, started = git_revision(), datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     require()
     util = _check_util(util)
+    step_timeout_s = check_step_timeout(step_timeout_s)
     synth_dir = WORK / "synth"
     s = None
     if block:
@@ -198,17 +218,27 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     log(f"{tag}: place and route of {len(ph.cells)} cells at target utilization {util:g}")
     t1 = time.monotonic()
     clocks = ph.clock_inputs()
-    q = run_qflow(ph, WORK / tag, density=util, fast=fast, groute=groute, cleanup=cleanup, checks=checks,
-                  ignore=() if route_clock else clocks, reuse=reuse, log=log)
+    settings = {K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1,
+                "place__graywolf__global_route": groute, "route__qrouter__cleanup": cleanup,
+                "route__step_timeout_seconds": step_timeout_s,
+                "flow__git_revision": revision, "flow__date": started}
+    try:
+        q = run_qflow(ph, WORK / tag, density=util, fast=fast, groute=groute, cleanup=cleanup, checks=checks,
+                      ignore=() if route_clock else clocks, reuse=reuse, timeout_s=step_timeout_s, log=log)
+    except StepTimeout as e:   # how far it got is a result of the study: recorded, then raised
+        m.update({**settings, "route__status": "timeout", "route__steps_seconds": e.seconds,
+                  "route__timeout": {"step": e.step, "limit_seconds": e.limit_s, **e.progress},
+                  "route__qrouter__ignored_nets": [] if route_clock else list(clocks),
+                  "flow__runtime__seconds_total": round(time.monotonic() - t0, 1)})
+        (outdir / "metrics.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
+        raise
     lay = read_def(q.routed_def.read_text(), lef_sizes(tech_lef().read_text()))
     if q.failed_routes and cleanup:
-        m.update({K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1,
-                  "place__graywolf__global_route": groute, "route__qrouter__cleanup": cleanup,
-                  "route__qrouter__ignored_nets": list(q.ignored), K.DIE_AREA: round(lay.die_area, 2),
-                  K.UTIL: round(lay.utilization, 4),
+        m.update({**settings, "route__qrouter__ignored_nets": list(q.ignored),
+                  K.DIE_AREA: round(lay.die_area, 2), K.UTIL: round(lay.utilization, 4),
                   K.ROUTE_FAILED: q.failed_routes,
                   K.ROUTE_FAILED_STAGE1: q.failed_stage1, "route__steps_seconds": q.seconds,
-                  "route__status": "failed", "flow__git_revision": revision, "flow__date": started})
+                  "route__status": "failed"})
         (outdir / "metrics.json").write_text(json.dumps(m, indent=2, sort_keys=True) + "\n")
         raise ToolError(f"qrouter left {q.failed_routes} net(s) unrouted on {tag} (log "
                         f"{q.project / 'log' / 'route.log'}); lower the target utilization (UTIL=)")
@@ -235,8 +265,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
     routed = run_opensta(lib_path, netlist_v, top_name, outdir / "sta_routed", spef=spef, **kw)
     (outdir / "timing_routed.txt").write_text(routed.report)
     m.update({
-        K.PNR_TARGET_UTIL: util, "place__graywolf__fast": fast or 1, "place__graywolf__global_route": groute,
-        "route__qrouter__cleanup": cleanup, "route__qrouter__ignored_nets": list(q.ignored),
+        **settings, "route__qrouter__ignored_nets": list(q.ignored),
         "route__timing__unrouted_nets_without_wires": unrouted,
         "route__rc__nets_without_driver": list(q.no_driver),
         "route__rc__unnamed_sinks": sum(n.unnamed for n in rc), "route__reused_layout": not q.seconds,
@@ -261,8 +290,7 @@ def run_pnr(design=None, given=None, *, verilog=(), top=None, block=None, util=D
             "power": "qflow addspacers power stripes (2 um every 50 um); rails in the cell rows",
             "drc_lvs": "magic DRC over the cells' LEF abstracts (no cell GDS in the Debian package: "
                        "the cells' insides are unchecked); netgen LVS on cell instances"},
-        "flow__runtime__seconds_total": round(time.monotonic() - t0, 1),
-        "flow__git_revision": revision, "flow__date": started, "synth__tools": tool_versions(),
+        "flow__runtime__seconds_total": round(time.monotonic() - t0, 1), "synth__tools": tool_versions(),
     })
     if not q.seconds and not layout_run and q.logged:   # no metrics of the run that made it: its logs
         layout_run = {"revision": None, "seconds_total": None, "source": "qflow's log time stamps",

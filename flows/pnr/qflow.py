@@ -17,8 +17,10 @@ transistor-level inside of the cells; LVS compares connectivity of cell instance
 """
 
 import datetime
+import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -26,7 +28,8 @@ from pathlib import Path
 
 from .tools import TECH, ToolError
 
-__all__ = ["QflowResult", "run_qflow", "route_script", "logged_steps", "cel_to_pin", "min_area_script"]
+__all__ = ["QflowResult", "StepTimeout", "run_qflow", "route_script", "route_progress", "logged_steps",
+           "cel_to_pin", "min_area_script"]
 
 #: qflow's tool directory (graywolf, qrouter, ...).
 QFLOW_BIN = Path("/usr/lib/qflow/bin")
@@ -50,6 +53,75 @@ class QflowResult:
     seconds: dict
     logged: dict
     min_area_patches: int | None = None
+
+
+class StepTimeout(ToolError):
+    """A step ran past its time limit and was stopped (with every process it started).
+
+    Attributes
+    ----------
+    step : str
+        The qflow step (``place``, ``route``, ...) or ``min_area``.
+    limit_s : float
+        The limit it ran into.
+    seconds : dict
+        Wall seconds of the steps that finished before it.
+    progress : dict
+        For ``route``: :func:`route_progress` of its log; else empty.
+    """
+
+    def __init__(self, message, step, limit_s, seconds, progress):
+        super().__init__(message)
+        self.step, self.limit_s, self.seconds, self.progress = step, limit_s, dict(seconds), dict(progress)
+
+
+def route_progress(log_text: str) -> dict:
+    """How far qrouter got, from its log: ``{"nets": nets in the design, "remaining": nets left
+    unrouted when it last said so, "stage": the last stage it started}`` (keys it never printed are
+    left out)."""
+    out = {}
+    n = re.search(r"^There are (\d+) nets in this design", log_text, re.M)
+    if n:
+        out["nets"] = int(n[1])
+    r = re.findall(r"^Nets remaining: (\d+)", log_text, re.M)
+    if r:
+        out["remaining"] = int(r[-1])
+    st = re.findall(r"^\*\*\* Running stage(\d)", log_text, re.M)
+    if st:
+        out["stage"] = int(st[-1])
+    return out
+
+
+def _run_limited(cmd, cwd: Path, out_path: Path, timeout_s: float) -> int:
+    """Run ``cmd`` in its own process group with its output in ``out_path``; its exit code. Past
+    ``timeout_s`` (or on an interrupt) the whole group is killed (qflow's steps are shell scripts
+    whose tools would outlive them) and :class:`subprocess.TimeoutExpired` (or the interrupt) is
+    raised."""
+    with open(out_path, "w") as out:
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            return p.wait(timeout=timeout_s)
+        except BaseException:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+            raise
+
+
+def _timeout_error(step, top, project, limit_s, seconds, log_name):
+    progress = route_progress(_log(project, "route")) if step == "route" else {}
+    how = ""
+    if progress.get("nets") and "remaining" in progress:
+        how = (f"; qrouter was in stage {progress.get('stage', '?')} with {progress['remaining']:,} of "
+               f"{progress['nets']:,} nets still to route")
+    done = ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items())
+    return StepTimeout(
+        f"{step} of {top} did not finish within its {limit_s:g} s limit and was stopped{how} (log "
+        f"{log_name}{'; finished before it: ' + done if done else ''}). Give it more time "
+        "(--step-timeout SECONDS, STEP_TIMEOUT= in make), lower the effort (--place-fast N, "
+        "--no-route-cleanup, --no-route-clock) or lay out a smaller block", step, limit_s, seconds, progress)
 
 
 #: qrouter script of the bounded route (``cleanup=False``); the "Final:" line is what
@@ -154,12 +226,11 @@ def _patch_min_area(project: Path, top: str, timeout_s: float) -> int:
     """Run :func:`min_area_script` in the project's layout directory; the number of patches."""
     lay = project / "layout"
     (lay / "min_area.tcl").write_text(min_area_script(top))
-    with open(project / "qflow_min_area.out", "w") as out:
-        r = subprocess.run(["magic", "-dnull", "-noconsole", "min_area.tcl"], cwd=lay, stdout=out,
-                           stderr=subprocess.STDOUT, timeout=timeout_s)
+    rc = _run_limited(["magic", "-dnull", "-noconsole", "min_area.tcl"], lay, project / "qflow_min_area.out",
+                      timeout_s)
     text = (project / "qflow_min_area.out").read_text(errors="replace")
     n = re.findall(r"^min_area_patches = (\d+)", text, re.M)
-    if r.returncode != 0 or not n:
+    if rc != 0 or not n:
         raise ToolError(f"magic's minimum-area patch failed on {top} (output "
                         f"{project / 'qflow_min_area.out'})")
     return int(n[-1])
@@ -212,12 +283,17 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
         wires and not in its RC file, and not counted in ``failed_routes``.
     checks : bool
         Also run ``migrate``, ``drc`` and ``lvs``.
+    timeout_s : float
+        Wall-clock limit of each step (seconds).
     reuse : bool
         Keep a project already placed and routed with the same settings: read its results again
         (its step times are lost) instead of running qflow. Its netlist must be ``ph``'s.
 
     Raises
     ------
+    StepTimeout
+        A step ran past ``timeout_s``: it was stopped, with the tools it started; the message says
+        how far the route got and what to change.
     ToolError
         A step failed (the message names the step's log), or routes failed.
     """
@@ -255,12 +331,15 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
     seconds, patches = {}, None
     for step in steps:
         t0 = time.monotonic()
-        with open(project / f"qflow_{step}.out", "w") as out:
-            r = subprocess.run(["qflow", step, "-T", "osu018", top], cwd=project, stdout=out,
-                               stderr=subprocess.STDOUT, timeout=timeout_s)
+        try:
+            rc = _run_limited(["qflow", step, "-T", "osu018", top], project, project / f"qflow_{step}.out",
+                              timeout_s)
+        except subprocess.TimeoutExpired:
+            raise _timeout_error(step, top, project, timeout_s, seconds,
+                                 project / "log" / f"{step}.log") from None
         seconds[step] = round(time.monotonic() - t0, 2)
         text = (project / f"qflow_{step}.out").read_text(errors="replace")
-        failed = r.returncode != 0 or "Premature exit" in text or "Synthesis flow stopped" in text
+        failed = rc != 0 or "Premature exit" in text or "Synthesis flow stopped" in text
         if step == "drc" and re.search(r"^drc = \d+", _log(project, "drc"), re.M):
             failed = False   # DRC errors are counted below (a result, not a failed run); LVS still runs
         if failed:
@@ -270,7 +349,11 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
         log(f"  {step}: {seconds[step]:.1f} s")
         if step == "migrate":
             t0 = time.monotonic()
-            patches = _patch_min_area(project, top, timeout_s)
+            try:
+                patches = _patch_min_area(project, top, timeout_s)
+            except subprocess.TimeoutExpired:
+                raise _timeout_error("min_area", top, project, timeout_s, seconds,
+                                     project / "qflow_min_area.out") from None
             seconds["min_area"] = round(time.monotonic() - t0, 2)
             log(f"  min-area patches: {patches} ({seconds['min_area']:.1f} s)")
     route = _log(project, "route")

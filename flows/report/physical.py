@@ -141,6 +141,18 @@ def _names(r) -> str:
     return f" ({', '.join(f'`{n}`' for n in names[:3])}{', ...' if len(names) > 3 else ''})" if names else ""
 
 
+def stopped(m) -> str:
+    """What a run stopped at its step time limit got done (``route__status: "timeout"``), or ""."""
+    t = m.get("route__timeout") if m.get("route__status") == "timeout" else None
+    if not t:
+        return ""
+    how = ""
+    if t.get("nets") and "remaining" in t:
+        how = (f": {t['nets'] - t['remaining']:,} of {t['nets']:,} nets routed, in stage "
+               f"{t.get('stage', '?')}")
+    return f"{t.get('step', '?')} stopped at its {_f(t.get('limit_seconds'))} s limit{how}"
+
+
 def _no_rc(m) -> str:
     names = m.get("route__rc__nets_without_driver") or []
     return (f"; routed but without RC: {', '.join(f'`{n}`' for n in names)}" if names else "")
@@ -180,7 +192,8 @@ def runs_section(runs) -> list:
                  f"{'on' if m.get('route__qrouter__cleanup', True) else 'off'} | "
                  f"{', '.join(f'`{n}`' for n in m.get('route__qrouter__ignored_nets') or []) or 'none'} | "
                  f"{_f(r.get(K.PNR_TARGET_UTIL), 2)} | {_f(r.get(K.UTIL), 3)} | {_f(r.get(K.DIE_AREA))} | "
-                 f"{_f(r.get(K.ROUTE_FAILED_STAGE1))} | {_f(r.get(K.ROUTE_FAILED))}{_names(r)}{_no_rc(m)} | "
+                 f"{_f(r.get(K.ROUTE_FAILED_STAGE1))} | "
+                 f"{stopped(m) or _f(r.get(K.ROUTE_FAILED))}{_names(r)}{_no_rc(m)} | "
                  f"{_f(s.get('place'))} | "
                  f"{_f(s.get('route'))} | {_f(sta)} | {_f(total)} | {m.get('flow__git_revision', '?')}"
                  + (f" (layout {lay.get('revision') or 'revision not recorded'})" if lay else "") + " |")
@@ -314,26 +327,35 @@ def claims_section(chosen, est) -> list:
     return L
 
 
-def missing_section(chosen) -> list:
+def missing_section(chosen, runs=()) -> list:
     """Points without a routed run, with the size and time they would take, scaled from the widest
     routed column of the same format (a column is D lanes: cells about linear in D; place and route
-    time at least linear in the cells, so the time is a lower estimate)."""
+    time at least linear in the cells, so the time is a lower estimate), and what the runs of that
+    point stopped at their step time limit got done (:func:`stopped`)."""
     missing = [(f, d) for f in FORMATS for d in WIDTHS if (f, d) not in chosen]
     if not missing:
         return []
-    L = ["## 5. Not routed", "", "| format | D | cells (est.) | place and route time (est., at least) |",
-         "|---|---|---|---|"]
+    L = ["## 5. Not routed", "",
+         "| format | D | cells (est.) | place and route time (est., at least) | tried |",
+         "|---|---|---|---|---|"]
     for f, d in missing:
+        tried = "; ".join(_attempt(r) for r in runs
+                          if (r.fmt, r.width) == (f, d) and stopped(r.metrics)) or "-"
         ref = [r for (g, _), r in chosen.items() if g == f and _seconds(r)]
         if not ref:
-            L.append(f"| {f} | {d} | no routed column of this format to scale from | - |")
+            L.append(f"| {f} | {d} | no routed column of this format to scale from | - | {tried} |")
             continue
         r = max(ref, key=lambda r: r.width)
         k = d / r.width
         t = _seconds(r) / 60
         L.append(f"| {f} | {d} | {_f(k * r.get(K.CELLS))} (D={r.width}: {_f(r.get(K.CELLS))}) | "
-                 f"{_f(k * t if t else None, 0)} min (D={r.width}: {_f(t, 1)} min) |")
+                 f"{_f(k * t if t else None, 0)} min (D={r.width}: {_f(t, 1)} min) | {tried} |")
     return L + [""]
+
+
+def _attempt(r) -> str:
+    place = (r.metrics.get("route__steps_seconds") or {}).get("place")
+    return f"{stopped(r.metrics)} (place {_f(place)} s, revision {r.metrics.get('flow__git_revision', '?')})"
 
 
 def _seconds(r):
@@ -357,5 +379,5 @@ def render(runs, est, provenance) -> str:
     L += ["", "## What these numbers leave out", ""] + [f"- {x}" for x in LEAVES_OUT] + [""]
     L += runs_section(runs) + [""] + qor_section(chosen) + [""] + claims_section(chosen, est) + [""]
     L += wires_section(chosen, est) + [""]
-    L += missing_section(chosen)
+    L += missing_section(chosen, runs)
     return "\n".join(L)

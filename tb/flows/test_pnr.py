@@ -287,3 +287,65 @@ def test_opensta_agrees_with_our_sta_before_placement(tmp_path):
     assert c.opensta_ps > 0 and abs(c.rel_diff) <= 0.02
     with pytest.raises(tools.ToolError, match=r"beyond the 2% agreement"):
         crosscheck(s.netlist_json, "bf16_mul", lib, ours * 1.05, tmp_path / "y")
+
+
+def test_a_step_past_its_limit_is_stopped_with_the_tools_it_started(tmp_path, monkeypatch):
+    """A stand-in ``qflow`` on PATH: ``place`` finishes, ``route`` writes a qrouter-like log and
+    starts a long-lived child, the way qflow's scripts start qrouter. Past the limit the step is
+    stopped with its child (its pid no longer runs), and the error names the step, the limit, how
+    far the route got (10 nets, 3 left in stage 2: the last counts the log printed) and the knobs."""
+    import os
+    import time
+    from types import SimpleNamespace
+
+    from flows.pnr.qflow import StepTimeout, run_qflow
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "qflow"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'mkdir -p log\n'
+        'if [ "$1" = route ]; then\n'
+        '  printf "There are 10 nets in this design.\\n*** Running stage1 routing with defaults\\n'
+        'Nets remaining: 9\\nNets remaining: 5\\n*** Running stage2 routing with options mask 10\\n'
+        'Nets remaining: 3\\n" > log/route.log\n'
+        '  sleep 300 &\n'
+        '  echo $! > child.pid\n'
+        '  wait\n'
+        'fi\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    ph = SimpleNamespace(top="t", verilog=lambda: "module t(); endmodule\n", blif=lambda: ".model t\n.end\n")
+    project = tmp_path / "p"
+    t0 = time.monotonic()
+    with pytest.raises(StepTimeout) as e:
+        run_qflow(ph, project, checks=False, timeout_s=2, log=lambda *_: None)
+    assert time.monotonic() - t0 < 60
+    err = e.value
+    assert err.step == "route" and err.limit_s == 2 and set(err.seconds) == {"place"}
+    assert err.progress == {"nets": 10, "remaining": 3, "stage": 2}
+    assert "route of t did not finish within its 2 s limit" in str(err)
+    assert "stage 2 with 3 of 10 nets still to route" in str(err) and "--step-timeout" in str(err)
+    assert isinstance(err, tools.ToolError)
+    child = int((project / "child.pid").read_text())
+    for _ in range(50):   # the kill is delivered at once; give the kernel a moment to reap it
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        with open(f"/proc/{child}/stat") as f:   # a zombie awaiting its (killed) parent counts as gone
+            if f.read().split(")")[1].split()[0] == "Z":
+                break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the route step's child {child} outlived the stopped step")
+
+
+@pytest.mark.parametrize("bad", ["0", "-5", "nan", "inf", "soon", None])
+def test_step_timeout_must_be_positive_seconds(bad):
+    from flows.pnr.flow import check_step_timeout
+
+    with pytest.raises(ValueError, match="positive number of seconds.*--step-timeout"):
+        check_step_timeout(bad)
+    assert check_step_timeout("7200") == 7200.0

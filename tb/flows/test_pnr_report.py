@@ -172,3 +172,21 @@ def test_a_layout_timed_from_its_logs_has_no_revision_and_scales_by_its_steps():
     text = render([Run(m, None, "fp8_e4m3", 64)], {}, ["- provenance"])
     assert "| abc (layout revision not recorded) |" in text
     assert "| fp8_e4m3 | 128 | 128,000 (D=64: 64,000) | 20 min (D=64: 10.0 min) |" in text   # 600 s
+
+
+def test_a_point_stopped_at_its_limit_says_how_far_it_got():
+    """A run stopped by its step time limit is no routed point; the runs table and the not-routed
+    table say what it got done (75,627 - 53,347 = 22,280 nets routed)."""
+    stop = {k: v for k, v in _run(128, failed=1).metrics.items()
+            if k not in (K.ROUTE_FAILED, K.ROUTE_FAILED_STAGE1)}
+    stop.update(route__status="timeout", route__steps_seconds={"place": 2862.0},
+                route__timeout={"step": "route", "limit_seconds": 3600.0, "nets": 75627, "remaining": 53347,
+                                "stage": 1})
+    runs = [_run(64), Run(stop, None, "fp8_e4m3", 128)]
+    assert set(choose(runs)) == {("fp8_e4m3", 64)}
+    text = render(runs, {}, ["- provenance"])
+    said = "route stopped at its 3,600 s limit: 22,280 of 75,627 nets routed, in stage 1"
+    row = next(ln for ln in text.splitlines() if ln.startswith("| fp8_e4m3 | 128 | 128,000 | "))
+    assert said in row
+    missing = next(ln for ln in text.splitlines() if ln.startswith("| fp8_e4m3 | 128 | 128,000 (D=64"))
+    assert missing.endswith(f"| {said} (place 2,862 s, revision abc) |")
