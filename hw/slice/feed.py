@@ -3,8 +3,8 @@
 Weight layout in HBM (written by the compiler, documented in ``docs/slice.md``): W[K x N] is split
 into *groups* of ``units * D`` columns (group g holds columns ``g*units*D ..``); each group is stored
 as ``Kp = ceil(K / D) * D`` consecutive *super-rows* of ``S = units * D * b / 8`` bytes (row k holds
-W[k, group columns], element j of unit u at byte offset ``(u*D + j) * b / 8``), zero-padded past N
-and past K. Groups follow each other without gaps, so one command's weights are one contiguous
+W[k, group columns], element j of unit u at byte offset ``(u*D + j) * b / 8``), padded past N
+and past K (the padding may hold anything: the gearbox zeroes it). Groups follow each other without gaps, so one command's weights are one contiguous
 region of ``G * Kp * S`` bytes, read once per pass of ``rows`` activation rows. Both engines step
 their part of the slice's loop nest with :func:`hw.slice.loops.advance`.
 
@@ -123,7 +123,10 @@ class Gearbox(wiring.Component):
     pop leave room for it, so with B >= S a row leaves every cycle and with B < S the feed is used
     on every cycle it offers data. Only the first ``min(B, bytes left in the group)`` bytes of a beat
     are kept (the rest belong past the group's end). Rows with index ``k >= K`` leave as zeros, so
-    whatever HBM holds in the K padding cannot turn a zero activation into a NaN.
+    whatever HBM holds in the K padding cannot turn a zero activation into a NaN. So do the columns
+    at or past N (elements and scale codes): the units' lanes there hold zero weights whatever HBM
+    holds in the N padding, so their results are defined (a zero weight's) and, with the units'
+    operand isolation, their trees' inputs do not toggle.
 
     Parameters
     ----------
@@ -219,19 +222,27 @@ class Gearbox(wiring.Component):
             self.i.ready.eq(in_busy & (after_pop < smax)),
             push.eq(self.i.valid & self.i.ready),
         ]
+        # columns at or past N (the last group's padding) leave as zeros, element and scale code
+        gc, eb = self._gc, 8 * S // self._gc
+        assert eb * gc == 8 * S and (not nb or SS == gc), "a super-row is group_cols elements"
+        inside = Signal(gc)
+        m.d.comb += inside.eq(Cat(*(cols_left > j for j in range(gc))))
+        elems = Cat(*(Mux(inside[j], buf[eb * j:eb * (j + 1)], 0) for j in range(gc)))
         if nb:
             # scale row i (behind the super-row) leaves as zeros if its block starts at k >= K
-            scales = [Mux(k0 + i * self._blk < self.k, buf[8 * (S + i * SS):8 * (S + (i + 1) * SS)], 0)
+            scales = [Mux(k0 + i * self._blk < self.k,
+                          Cat(*(Mux(inside[j], buf[8 * (S + i * SS + j):8 * (S + i * SS + j + 1)], 0)
+                                for j in range(SS))), 0)
                       for i in range(nb)]
             m.d.comb += [
-                self.o.payload.data.eq(Mux(live, buf[:8 * S], 0)),
+                self.o.payload.data.eq(Mux(live, elems, 0)),
                 self.o.payload.scales.eq(Cat(*scales)),
                 self.o.payload.last.eq(tile_end),
                 self.o_useful.eq(Mux(live, useful, 0)),
             ]
         else:
             m.d.comb += [
-                self.o.payload.eq(Mux(row < self.k, buf[:8 * S], 0)),
+                self.o.payload.eq(Mux(row < self.k, elems, 0)),
                 self.o_useful.eq(Mux(row < self.k, useful, 0)),
             ]
         m.d.comb += self.busy.eq(in_busy | out_busy)

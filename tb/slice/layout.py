@@ -170,7 +170,8 @@ def x_words(g: SliceGeometry, x: np.ndarray, rng: np.random.Generator | None = N
 
 def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str,
                xs: np.ndarray | None = None, ws: np.ndarray | None = None) -> np.ndarray:
-    """FP32 bits y[M x N] the slice must write.
+    """FP32 bits y[M x ceil(N/D)*D] the slice must write: the N columns of x . W, then the padding
+    columns of the last N-tile (zero weights, as the slice zeroes the columns past N).
 
     ``numerics="mu"``: the matrix unit's bit-true model (``tb.mu.model``) in the units' accumulate
     mode ``g.acc``, tile by tile in the slice's order (k-tiles in order; one rounding per beat in the
@@ -193,8 +194,8 @@ def expected_y(g: SliceGeometry, x: np.ndarray, w: np.ndarray, numerics: str,
     wp[:k, :n] = w
     if numerics == "stub":
         from tb.slice.stub_unit import stub_reference
-        return stub_reference(xp, wp)[:, :n].astype(np.uint32)
-    return _model_tiles(g, xp, wp)[:, :n]
+        return stub_reference(xp, wp).astype(np.uint32)
+    return _model_tiles(g, xp, wp)
 
 
 def _model_tiles(g: SliceGeometry, xp, wp, xsp=None, wsp=None) -> np.ndarray:
@@ -233,10 +234,10 @@ def _expected_y_block(g: SliceGeometry, x, w, xs, ws, numerics: str) -> np.ndarr
     wsp[:ws.shape[0], :n] = ws
     if numerics == "stub":
         from tb.slice.stub_unit import stub_reference
-        return stub_reference(xp, wp, xsp, wsp)[:, :n].astype(np.uint32)
+        return stub_reference(xp, wp, xsp, wsp).astype(np.uint32)
     if g.acc == "exact":  # one rounding per K-long sum (OCP MX: the window)
-        return _model_tiles(g, xp, wp, xsp, wsp)[:, :n]
-    return unit_matmul(g.fmt, D, xp, xsp, wp, wsp)[:, :n].astype(np.uint32)
+        return _model_tiles(g, xp, wp, xsp, wsp)
+    return unit_matmul(g.fmt, D, xp, xsp, wp, wsp).astype(np.uint32)
 
 
 def expected_counters(g: SliceGeometry, cmds: list) -> dict:
@@ -298,11 +299,12 @@ def y_words(g: SliceGeometry, y: np.ndarray) -> list:
 
 
 def expected_spad(g: SliceGeometry, cmds: list, numerics: str) -> dict:
-    """The y words after ``cmds`` in order: {word address: (D FP32 lanes, lanes that are defined)}.
+    """The y words after ``cmds`` in order: {word address: D FP32 lanes}.
 
     ``acc = 0`` writes the unit's result ``Y`` (:func:`expected_y`); ``acc = 1`` writes
     ``fp32_add(y_old, Y)`` lane by lane (``docs/numerics.md`` section 5), ``y_old`` being the host's
-    ``y_init`` or an earlier command's result at that address. Lanes past N are not defined.
+    ``y_init`` or an earlier command's result at that address. Lanes past N hold the padding
+    columns' results (zero weights: the slice zeroes the columns past N whatever HBM holds there).
     """
     from tb.mu.rounding import fp32_add
 
@@ -313,18 +315,14 @@ def expected_spad(g: SliceGeometry, cmds: list, numerics: str) -> dict:
         nt = -(-n // D)
         if c.y_init is not None:
             for i, wd in enumerate(y_words(g, c.y_init)):
-                mem[c.y_addr + i] = (unpack_fp32(wd, D), D)
+                mem[c.y_addr + i] = unpack_fp32(wd, D)
         y = expected_y(g, c.x, c.w, numerics, c.xs, c.ws)
         for r in range(mm):
             for t in range(nt):
                 addr = c.y_addr + r * nt + t
-                nv = min(D, n - t * D)
-                new = np.zeros(D, dtype=np.uint32)
-                new[:nv] = y[r, t * D:t * D + nv]
+                new = y[r, t * D:(t + 1) * D].astype(np.uint32)
                 if c.acc:
-                    old, ov = mem[addr]
-                    assert ov >= nv, f"accumulating onto undefined lanes of word {addr}"
-                    new[:nv] = [fp32_add(int(a), int(b)) for a, b in zip(old[:nv], new[:nv],
-                                                                          strict=True)]
-                mem[addr] = (new, nv)
+                    new = np.array([fp32_add(int(a), int(b)) for a, b in zip(mem[addr], new, strict=True)],
+                                   dtype=np.uint32)
+                mem[addr] = new
     return mem
