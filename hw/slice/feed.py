@@ -3,10 +3,11 @@
 Weight layout in HBM (written by the compiler, documented in ``docs/slice.md``): W[K x N] is split
 into *groups* of ``units * D`` columns (group g holds columns ``g*units*D ..``); each group is stored
 as ``Kp = ceil(K / D) * D`` consecutive *super-rows* of ``S = units * D * b / 8`` bytes (row k holds
-W[k, group columns], element j of unit u at byte offset ``(u*D + j) * b / 8``), padded past N
-and past K (the padding may hold anything: the gearbox zeroes it). Groups follow each other without gaps, so one command's weights are one contiguous
-region of ``G * Kp * S`` bytes, read once per pass of ``rows`` activation rows. Both engines step
-their part of the slice's loop nest with :func:`hw.slice.loops.advance`.
+W[k, group columns], element j of unit u at byte offset ``(u*D + j) * b / 8``), padded past N and
+past K (the padding may hold anything: the gearbox zeroes it). Groups follow each other without
+gaps, so one command's weights are one contiguous region of ``G * Kp * S`` bytes, read once per
+pass of ``rows`` activation rows. Both engines step their part of the slice's loop nest with
+:func:`hw.slice.loops.advance`.
 
 Block-scaled formats (:data:`hw.formats.BLOCK_FORMATS`, block B along K) add the weight scales to
 the group: each k-tile of a group is its ``D`` super-rows of ``S`` bytes followed by ``D/B`` *scale
