@@ -136,7 +136,8 @@ def main(argv=None) -> int:
     text = render(runs, est, provenance(runs))
     with open(a.out, "w") as f:
         f.write(text)
-    print(f"wrote {a.out} ({len(choose(runs))} routed points of {len(FORMATS) * len(WIDTHS)})")
+    routed = sum(1 for f, d in choose(runs) if f in FORMATS and d in WIDTHS)   # the study's points only
+    print(f"wrote {a.out} ({routed} routed points of {len(FORMATS) * len(WIDTHS)})")
     return 0
 
 
