@@ -18,7 +18,8 @@ accumulate in :mod:`hw.mu.accumulate`):
    the top 2 bits of the window and the sticky bit sits below the round bit: one correct rounding.
 3. :class:`hw.fp.round.RoundPack` rounds to nearest even into FP32.
 
-Latency 0 (combinational); one result per cycle.
+One result per cycle; latency ``stages``: 0 (combinational) or 1, a register on the exact sum
+between steps 2 and 3 (magnitude, exponent, sign and special flags), which about halves the path.
 """
 
 from dataclasses import dataclass
@@ -137,33 +138,46 @@ def add_aligned(m: Module, a: tuple, b: tuple, *, exp_width: int, b_zero=None) -
 
 @dataclass(frozen=True)
 class Fp32AddParams(BlockParams):
-    """The FP32 adder has no parameters: one module, ``fp32_add``."""
+    """The FP32 adder's one parameter, its register stages: module ``fp32_add`` (0) or
+    ``fp32_add_s1`` (1)."""
 
-    MODULE: ClassVar[str] = "fp32_add"
+    MODULE: ClassVar[str] = "fp32_add{stages}"
+    TAGS: ClassVar[dict] = {"stages": lambda v: "" if v == 0 else f"_s{v}"}
+    stages: int = 0
 
 
 class Fp32Adder(wiring.Component):
-    """``y = RNE_fp32(a + b)``, combinational. Module name when placed: ``fp32_add``.
+    """``y = RNE_fp32(a + b)``. Module name when placed: ``fp32_add`` or ``fp32_add_s1``.
 
     Members
     -------
     a, b : In(32)
         FP32 operands (bit patterns).
     y : Out(32)
-        FP32 result (bit pattern).
+        FP32 result (bit pattern), ``latency`` cycles after the operands.
+
+    Parameters
+    ----------
+    stages : int
+        0: combinational; 1: a register on the exact sum, before the rounding. There is no
+        enable: every cycle's operands leave ``stages`` cycles later.
 
     Attributes
     ----------
     latency : int
-        0: the result follows the operands in the same cycle.
+        ``stages``.
     """
 
     a: In(32)
     b: In(32)
     y: Out(32)
 
-    latency = 0
-    params = Fp32AddParams()
+    def __init__(self, stages: int = 0):
+        if isinstance(stages, bool) or stages not in (0, 1):
+            raise ValueError(f"Fp32Adder stages must be 0 or 1, not {stages!r}")
+        self.params = Fp32AddParams(stages)
+        self.latency = stages
+        super().__init__()
 
     def elaborate(self, platform):
         m = Module()
@@ -172,7 +186,8 @@ class Fp32Adder(wiring.Component):
         mag, exp, sign = add_aligned(m, (a_sign, a_sig, a_exp), (b_sign, b_sig, b_exp),
                                      exp_width=EXP_W)
         m.submodules.round = rp = RoundPack(FP32, sig_width=len(mag), exp_width=EXP_W + 1)
-        m.d.comb += [
+        exact = m.d.sync if self.latency else m.d.comb   # the exact sum, registered or not
+        exact += [
             rp.raw.sig.eq(mag),
             rp.raw.exp.eq(exp),
             rp.raw.sign.eq(Mux(a_inf | b_inf, Mux(a_inf, a_sign, b_sign), sign)),

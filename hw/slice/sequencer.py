@@ -13,7 +13,7 @@ same order, unit 0 first, and writes the ones whose N-tile exists; rows of paddi
 The x and y payloads are the units' own (:class:`hw.mu.interface.MatrixUnitSignature`).
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -134,9 +134,13 @@ class WriteBack(wiring.Component):
     Overwrite (``acc = 0``): a row is taken and written in the same cycle, one row per cycle.
     Accumulate (``acc = 1``): when the expected unit offers a row of an existing N-tile, the old y
     word at its address is read (read port ``rd_*``, only in a cycle where ``rd_free`` says the
-    shared port may be taken); the next cycle the row is taken and ``RNE_fp32(y_old + y_unit)`` is
-    written, lane by lane (``D`` :class:`hw.fp.add.Fp32Adder`, module ``fp32_add``). One row per two
-    cycles. Rows of padding tiles are taken without a read in both modes.
+    shared port may be taken); the next cycle the row is taken into ``D``
+    :class:`hw.fp.add.Fp32Adder` (module ``fp32_add_s1``: a register on the exact sum) and
+    ``RNE_fp32(y_old + y_unit)`` is written lane by lane :attr:`ADD_LATENCY` cycles later. One row
+    per two cycles. Rows of padding tiles are taken without a read in both modes. Overwrites are
+    written :attr:`ADD_LATENCY` cycles after their take as well, so writes stay in take order, and
+    ``busy`` holds until the last write has landed. Each y word is read and written once per
+    command, so a write in flight never holds a word a later read of the same command wants.
 
     Members
     -------
@@ -171,6 +175,9 @@ class WriteBack(wiring.Component):
         Scratchpad word address width.
     """
 
+    #: Cycles from a row's take to its write: the FP32 adders' register stage.
+    ADD_LATENCY = 1
+
     def __init__(self, *, unit: MatrixUnitSignature, units: int, addr_bits: int):
         width = unit.width
         self._d, self._r, self._n, self._aw = width, unit.rows, units, addr_bits
@@ -204,9 +211,10 @@ class WriteBack(wiring.Component):
         exists = Signal()   # the expected row's N-tile exists (else a padding tile: dropped)
         old_ok = Signal()   # acc: the old y of the expected row is on rd_data this cycle
         take = Signal()     # the expected unit's row may be taken this cycle
+        active = Signal()   # rows of the command still to take
         m.d.comb += [
             exists.eq(gb + u < self.nt),
-            take.eq(self.busy & (~self.acc | ~exists | old_ok)),
+            take.eq(active & (~self.acc | ~exists | old_ok)),
         ]
         for j, y in enumerate(ys):
             m.d.comb += y.ready.eq(take & (u == j))
@@ -217,27 +225,36 @@ class WriteBack(wiring.Component):
         xfer = Signal()
         m.d.comb += [
             xfer.eq(take & sel_valid),
-            self.wr_en.eq(xfer & exists),
-            self.wr_addr.eq(rowaddr + gb + u),
             self.rd_addr.eq(rowaddr + gb + u),
-            self.rd_en.eq(self.busy & self.acc & exists & sel_valid & ~old_ok & self.rd_free),
+            self.rd_en.eq(active & self.acc & exists & sel_valid & ~old_ok & self.rd_free),
         ]
         # old_ok is set by a read and cleared by the take that follows it (a row that is offered
         # stays offered, so that take is the very next cycle)
         m.d.sync += old_ok.eq(self.rd_en)
         summed = Signal(32 * self._d)
         for j in range(self._d):
-            add = Fp32Adder()
+            add = Fp32Adder(stages=self.ADD_LATENCY)
             hier.place(m, f"add{j}", add)
             m.d.comb += [add.a.eq(self.rd_data[32 * j:32 * (j + 1)]),
                          add.b.eq(sel_data[32 * j:32 * (j + 1)]),
                          summed[32 * j:32 * (j + 1)].eq(add.y)]
-        m.d.comb += self.wr_data.eq(Mux(self.acc, summed, sel_data))
+        # the write (enable, address, overwrite data) follows the take by the adders' latency
+        wr_en, wr_addr, over, inflight = xfer & exists, rowaddr + gb + u, sel_data, Const(0, 1)
+        for i in range(self.ADD_LATENCY):
+            en_d, addr_d = Signal(name=f"wr_en_d{i}"), Signal(self._aw, name=f"wr_addr_d{i}")
+            over_d = Signal(32 * self._d, name=f"over_d{i}")
+            m.d.sync += [en_d.eq(wr_en), addr_d.eq(wr_addr), over_d.eq(over)]
+            wr_en, wr_addr, over, inflight = en_d, addr_d, over_d, inflight | en_d
+        m.d.comb += [
+            self.wr_en.eq(wr_en), self.wr_addr.eq(wr_addr),
+            self.wr_data.eq(Mux(self.acc, summed, over)),
+            self.busy.eq(active | inflight),
+        ]
         with m.If(xfer & (sel_row != mi[:len(sel_row)]) & (R > 1)):
             m.d.sync += self.row_error.eq(1)
 
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), m0.eq(0), g.eq(0), gb.eq(0), mi.eq(0), u.eq(0),
+            m.d.sync += [active.eq(1), m0.eq(0), g.eq(0), gb.eq(0), mi.eq(0), u.eq(0),
                          rowaddr.eq(self.y_addr), passbase.eq(self.y_addr)]
         with m.Elif(xfer):   # units, rows of the pass, groups, passes
             advance(m, [
@@ -246,5 +263,5 @@ class WriteBack(wiring.Component):
                 Level(g + 1 < self.n_groups, [g.eq(g + 1), gb.eq(gb + N), rowaddr.eq(passbase)],
                       [g.eq(0), gb.eq(0), m0.eq(m0 + R),
                        passbase.eq(rowaddr + self.nt), rowaddr.eq(rowaddr + self.nt)]),
-            ], last=m0 + R >= self.m, done=[self.busy.eq(0)])
+            ], last=m0 + R >= self.m, done=[active.eq(0)])
         return m

@@ -32,24 +32,42 @@ def _vectors(n_random: int, seed: int):
     return pairs
 
 
-def test_fp32_add_against_model():
-    dut = Fp32Adder()
+@pytest.mark.parametrize("stages", [0, 1])
+def test_fp32_add_against_model(stages):
+    """Every sum equals the model; with ``stages = 1`` a sum appears exactly one clock after its
+    operands (before the clock the output still holds the previous pair's sum)."""
+    dut = Fp32Adder(stages=stages)
+    assert dut.latency == stages
     pairs = _vectors(1500, seed=11)
     errors = []
 
     async def bench(ctx):
+        prev = None
         for a, b in pairs:
             ctx.set(dut.a, a)
             ctx.set(dut.b, b)
-            got = ctx.get(dut.y)
             want = fp32_add(a, b)
+            if stages:
+                if prev is not None and ctx.get(dut.y) != prev:
+                    errors.append(("before the clock", hex(a), hex(b), hex(ctx.get(dut.y)), hex(prev)))
+                await ctx.tick()
+            got = ctx.get(dut.y)
             if got != want:
                 errors.append((hex(a), hex(b), hex(got), hex(want)))
+            prev = want
 
     sim = Simulator(dut)
+    if stages:
+        sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
-    assert not errors, f"{len(errors)} of {len(pairs)} sums wrong, first (a, b, got, want) {errors[0]}"
+    assert not errors, f"{len(errors)} of {len(pairs)} sums wrong, first {errors[0]}"
+
+
+@pytest.mark.parametrize("stages", [2, -1, True, "1"])
+def test_fp32_add_bad_stages(stages):
+    with pytest.raises(ValueError, match="stages must be 0 or 1"):
+        Fp32Adder(stages=stages)
 
 
 def test_model_add_is_ieee_float32_add():
