@@ -138,10 +138,12 @@ def test_hand_made_hierarchy_links_in_opensta(lib, tmp_path):
     assert not r.warnings and 0 < r.critical_ps < 5000
 
 
-def _point(tmp_path, name, ours, theirs=None):
+def _point(tmp_path, name, ours, theirs=None, macro_area=None):
     d = tmp_path / name
     d.mkdir()
     m = {"design": "mu", "design__params": {"width": 8}, "variant": name, K.CP_PS: ours}
+    if macro_area is not None:
+        m[K.MACRO_AREA] = macro_area
     if theirs is not None:
         m.update({K.CP_PS_OPENSTA: theirs, K.CP_DIFF_OPENSTA: round(100 * (theirs - ours) / ours, 3),
                   K.OPENSTA_TIME: 1.5, K.OPENSTA_VERSION: "2.0.17"})
@@ -159,6 +161,17 @@ def test_report_section_lists_both_numbers_and_flags(tmp_path):
     assert "2 of 3 timed point(s) cross-checked (OpenSTA 2.0.17); 1 beyond 2%: b-off." in text
     none = "\n".join(opensta_section([p for p in load_points(tmp_path) if p.variant == "c-new"]))
     assert "0 of 1 timed point(s) cross-checked; none cross-checked yet" in none
+    assert "(macro)" not in text
+
+
+def test_report_section_says_why_a_macro_point_differs(tmp_path):
+    """A point with a black-box macro beyond the tolerance stays flagged, with the reason."""
+    _point(tmp_path, "s-sram", 20000.0, 6000.0, macro_area=1e7)
+    _point(tmp_path, "t-sram-ok", 1000.0, 1005.0, macro_area=1e7)
+    text = "\n".join(opensta_section(load_points(tmp_path)))
+    assert "| s-sram | 20,000.0 | 6,000.0 | -70.00% **beyond** (macro) |" in text
+    assert "1 beyond 2%: s-sram." in text
+    assert "(macro): s-sram hold a black-box macro" in text and "t-sram-ok hold" not in text
 
 
 def test_qor_options_and_jobs():
