@@ -42,9 +42,9 @@ def opensta_section(points) -> list[str]:
         if abs(diff) > tol:
             beyond.append(p.variant)
             flag = " **beyond**"
-            if (p.get(MACRO_AREA) or 0) > 0:
-                macro.append(p.variant)
-                flag += " (macro)"
+        if (p.get(MACRO_AREA) or 0) > 0:
+            macro.append(p.variant)
+            flag += " (macro)"
         t = p.get(OPENSTA_TIME)
         L.append(f"| {p.variant} | {ours:,.1f} | {theirs:,.1f} | {diff:+.2f}%{flag} | "
                  f"{'' if t is None else f'{t:.1f}'} |")
@@ -62,6 +62,7 @@ def opensta_section(points) -> list[str]:
               "its pins as ideal registers (inputs end paths with setup 0, outputs start them at "
               "clock-to-output 0); OpenSTA is given no timing model of the macro, so it times neither "
               "the paths into it nor those out of it and reports the worst of the rest. The two "
-              "numbers are of different path sets, and the disagreement is that gap, not an error "
-              "found in either STA; a liberty model of the macro would close it (not written yet).", ""]
+              "numbers are of different path sets: their agreement or disagreement says little about "
+              "either STA (OpenSTA's path is in the point's `opensta/sta.log`); a liberty model of the "
+              "macro would close the gap (not written yet).", ""]
     return L
