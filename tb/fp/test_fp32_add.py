@@ -38,7 +38,8 @@ def test_fp32_add_against_model(stages):
     operands (before the clock the output still holds the previous pair's sum)."""
     dut = Fp32Adder(stages=stages)
     assert dut.latency == stages
-    pairs = _vectors(1500, seed=11)
+    # the staged adder is the same logic with a register: the edge pairs and fewer random ones
+    pairs = _vectors(1500 if stages == 0 else 300, seed=11)
     errors = []
 
     async def bench(ctx):

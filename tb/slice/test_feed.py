@@ -40,7 +40,7 @@ def test_thermometer_is_n_above_each_lane(lanes, width):
     power-of-two edges, the largest n and random ones (lanes not a power of two included, and
     ``n`` narrower or wider than the lanes need)."""
     top = (1 << width) - 1
-    vals = set(range(min(top, 2 * lanes + 2) + 1)) | {top}
+    vals = set(range(min(top, lanes + 2) + 1)) | {top}
     vals |= {v for k in range(width + 1) for v in ((1 << k) - 1, 1 << k, (1 << k) + 1) if v <= top}
     rng = random.Random(lanes * 131 + width)
     vals |= {rng.randrange(top + 1) for _ in range(64)}
