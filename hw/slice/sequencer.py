@@ -131,7 +131,7 @@ class ActivationIssue(wiring.Component):
 class WriteBack(wiring.Component):
     """Takes result rows from the units in issue order and writes them to the scratchpad.
 
-    Overwrite (``acc = 0``): a row is taken and written in the same cycle, one row per cycle.
+    Overwrite (``acc = 0``): a row is taken in any cycle, one row per cycle.
     Accumulate (``acc = 1``): when the expected unit offers a row of an existing N-tile, the old y
     word at its address is read (read port ``rd_*``, only in a cycle where ``rd_free`` says the
     shared port may be taken); the next cycle the row is taken into ``D``
