@@ -20,6 +20,7 @@ from amaranth.lib.wiring import In, Out
 from .. import hier
 from ..fp.add import Fp32Adder
 from ..mu.interface import MatrixUnitSignature
+from .lanes import thermometer
 from .loops import Level, advance
 
 __all__ = ["ActivationIssue", "WriteBack"]
@@ -101,13 +102,15 @@ class ActivationIssue(wiring.Component):
         ]
         if R > 1:
             m.d.comb += self.x.payload.row.eq(b_row)
+        live = Signal(D)                 # lane j < K - k0 (log depth, not a comparator chain)
+        m.d.comb += live.eq(thermometer(b_lanes, D)[0])
         for j in range(D):
             lane = self.rd_data[j * b:(j + 1) * b]
-            m.d.comb += self.x.payload.data[j * b:(j + 1) * b].eq(Mux(j < b_lanes, lane, 0))
-        for i in range(self._nb):
+            m.d.comb += self.x.payload.data[j * b:(j + 1) * b].eq(Mux(live[j], lane, 0))
+        for i in range(self._nb):        # a block is live when its first lane is
             code = self.rd_data[D * b + 8 * i:D * b + 8 * i + 8]
             m.d.comb += self.x.payload.scales[8 * i:8 * i + 8].eq(
-                Mux(i * self._blk < b_lanes, code, 0))
+                Mux(live[i * self._blk], code, 0))
 
         with m.If(adv):
             m.d.sync += [b_valid.eq(a_valid), b_swap.eq(mi == 0), b_first.eq(kt == 0),

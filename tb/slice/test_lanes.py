@@ -1,4 +1,4 @@
-"""The feed's combinational helpers against Python integers (Amaranth's simulator, no Verilator)."""
+"""The slice's lane masks against Python integers (Amaranth's simulator, no Verilator)."""
 
 import random
 
@@ -6,7 +6,7 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from hw.slice.feed import thermometer
+from hw.slice.lanes import thermometer
 
 
 def _check_thermometer(lanes, width, values):
