@@ -18,8 +18,10 @@ accumulate in :mod:`hw.mu.accumulate`):
    the top 2 bits of the window and the sticky bit sits below the round bit: one correct rounding.
 3. :class:`hw.fp.round.RoundPack` rounds to nearest even into FP32.
 
-One result per cycle; latency ``stages``: 0 (combinational) or 1, a register on the exact sum
-between steps 2 and 3 (magnitude, exponent, sign and special flags), which about halves the path.
+One result per cycle; latency ``stages`` (0 to 3), registers placed between the steps, in this order
+of preference: on the exact sum between steps 2 and 3 (magnitude, exponent, sign and special flags),
+inside the rounding between the normalization and the increment (``RoundPack(cut=True)``), and
+between the alignment and the add of step 2. Each about halves the path it cuts.
 """
 
 from dataclasses import dataclass
@@ -33,7 +35,7 @@ from ..formats import get_format
 from ..hier import BlockParams
 from .round import RoundPack, leading_zeros
 
-__all__ = ["Fp32Adder", "unpack_fp32", "add_aligned"]
+__all__ = ["Fp32Adder", "unpack_fp32", "add_aligned", "align", "add_exact"]
 
 FP32 = get_format("fp32")
 EXP_W = 10  # signed unpacked exponents -126..128, differences up to 254
@@ -74,7 +76,8 @@ def unpack_fp32(m: Module, v, *, exp_width: int, name: str) -> tuple:
 
 
 def add_aligned(m: Module, a: tuple, b: tuple, *, exp_width: int, b_zero=None) -> tuple:
-    """The exact sum of two floating-point operands, reduced to one sticky bit for :class:`RoundPack`.
+    """The exact sum of two floating-point operands, reduced to one sticky bit for :class:`RoundPack`:
+    :func:`align` then :func:`add_exact`.
 
     Each operand is ``(sign, sig, exp)``: a significand of any width whose MSB has weight
     ``2**exp``; it is normalized (MSB set) unless its exponent is the smallest of its format.
@@ -103,6 +106,19 @@ def add_aligned(m: Module, a: tuple, b: tuple, *, exp_width: int, b_zero=None) -
         (``Q + 4`` bits, the MSB of weight ``2**exp``) and the sign of a nonzero finite result (0 for
         an exact zero, which is +0).
     """
+    return add_exact(m, align(m, a, b, exp_width=exp_width, b_zero=b_zero))
+
+
+def align(m: Module, a: tuple, b: tuple, *, exp_width: int, b_zero=None) -> dict:
+    """The first half of :func:`add_aligned`: swap so X has the larger exponent, shift Y right
+    with its sticky bit.
+
+    Returns
+    -------
+    dict
+        ``x_al``, ``y_al`` (``Q + 3`` bits each, Y's sticky bit in its LSB), ``x_sign``, ``y_sign``
+        and ``x_exp`` (the weight of ``x_al``'s bit ``Q + 2`` is ``2**x_exp``).
+    """
     (a_sign, a_sig, a_exp), (b_sign, b_sig, b_exp) = a, b
     Q = max(len(a_sig), len(b_sig))
     N = Q + 3  # + guard, round, sticky
@@ -126,28 +142,41 @@ def add_aligned(m: Module, a: tuple, b: tuple, *, exp_width: int, b_zero=None) -
     y_al = Signal(N, name="y_aligned")
     m.d.comb += y_al.eq((y_full >> dcl) | (tz < dcl))  # sticky in the LSB
     x_al = Cat(Const(0, 3), x_sig)
+    return {"x_al": x_al, "y_al": y_al, "x_sign": x_sign, "y_sign": y_sign, "x_exp": x_exp}
+
+
+def add_exact(m: Module, v: dict) -> tuple:
+    """The second half of :func:`add_aligned`: the signed sum of the aligned operands ``v`` (from
+    :func:`align`) as ``(mag, exp, sign)``."""
+    N = len(v["x_al"])
+    x_sign, y_sign = v["x_sign"], v["y_sign"]
     total = Signal(signed(N + 2), name="total")
-    m.d.comb += total.eq(Mux(x_sign ^ y_sign, x_al - y_al, x_al + y_al))
+    m.d.comb += total.eq(Mux(x_sign ^ y_sign, v["x_al"] - v["y_al"], v["x_al"] + v["y_al"]))
     neg = total[-1]
     mag = Signal(N + 1, name="sum_mag")
     m.d.comb += mag.eq(Mux(neg, -total, total))
     sign = Signal(name="sum_sign")
     m.d.comb += sign.eq((x_sign ^ neg) & (mag != 0))
-    return mag, x_exp + 1, sign  # x_exp + 1: weight of bit N of the sum
+    return mag, v["x_exp"] + 1, sign  # x_exp + 1: weight of bit N of the sum
 
 
 @dataclass(frozen=True)
 class Fp32AddParams(BlockParams):
     """The FP32 adder's one parameter, its register stages: module ``fp32_add`` (0) or
-    ``fp32_add_s1`` (1)."""
+    ``fp32_add_s{stages}``."""
 
     MODULE: ClassVar[str] = "fp32_add{stages}"
     TAGS: ClassVar[dict] = {"stages": lambda v: "" if v == 0 else f"_s{v}"}
     stages: int = 0
 
 
+#: Where the registers go for each ``stages``: after the alignment, on the exact sum, inside the
+#: rounding (after the normalization).
+CUTS = {0: (), 1: ("sum",), 2: ("sum", "norm"), 3: ("aligned", "sum", "norm")}
+
+
 class Fp32Adder(wiring.Component):
-    """``y = RNE_fp32(a + b)``. Module name when placed: ``fp32_add`` or ``fp32_add_s1``.
+    """``y = RNE_fp32(a + b)``. Module name when placed: ``fp32_add`` or ``fp32_add_s{stages}``.
 
     Members
     -------
@@ -159,8 +188,8 @@ class Fp32Adder(wiring.Component):
     Parameters
     ----------
     stages : int
-        0: combinational; 1: a register on the exact sum, before the rounding. There is no
-        enable: every cycle's operands leave ``stages`` cycles later.
+        Register stages, 0 (combinational) to 3, placed as :data:`CUTS` says. There is no enable:
+        every cycle's operands leave ``stages`` cycles later.
 
     Attributes
     ----------
@@ -173,27 +202,38 @@ class Fp32Adder(wiring.Component):
     y: Out(32)
 
     def __init__(self, stages: int = 0):
-        if isinstance(stages, bool) or stages not in (0, 1):
-            raise ValueError(f"Fp32Adder stages must be 0 or 1, not {stages!r}")
+        if isinstance(stages, bool) or stages not in CUTS:
+            raise ValueError(f"Fp32Adder stages must be one of {sorted(CUTS)}, not {stages!r}")
         self.params = Fp32AddParams(stages)
         self.latency = stages
         super().__init__()
 
     def elaborate(self, platform):
         m = Module()
+        cuts = CUTS[self.latency]
         a_sign, a_sig, a_exp, a_nan, a_inf = unpack_fp32(m, self.a, exp_width=EXP_W, name="a")
         b_sign, b_sig, b_exp, b_nan, b_inf = unpack_fp32(m, self.b, exp_width=EXP_W, name="b")
-        mag, exp, sign = add_aligned(m, (a_sign, a_sig, a_exp), (b_sign, b_sig, b_exp),
-                                     exp_width=EXP_W)
-        m.submodules.round = rp = RoundPack(FP32, sig_width=len(mag), exp_width=EXP_W + 1)
-        exact = m.d.sync if self.latency else m.d.comb   # the exact sum, registered or not
+        al = align(m, (a_sign, a_sig, a_exp), (b_sign, b_sig, b_exp), exp_width=EXP_W)
+        inf_sign = Mux(a_inf, a_sign, b_sign)
+        is_nan = a_nan | b_nan | (a_inf & b_inf & (a_sign != b_sign))
+        is_inf = a_inf | b_inf
+        if "aligned" in cuts:
+            vals = {**al, "inf_sign": inf_sign, "is_nan": is_nan, "is_inf": is_inf}
+            regs = {k: Signal.like(v, name=f"al_{k}") for k, v in vals.items()}
+            m.d.sync += [regs[k].eq(v) for k, v in vals.items()]
+            al = {k: regs[k] for k in al}
+            inf_sign, is_nan, is_inf = regs["inf_sign"], regs["is_nan"], regs["is_inf"]
+        mag, exp, sign = add_exact(m, al)
+        m.submodules.round = rp = RoundPack(FP32, sig_width=len(mag), exp_width=EXP_W + 1,
+                                            cut="norm" in cuts)
+        exact = m.d.sync if "sum" in cuts else m.d.comb   # the exact sum, registered or not
         exact += [
             rp.raw.sig.eq(mag),
             rp.raw.exp.eq(exp),
-            rp.raw.sign.eq(Mux(a_inf | b_inf, Mux(a_inf, a_sign, b_sign), sign)),
+            rp.raw.sign.eq(Mux(is_inf, inf_sign, sign)),
             rp.raw.is_zero.eq(mag == 0),  # an exact zero is +0
-            rp.raw.is_nan.eq(a_nan | b_nan | (a_inf & b_inf & (a_sign != b_sign))),
-            rp.raw.is_inf.eq(a_inf | b_inf),
+            rp.raw.is_nan.eq(is_nan),
+            rp.raw.is_inf.eq(is_inf),
         ]
         m.d.comb += self.y.eq(rp.code)
         return m
