@@ -197,7 +197,7 @@ def test_names_of_the_unit_blocks():
     assert blocks(*CHECKED[2]) == {
         "mu_lane_fp8_e4m3", "mu_wbuf_w8_b8", "mu_tree_w8_fp8_e4m3_s5_twords",
         "mu_acc_w8_fp8_e4m3_r3_s5", "mu_col_w8_fp8_e4m3_r3_s5_twords"}
-    assert {"mu_w8_fp8_e4m3_r1_s2", "spad_sram_512x256_2r1w", "fp32_add_s3"} <= blocks(
+    assert {"mu_w8_fp8_e4m3_r1_s2", "spad_sram_512x256_2r1w", "fp32_add_s4"} <= blocks(
         "slice", {"acc": "fp32"})
     assert blocks("bf16_bank", {"lanes": 2, "arch": "behavioral", "subnormals": False}) == {
         "bf16_mul_behavioral_s0_ftz"}

@@ -18,10 +18,10 @@ accumulate in :mod:`hw.mu.accumulate`):
    the top 2 bits of the window and the sticky bit sits below the round bit: one correct rounding.
 3. :class:`hw.fp.round.RoundPack` rounds to nearest even into FP32.
 
-One result per cycle; latency ``stages`` (0 to 3), registers placed between the steps, in this order
+One result per cycle; latency ``stages`` (0 to 4), registers placed between the steps, in this order
 of preference: on the exact sum between steps 2 and 3 (magnitude, exponent, sign and special flags),
-inside the rounding between the normalization and the increment (``RoundPack(cut=True)``), and
-between the alignment and the add of step 2. Each about halves the path it cuts.
+inside the rounding between the normalization and the increment (``RoundPack(cut=True)``),
+between the alignment and the add of step 2, and on the operands (:data:`CUTS`).
 """
 
 from dataclasses import dataclass
@@ -170,9 +170,10 @@ class Fp32AddParams(BlockParams):
     stages: int = 0
 
 
-#: Where the registers go for each ``stages``: after the alignment, on the exact sum, inside the
-#: rounding (after the normalization).
-CUTS = {0: (), 1: ("sum",), 2: ("sum", "norm"), 3: ("aligned", "sum", "norm")}
+#: Where the registers go for each ``stages``: on the operands, after the alignment, on the exact
+#: sum, inside the rounding (after the normalization).
+CUTS = {0: (), 1: ("sum",), 2: ("sum", "norm"), 3: ("aligned", "sum", "norm"),
+        4: ("in", "aligned", "sum", "norm")}
 
 
 class Fp32Adder(wiring.Component):
@@ -188,7 +189,7 @@ class Fp32Adder(wiring.Component):
     Parameters
     ----------
     stages : int
-        Register stages, 0 (combinational) to 3, placed as :data:`CUTS` says. There is no enable:
+        Register stages, 0 (combinational) to 4, placed as :data:`CUTS` says. There is no enable:
         every cycle's operands leave ``stages`` cycles later.
 
     Attributes
@@ -211,8 +212,12 @@ class Fp32Adder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cuts = CUTS[self.latency]
-        a_sign, a_sig, a_exp, a_nan, a_inf = unpack_fp32(m, self.a, exp_width=EXP_W, name="a")
-        b_sign, b_sig, b_exp, b_nan, b_inf = unpack_fp32(m, self.b, exp_width=EXP_W, name="b")
+        a, b = self.a, self.b
+        if "in" in cuts:   # the operands (the slice: the old y from the SRAM, the unit's row)
+            a, b = Signal(32, name="a_r"), Signal(32, name="b_r")
+            m.d.sync += [a.eq(self.a), b.eq(self.b)]
+        a_sign, a_sig, a_exp, a_nan, a_inf = unpack_fp32(m, a, exp_width=EXP_W, name="a")
+        b_sign, b_sig, b_exp, b_nan, b_inf = unpack_fp32(m, b, exp_width=EXP_W, name="b")
         al = align(m, (a_sign, a_sig, a_exp), (b_sign, b_sig, b_exp), exp_width=EXP_W)
         inf_sign = Mux(a_inf, a_sign, b_sign)
         is_nan = a_nan | b_nan | (a_inf & b_inf & (a_sign != b_sign))

@@ -138,8 +138,8 @@ class WriteBack(wiring.Component):
     Accumulate (``acc = 1``): when the expected unit offers a row of an existing N-tile, the old y
     word at its address is read (read port ``rd_*``, only in a cycle where ``rd_free`` says the
     shared port may be taken); the next cycle the row is taken into ``D``
-    :class:`hw.fp.add.Fp32Adder` (module ``fp32_add_s3``: registers after the alignment, on the
-    exact sum and inside the rounding) and
+    :class:`hw.fp.add.Fp32Adder` (module ``fp32_add_s4``: registers on the operands, after the
+    alignment, on the exact sum and inside the rounding) and
     ``RNE_fp32(y_old + y_unit)`` is written lane by lane :attr:`ADD_LATENCY` cycles later. One row
     per two cycles. Rows of padding tiles are taken without a read in both modes. Overwrites are
     written :attr:`ADD_LATENCY` cycles after their take as well, so writes stay in take order, and
@@ -180,7 +180,7 @@ class WriteBack(wiring.Component):
     """
 
     #: Cycles from a row's take to its write: the FP32 adders' register stages.
-    ADD_LATENCY = 3
+    ADD_LATENCY = 4
 
     def __init__(self, *, unit: MatrixUnitSignature, units: int, addr_bits: int):
         width = unit.width

@@ -32,7 +32,7 @@ def _vectors(n_random: int, seed: int):
     return pairs
 
 
-@pytest.mark.parametrize("stages", [0, 1, 2, 3])
+@pytest.mark.parametrize("stages", [0, 1, 2, 3, 4])
 def test_fp32_add_against_model(stages):
     """Every sum equals the model, exactly ``stages`` clocks after its operands: a new pair every
     cycle, and the output is checked every cycle against the pair ``stages`` cycles back (before
@@ -65,7 +65,7 @@ def test_fp32_add_against_model(stages):
     assert not errors, f"{len(errors)} of {len(pairs)} sums wrong, first {errors[0]}"
 
 
-@pytest.mark.parametrize("stages", [4, -1, True, "1"])
+@pytest.mark.parametrize("stages", [5, -1, True, "1"])
 def test_fp32_add_bad_stages(stages):
     with pytest.raises(ValueError, match="stages must be one of"):
         Fp32Adder(stages=stages)
