@@ -28,6 +28,7 @@ from ..mu.interface import MatrixUnitSignature
 from ..mu.matrix_unit import MatrixUnit, MatrixUnitParams
 from ..stream import Fork, SkidBuffer
 from .feed import Gearbox, RequestGenerator, ScaleRows, request_layout
+from .lanes import increment
 from .scratchpad import Scratchpad, ScratchpadParams
 from .sequencer import ActivationIssue, WriteBack
 
@@ -426,7 +427,7 @@ class Slice(wiring.Component):
             return s.valid & s.ready
 
         running = gbox.busy
-        m.d.sync += self.cycles.eq(self.cycles + 1)
+        m.d.sync += self.cycles.eq(increment(self.cycles))
         with m.If(xfer(self.hbm_req)):
             m.d.sync += self.hbm_req_bytes.eq(self.hbm_req_bytes + self.hbm_req.payload.beats *
                                               self.feed_bytes)
@@ -439,14 +440,19 @@ class Slice(wiring.Component):
             with m.If(xfer(gbox.o) & gbox.o.payload.last):
                 m.d.sync += self.w_scale_bytes.eq(self.w_scale_bytes + nb * SS)
         with m.If(xfer(issue.x)):
-            m.d.sync += self.x_beats.eq(self.x_beats + 1)
+            m.d.sync += self.x_beats.eq(increment(self.x_beats))
         with m.If(wb.wr_en):
-            m.d.sync += self.y_rows.eq(self.y_rows + 1)
+            m.d.sync += self.y_rows.eq(increment(self.y_rows))
         for u, mu in enumerate(units):
-            with m.If(xfer(mu.w) | xfer(mu.x)):
-                m.d.sync += self.unit_busy[u].eq(self.unit_busy[u] + 1)
-            with m.If(running & mu.w.ready & ~mu.w.valid):
-                m.d.sync += self.unit_starved[u].eq(self.unit_starved[u] + 1)
-            with m.If(mu.y.valid & ~mu.y.ready):
-                m.d.sync += self.unit_backpressured[u].eq(self.unit_backpressured[u] + 1)
+            # the units' ready comes combinationally from their other ports: the events are
+            # registered and counted a cycle later (long before the command's done)
+            events = {"unit_busy": xfer(mu.w) | xfer(mu.x),
+                      "unit_starved": running & mu.w.ready & ~mu.w.valid,
+                      "unit_backpressured": mu.y.valid & ~mu.y.ready}
+            for name, event in events.items():
+                seen = Signal(name=f"{name}{u}_event")
+                m.d.sync += seen.eq(event)
+                count = getattr(self, name)[u]
+                with m.If(seen):
+                    m.d.sync += count.eq(increment(count))
         return m
