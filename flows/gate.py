@@ -119,10 +119,11 @@ def _load_rules(path: Path) -> dict:
 
 def _entries(update, data, variants, names) -> list:
     """The variants to run: ``variants`` if given, else :data:`DEFAULT_VARIANTS` (update) or the rules
-    file's; ``names`` keeps only those (an unknown name is an error listing the known ones)."""
+    file's; ``names`` keeps only those of the rules file, also when updating (an unknown name is an
+    error listing the known ones)."""
     if variants is not None:
         entries = [dict(v) for v in variants]
-    elif update:
+    elif update and not names:
         entries = [dict(v) for v in DEFAULT_VARIANTS]
     else:
         entries = [dict(v, name=n) for n, v in data.get("variants", {}).items()]
@@ -157,7 +158,8 @@ def check(update=False, rules_path: Path = RULES, log=print, run=None, names=Non
     update : bool
         Rewrite the rules file from fresh runs (limits padded as :data:`GATED`).
     names : list of str, optional
-        Check only these variants of the rules file (e.g. ``["mu-w8-fp8_e4m3-osu018"]``).
+        Check only these variants of the rules file (e.g. ``["mu-w8-fp8_e4m3-osu018"]``); with
+        ``update``, refresh only their goldens and keep the others'.
     variants : list of dict, optional
         Entries (``design``, ``params``, ``flow``) to run instead of the default ones.
     run : callable, optional
@@ -207,6 +209,8 @@ def check(update=False, rules_path: Path = RULES, log=print, run=None, names=Non
         elif not _report(name, m, e.get("rules", {}), default_tol, log):
             failures += 1
     if update:
+        if names:   # the other variants keep their goldens
+            new_variants = {**data.get("variants", {}), **new_variants}
         out = {"padding": {k: pad for k, (_, pad) in GATED.items()}, "tolerance": {"default": 0.0},
                "variants": new_variants}
         rules_path.parent.mkdir(parents=True, exist_ok=True)

@@ -61,6 +61,27 @@ def test_check_fails_on_an_injected_regression(tmp_path):
     assert gate.check(rules_path=rules, run=fake_run, log=said.append) == 1
 
 
+def test_update_of_named_variants_keeps_the_others(tmp_path):
+    """``--update --variant NAME`` reruns that variant of the rules file and keeps the other
+    variants' goldens as they were."""
+    rules = tmp_path / "rules-base.json"
+    other = {"design": "mu", "params": {"width": 8}, "flow": "auto", "rules": RULES}
+    rules.write_text(json.dumps({"variants": {
+        "toy": {"design": "bf16_mul", "params": {}, "flow": "flat", "rules": RULES}, "other": other}}))
+    ran = []
+
+    def fake_run(design, params, **kw):
+        ran.append(design)
+        return SimpleNamespace(metrics=dict(GOLD, variant="toy", **{K.AREA: 12000.0}))
+
+    assert gate.check(update=True, rules_path=rules, run=fake_run, log=lambda *_: None,
+                      names=["toy"]) == 0
+    data = json.loads(rules.read_text())
+    assert ran == ["bf16_mul"]
+    assert data["variants"]["other"] == other
+    assert data["variants"]["toy"]["rules"][K.AREA]["measured"] == 12000.0
+
+
 def test_missing_rules_file_says_how_to_create_it(tmp_path):
     with pytest.raises(gate.GateError, match="make qor-update"):
         gate.check(rules_path=tmp_path / "none.json", run=None, log=lambda *_: None)
