@@ -1,4 +1,4 @@
-"""FP32 + FP32 with one round to nearest even (combinational): the slice's ``y +=`` write-back.
+"""FP32 + FP32 with one round to nearest even (0 to 4 register stages): the slice's ``y +=`` write-back.
 
 Semantics (``docs/numerics.md`` section 5): ``y = RNE_fp32(a + b)`` of the exact sum, with the
 matrix unit's special-value rules: any NaN operand or ``+Inf + -Inf`` gives the canonical NaN
