@@ -13,6 +13,8 @@ block                     placement for ``stages`` = 1, 2, 3, 4, ...
 matrix-unit column        NORM; + RAW; then TREE cuts spread evenly between the Dadda stages
 (``exact`` accumulate)    RAW (the tree's two carry-save rows); then TREE cuts spread evenly
 BF16 multiplier           OUTPUT; + RAW; + INPUT; then more OUTPUT registers (for retiming)
+FP32 adder (slice)        RAW (the exact sum); + NORM; + TREE (after the alignment, the first of
+                          the exact sum's two steps); + INPUT; at most 4
 ========================  =====================================================================
 """
 
@@ -20,7 +22,7 @@ import enum
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["Cut", "Placement", "COLUMN", "EXACT_COLUMN", "BF16_MUL", "spread"]
+__all__ = ["Cut", "Placement", "COLUMN", "EXACT_COLUMN", "BF16_MUL", "FP32_ADD", "spread"]
 
 
 class Cut(enum.IntEnum):
@@ -79,6 +81,9 @@ COLUMN = Placement(order=(Cut.NORM, Cut.RAW), extra=Cut.TREE)
 EXACT_COLUMN = Placement(order=(Cut.RAW,), extra=Cut.TREE)
 #: The BF16 multiplier: after the rounder, on the raw product, on the inputs, then more outputs.
 BF16_MUL = Placement(order=(Cut.OUTPUT, Cut.RAW, Cut.INPUT), extra=Cut.OUTPUT)
+#: The FP32 adder: on the exact sum, after the normalization, after the alignment, on the operands
+#: (one register at each; the adder takes at most ``len(order)``).
+FP32_ADD = Placement(order=(Cut.RAW, Cut.NORM, Cut.TREE, Cut.INPUT), extra=Cut.OUTPUT)
 
 
 def spread(count: int, levels: int) -> tuple:

@@ -18,10 +18,11 @@ accumulate in :mod:`hw.mu.accumulate`):
    the top 2 bits of the window and the sticky bit sits below the round bit: one correct rounding.
 3. :class:`hw.fp.round.RoundPack` rounds to nearest even into FP32.
 
-One result per cycle; latency ``stages`` (0 to 4), registers placed between the steps, in this order
-of preference: on the exact sum between steps 2 and 3 (magnitude, exponent, sign and special flags),
-inside the rounding between the normalization and the increment (``RoundPack(cut=True)``),
-between the alignment and the add of step 2, and on the operands (:data:`CUTS`).
+One result per cycle; latency ``stages`` (0 to 4), registers placed between the steps as
+:data:`hw.pipeline.FP32_ADD` says, in this order of preference: on the exact sum between steps 2 and
+3 (magnitude, exponent, sign and special flags; ``RAW``), inside the rounding between the
+normalization and the increment (``RoundPack(cut=True)``; ``NORM``), between the alignment and the
+add of step 2 (``TREE``), and on the operands (``INPUT``).
 """
 
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..formats import get_format
 from ..hier import BlockParams
+from ..pipeline import FP32_ADD, Cut
 from .round import RoundPack, leading_zeros
 
 __all__ = ["Fp32Adder", "unpack_fp32", "add_aligned", "align", "add_exact"]
@@ -170,12 +172,6 @@ class Fp32AddParams(BlockParams):
     stages: int = 0
 
 
-#: Where the registers go for each ``stages``: on the operands, after the alignment, on the exact
-#: sum, inside the rounding (after the normalization).
-CUTS = {0: (), 1: ("sum",), 2: ("sum", "norm"), 3: ("aligned", "sum", "norm"),
-        4: ("in", "aligned", "sum", "norm")}
-
-
 class Fp32Adder(wiring.Component):
     """``y = RNE_fp32(a + b)``. Module name when placed: ``fp32_add`` or ``fp32_add_s{stages}``.
 
@@ -189,8 +185,8 @@ class Fp32Adder(wiring.Component):
     Parameters
     ----------
     stages : int
-        Register stages, 0 (combinational) to 4, placed as :data:`CUTS` says. There is no enable:
-        every cycle's operands leave ``stages`` cycles later.
+        Register stages, 0 (combinational) to 4, placed as :data:`hw.pipeline.FP32_ADD` says. There
+        is no enable: every cycle's operands leave ``stages`` cycles later.
 
     Attributes
     ----------
@@ -203,17 +199,18 @@ class Fp32Adder(wiring.Component):
     y: Out(32)
 
     def __init__(self, stages: int = 0):
-        if isinstance(stages, bool) or stages not in CUTS:
-            raise ValueError(f"Fp32Adder stages must be one of {sorted(CUTS)}, not {stages!r}")
+        top = len(FP32_ADD.order)
+        if isinstance(stages, bool) or not isinstance(stages, int) or not 0 <= stages <= top:
+            raise ValueError(f"Fp32Adder stages must be an integer from 0 to {top}, not {stages!r}")
         self.params = Fp32AddParams(stages)
         self.latency = stages
         super().__init__()
 
     def elaborate(self, platform):
         m = Module()
-        cuts = CUTS[self.latency]
+        cuts = FP32_ADD.plan(self.latency)
         a, b = self.a, self.b
-        if "in" in cuts:   # the operands (the slice: the old y from the SRAM, the unit's row)
+        if Cut.INPUT in cuts:   # the operands (the slice: the old y from the SRAM, the unit's row)
             a, b = Signal(32, name="a_r"), Signal(32, name="b_r")
             m.d.sync += [a.eq(self.a), b.eq(self.b)]
         a_sign, a_sig, a_exp, a_nan, a_inf = unpack_fp32(m, a, exp_width=EXP_W, name="a")
@@ -222,7 +219,7 @@ class Fp32Adder(wiring.Component):
         inf_sign = Mux(a_inf, a_sign, b_sign)
         is_nan = a_nan | b_nan | (a_inf & b_inf & (a_sign != b_sign))
         is_inf = a_inf | b_inf
-        if "aligned" in cuts:
+        if Cut.TREE in cuts:
             vals = {**al, "inf_sign": inf_sign, "is_nan": is_nan, "is_inf": is_inf}
             regs = {k: Signal.like(v, name=f"al_{k}") for k, v in vals.items()}
             m.d.sync += [regs[k].eq(v) for k, v in vals.items()]
@@ -230,8 +227,8 @@ class Fp32Adder(wiring.Component):
             inf_sign, is_nan, is_inf = regs["inf_sign"], regs["is_nan"], regs["is_inf"]
         mag, exp, sign = add_exact(m, al)
         m.submodules.round = rp = RoundPack(FP32, sig_width=len(mag), exp_width=EXP_W + 1,
-                                            cut="norm" in cuts)
-        exact = m.d.sync if "sum" in cuts else m.d.comb   # the exact sum, registered or not
+                                            cut=Cut.NORM in cuts)
+        exact = m.d.sync if Cut.RAW in cuts else m.d.comb   # the exact sum, registered or not
         exact += [
             rp.raw.sig.eq(mag),
             rp.raw.exp.eq(exp),

@@ -1,14 +1,12 @@
-"""Lane masks and counter increments in logarithmic depth, for the slice's control logic.
+"""Lane masks in logarithmic depth, for the slice's padding lanes and bytes.
 
 The gearbox zeroes the columns past N and the bytes past the end of the region, and the activation
-issue zeroes the lanes past K: each is a mask ``lane j is live iff j < n`` for a run-time ``n``
-(:func:`thermometer`). The slice's 32-bit event counters add one per event (:func:`increment`).
-Written the obvious way, synthesis maps both to chains one gate per lane or bit long.
+issue zeroes the lanes past K: each is a mask ``lane j is live iff j < n`` for a run-time ``n``.
 """
 
 from amaranth.hdl import Cat, Const
 
-__all__ = ["thermometer", "increment"]
+__all__ = ["thermometer"]
 
 
 def thermometer(n, lanes: int):
@@ -38,23 +36,3 @@ def thermometer(n, lanes: int):
         full = full | t[lanes - 1]
     return Cat(*(full | t[j] for j in range(lanes))), full
 
-
-def increment(v):
-    """``v + 1`` modulo ``2**len(v)``, the carries a log-depth prefix AND (Kogge-Stone).
-
-    A ``+ 1`` is mapped to a ripple of AND gates, one per bit (4 ns for 32 bits in OSU 0.18 um).
-    Here bit i flips when all the bits below it are ones, and that AND is built in
-    ``ceil(log2(len(v)))`` levels of two-input gates.
-
-    Parameters
-    ----------
-    v : amaranth.hdl.Value
-        Unsigned value, at least one bit.
-    """
-    n = len(v)
-    pre = [v[i] for i in range(n)]        # pre[i]: AND of v[i - span + 1 .. i]
-    span = 1
-    while span < n:
-        pre = [pre[i] & pre[i - span] if i >= span else pre[i] for i in range(n)]
-        span *= 2
-    return v ^ Cat(Const(1, 1), *pre[:n - 1])

@@ -23,12 +23,12 @@ from amaranth.lib.wiring import In, Out
 
 from .. import hier
 from ..formats import BLOCK_FORMATS, MATRIX_FORMATS, get_block_format, get_format
+from ..fp.round_product import increment
 from ..mu.exact_acc import GUARD_BITS
 from ..mu.interface import MatrixUnitSignature
 from ..mu.matrix_unit import MatrixUnit, MatrixUnitParams
 from ..stream import Fork, SkidBuffer
 from .feed import Gearbox, RequestGenerator, ScaleRows, request_layout
-from .lanes import increment
 from .scratchpad import Scratchpad, ScratchpadParams
 from .sequencer import ActivationIssue, WriteBack
 
@@ -427,7 +427,7 @@ class Slice(wiring.Component):
             return s.valid & s.ready
 
         running = gbox.busy
-        m.d.sync += self.cycles.eq(increment(self.cycles))
+        m.d.sync += self.cycles.eq(increment(m, self.cycles, 1, name="cycles_inc"))
         with m.If(xfer(self.hbm_req)):
             m.d.sync += self.hbm_req_bytes.eq(self.hbm_req_bytes + self.hbm_req.payload.beats *
                                               self.feed_bytes)
@@ -440,9 +440,9 @@ class Slice(wiring.Component):
             with m.If(xfer(gbox.o) & gbox.o.payload.last):
                 m.d.sync += self.w_scale_bytes.eq(self.w_scale_bytes + nb * SS)
         with m.If(xfer(issue.x)):
-            m.d.sync += self.x_beats.eq(increment(self.x_beats))
+            m.d.sync += self.x_beats.eq(increment(m, self.x_beats, 1, name="x_beats_inc"))
         with m.If(wb.wr_en):
-            m.d.sync += self.y_rows.eq(increment(self.y_rows))
+            m.d.sync += self.y_rows.eq(increment(m, self.y_rows, 1, name="y_rows_inc"))
         for u, mu in enumerate(units):
             # the units' ready comes combinationally from their other ports: the events are
             # registered and counted a cycle later (long before the command's done)
@@ -454,5 +454,5 @@ class Slice(wiring.Component):
                 m.d.sync += seen.eq(event)
                 count = getattr(self, name)[u]
                 with m.If(seen):
-                    m.d.sync += count.eq(increment(count))
+                    m.d.sync += count.eq(increment(m, count, 1, name=f"{name}{u}_inc"))
         return m

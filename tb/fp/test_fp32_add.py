@@ -65,9 +65,9 @@ def test_fp32_add_against_model(stages):
     assert not errors, f"{len(errors)} of {len(pairs)} sums wrong, first {errors[0]}"
 
 
-@pytest.mark.parametrize("stages", [5, -1, True, "1"])
+@pytest.mark.parametrize("stages", [5, -1, True, "1", 1.0])
 def test_fp32_add_bad_stages(stages):
-    with pytest.raises(ValueError, match="stages must be one of"):
+    with pytest.raises(ValueError, match="stages must be an integer from 0 to 4"):
         Fp32Adder(stages=stages)
 
 
