@@ -139,18 +139,21 @@ def product_fields(m: Module, a, b, fmt: FloatFormat, subnormals: bool, *, exp_w
 
 
 def increment(m: Module, value, inc, *, name: str = "inc") -> Signal:
-    """``value + inc`` (``inc`` one bit), one bit wider, with a Sklansky prefix AND of ``value``."""
+    """``value + inc`` (``inc`` one bit), one bit wider, with a Kogge-Stone prefix AND of ``value``.
+
+    Bit k flips when ``inc`` and all bits below it are ones; that AND is built in
+    ``ceil(log2(len(value)))`` levels of two-input gates, each node feeding at most two others
+    (a Sklansky tree's fanout doubles per level, and ABC mapped its 32-bit form to a ripple of ANDs).
+    """
     width = len(value)
-    pre = [value[k] for k in range(width)]  # pre[k]: AND of value[j..k] for a growing span
+    pre = [value[k] for k in range(width)]  # pre[k]: AND of value[k - span + 1 .. k]
     span = 1
     while span < width:
         nxt = list(pre)
-        for k in range(width):
-            if (k // span) % 2 == 1:
-                j = (k // span) * span - 1
-                s = Signal(name=f"{name}_a{span}_{k}")
-                m.d.comb += s.eq(pre[k] & pre[j])
-                nxt[k] = s
+        for k in range(span, width):
+            s = Signal(name=f"{name}_a{span}_{k}")
+            m.d.comb += s.eq(pre[k] & pre[k - span])
+            nxt[k] = s
         pre = nxt
         span *= 2
     out = Signal(width + 1, name=name)

@@ -226,7 +226,8 @@ class Gearbox(wiring.Component):
             self.o.valid.eq(count >= size),
             pop.eq(self.o.valid & self.o.ready),
             after_pop.eq(Mux(pop, count - size, count)),
-            self.i.ready.eq(in_busy & (after_pop < smax)),
+            # after_pop < smax, both cases compared before the pop is known
+            self.i.ready.eq(in_busy & Mux(pop, count < smax + size, count < smax)),
             push.eq(self.i.valid & self.i.ready),
         ]
         elems = Cat(*(Mux(inside[j], buf[eb * j:eb * (j + 1)], 0) for j in range(gc)))
@@ -254,12 +255,20 @@ class Gearbox(wiring.Component):
         keep = Signal(8 * B)
         for j in range(B):
             m.d.comb += keep[8 * j:8 * j + 8].eq(Mux(taken[j], self.i.payload[8 * j:8 * j + 8], 0))
+        # The beat's bytes go in behind the bytes held now (at byte `count`), and the pop then
+        # shifts both down by a constant: (buf | keep << count) >> size is buf >> size | keep <<
+        # (count - size), as a pop needs count >= size. The variable shift depends on registers
+        # only; the pop (the units' ready) selects among constant shifts at the end. keep << count
+        # is exact in cap + B bytes (count <= cap); the buffer keeps its low cap bytes.
+        placed = Signal(8 * (cap + B))
+        m.d.comb += placed.eq(keep << (count * 8))
+        merged = buf | Mux(push, placed, 0)
         if nb:
-            shifted = Mux(pop, Mux(tile_end, buf >> (8 * smax), buf >> (8 * S)), buf)
+            shifted = Mux(pop, Mux(tile_end, merged >> (8 * smax), merged >> (8 * S)), merged)
         else:
-            shifted = Mux(pop, buf >> (8 * S), buf)
+            shifted = Mux(pop, merged >> (8 * S), merged)
         m.d.sync += [
-            buf.eq(shifted | Mux(push, keep << (after_pop * 8), 0)),
+            buf.eq(shifted),
             count.eq(after_pop + Mux(push, take, 0)),
         ]
 

@@ -8,6 +8,7 @@ model, so a failure points at a block. The rounders are generic over the target 
 """
 
 import itertools
+import random
 
 import numpy as np
 import pytest
@@ -47,6 +48,31 @@ def test_increment_exhaustive(width):
 
     async def bench(ctx):
         for x, c in itertools.product(range(1 << width), (0, 1)):
+            ctx.set(dut.x, x)
+            ctx.set(dut.c, c)
+            if ctx.get(dut.y) != x + c:
+                errors.append((x, c))
+
+    _run(dut, bench)
+    assert not errors
+
+
+def test_increment_wide_carry_chains():
+    """32 bits (five prefix levels): every run of trailing ones, each with one bit above it set or
+    cleared, and random values, against Python's ``+``."""
+    width = 32
+    dut = _Inc(width)
+    rng = random.Random(32)
+    values = []
+    for j in range(width + 1):
+        ones = (1 << j) - 1
+        values += [ones, ones | (rng.getrandbits(width) << (j + 1)) % (1 << width)]
+        values += [ones ^ (1 << i) for i in range(j)]
+    values += [rng.getrandbits(width) for _ in range(200)]
+    errors = []
+
+    async def bench(ctx):
+        for x, c in itertools.product(values, (0, 1)):
             ctx.set(dut.x, x)
             ctx.set(dut.c, c)
             if ctx.get(dut.y) != x + c:
