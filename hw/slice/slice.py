@@ -423,36 +423,41 @@ class Slice(wiring.Component):
                          spad.w_data.eq(self.spad_w.payload.data), spad.w_en.eq(self.spad_w.valid)]
 
         # ---- counters
+        # Events that come through the units' ready logic (the HBM beats the gearbox takes, its
+        # rows, the x beats, the units' own) are registered, with the amount they add, and counted
+        # a cycle later (long before the command's done), so no adder hangs on a ready.
         def xfer(s):
             return s.valid & s.ready
+
+        def count_later(counter, event, amount, name):
+            seen = Signal(name=f"{name}_event")
+            m.d.sync += seen.eq(event)
+            if isinstance(amount, int):
+                step = increment(m, counter, 1, name=f"{name}_inc") if amount == 1 else counter + amount
+            else:
+                held = Signal(len(Value.cast(amount)), name=f"{name}_amount")
+                m.d.sync += held.eq(amount)
+                step = counter + held
+            with m.If(seen):
+                m.d.sync += counter.eq(step)
 
         running = gbox.busy
         m.d.sync += self.cycles.eq(increment(m, self.cycles, 1, name="cycles_inc"))
         with m.If(xfer(self.hbm_req)):
             m.d.sync += self.hbm_req_bytes.eq(self.hbm_req_bytes + self.hbm_req.payload.beats *
                                               self.feed_bytes)
-        with m.If(xfer(self.hbm_rdata)):
-            m.d.sync += self.hbm_rcv_bytes.eq(self.hbm_rcv_bytes + self.feed_bytes)
-        with m.If(xfer(gbox.o)):   # element rows
-            m.d.sync += [self.w_useful_elems.eq(self.w_useful_elems + gbox.o_useful),
-                         self.w_pad_elems.eq(self.w_pad_elems + U * D - gbox.o_useful)]
+        count_later(self.hbm_rcv_bytes, xfer(self.hbm_rdata), self.feed_bytes, "hbm_rcv")
+        count_later(self.w_useful_elems, xfer(gbox.o), gbox.o_useful, "w_useful")
+        count_later(self.w_pad_elems, xfer(gbox.o), U * D - gbox.o_useful, "w_pad")
         if nb:   # a tile's scale rows, with its last element row
-            with m.If(xfer(gbox.o) & gbox.o.payload.last):
-                m.d.sync += self.w_scale_bytes.eq(self.w_scale_bytes + nb * SS)
-        with m.If(xfer(issue.x)):
-            m.d.sync += self.x_beats.eq(increment(m, self.x_beats, 1, name="x_beats_inc"))
+            count_later(self.w_scale_bytes, xfer(gbox.o) & gbox.o.payload.last, nb * SS, "w_scale")
+        count_later(self.x_beats, xfer(issue.x), 1, "x_beats")
         with m.If(wb.wr_en):
             m.d.sync += self.y_rows.eq(increment(m, self.y_rows, 1, name="y_rows_inc"))
         for u, mu in enumerate(units):
-            # the units' ready comes combinationally from their other ports: the events are
-            # registered and counted a cycle later (long before the command's done)
             events = {"unit_busy": xfer(mu.w) | xfer(mu.x),
                       "unit_starved": running & mu.w.ready & ~mu.w.valid,
                       "unit_backpressured": mu.y.valid & ~mu.y.ready}
             for name, event in events.items():
-                seen = Signal(name=f"{name}{u}_event")
-                m.d.sync += seen.eq(event)
-                count = getattr(self, name)[u]
-                with m.If(seen):
-                    m.d.sync += count.eq(increment(m, count, 1, name=f"{name}{u}_inc"))
+                count_later(getattr(self, name)[u], event, 1, f"{name}{u}")
         return m
