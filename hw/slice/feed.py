@@ -209,8 +209,14 @@ class Gearbox(wiring.Component):
         # columns at or past N (the last group's padding) leave as zeros, element and scale code
         gc, eb = self._gc, 8 * S // self._gc
         assert eb * gc == 8 * S and (not nb or SS == gc), "a super-row is group_cols elements"
+        # The mask of the current group is a register (its lanes fan out to every byte of the
+        # row): loaded with the command's at start and, at each group wrap, with the next group's,
+        # which `mask_next` computes from registers in the cycles before (groups are D or more
+        # rows apart, and cols_left holds still between wraps).
         inside, all_inside = Signal(gc), Signal()
-        m.d.comb += Cat(inside, all_inside).eq(Cat(*thermometer(cols_left, gc)))
+        mask_next = Signal(gc + 1)
+        m.d.sync += mask_next.eq(Cat(*thermometer(
+            Mux(og + 1 < self.n_groups, cols_left - gc, self.n)[:len(cols_left)], gc)))
         useful = Mux(all_inside, gc, cols_left)
         if nb:
             # row: position in the k-tile (D super-rows, the last one with the nb scale rows behind
@@ -274,7 +280,8 @@ class Gearbox(wiring.Component):
 
         with m.If(self.start):
             m.d.sync += [in_busy.eq(1), out_busy.eq(1), rem.eq(self.group_bytes), ig.eq(0),
-                         ip.eq(0), row.eq(0), og.eq(0), op.eq(0), cols_left.eq(self.n)]
+                         ip.eq(0), row.eq(0), og.eq(0), op.eq(0), cols_left.eq(self.n),
+                         Cat(inside, all_inside).eq(Cat(*thermometer(self.n, gc)))]
             if nb:
                 m.d.sync += k0.eq(0)
         with m.Else():
@@ -290,8 +297,10 @@ class Gearbox(wiring.Component):
                 rows_of_group = [Level(row + 1 < self.kp, [row.eq(row + 1)], [row.eq(0)])]
             with m.If(pop):
                 advance(m, rows_of_group + [
-                    Level(og + 1 < self.n_groups, [og.eq(og + 1), cols_left.eq(cols_left - self._gc)],
-                          [og.eq(0), op.eq(op + 1), cols_left.eq(self.n)]),
+                    Level(og + 1 < self.n_groups, [og.eq(og + 1), cols_left.eq(cols_left - self._gc),
+                                                   Cat(inside, all_inside).eq(mask_next)],
+                          [og.eq(0), op.eq(op + 1), cols_left.eq(self.n),
+                           Cat(inside, all_inside).eq(mask_next)]),
                 ], last=op + 1 >= self.n_passes, done=[out_busy.eq(0)])
         return m
 
