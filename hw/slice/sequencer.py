@@ -216,10 +216,9 @@ class WriteBack(wiring.Component):
         old_ok = Signal()   # acc: the old y of the expected row is on rd_data this cycle
         take = Signal()     # the expected unit's row may be taken this cycle
         active = Signal()   # rows of the command still to take
-        m.d.comb += [
-            exists.eq(gb + u < self.nt),
-            take.eq(active & (~self.acc | ~exists | old_ok)),
-        ]
+        # exists is a register (it gates the units' ready): set at start (N >= 1) and, at each take,
+        # from the comparisons for the next row's tile, made from registers beforehand
+        m.d.comb += take.eq(active & (~self.acc | ~exists | old_ok))
         for j, y in enumerate(ys):
             m.d.comb += y.ready.eq(take & (u == j))
             with m.If(u == j):
@@ -259,13 +258,15 @@ class WriteBack(wiring.Component):
 
         with m.If(self.start):
             m.d.sync += [active.eq(1), m0.eq(0), g.eq(0), gb.eq(0), mi.eq(0), u.eq(0),
-                         rowaddr.eq(self.y_addr), passbase.eq(self.y_addr)]
+                         rowaddr.eq(self.y_addr), passbase.eq(self.y_addr), exists.eq(1)]
         with m.Elif(xfer):   # units, rows of the pass, groups, passes
             advance(m, [
-                Level(u + 1 < N, [u.eq(u + 1)], [u.eq(0)]),
+                Level(u + 1 < N, [u.eq(u + 1), exists.eq(gb + u + 1 < self.nt)],
+                      [u.eq(0), exists.eq(gb < self.nt)]),
                 Level(mi + 1 < rows_here, [mi.eq(mi + 1), rowaddr.eq(rowaddr + self.nt)], [mi.eq(0)]),
-                Level(g + 1 < self.n_groups, [g.eq(g + 1), gb.eq(gb + N), rowaddr.eq(passbase)],
-                      [g.eq(0), gb.eq(0), m0.eq(m0 + R),
+                Level(g + 1 < self.n_groups, [g.eq(g + 1), gb.eq(gb + N), rowaddr.eq(passbase),
+                                              exists.eq(gb + N < self.nt)],
+                      [g.eq(0), gb.eq(0), m0.eq(m0 + R), exists.eq(1),
                        passbase.eq(rowaddr + self.nt), rowaddr.eq(rowaddr + self.nt)]),
             ], last=m0 + R >= self.m, done=[active.eq(0)])
         return m
