@@ -58,8 +58,8 @@ def test_increment_exhaustive(width):
 
 
 def test_increment_wide_carry_chains():
-    """32 bits (five prefix levels): every run of trailing ones, each with one bit above it set or
-    cleared, and random values, against Python's ``+``."""
+    """32 bits (five prefix levels): every run of trailing ones alone, under random upper bits and
+    with one of its bits cleared, and random values, against Python's ``+``."""
     width = 32
     dut = _Inc(width)
     rng = random.Random(32)
