@@ -17,13 +17,13 @@ Every stream stalls its producer; nothing is dropped. One command runs at a time
 ports are :class:`hw.mu.interface.MatrixUnitSignature`; the slice connects to them through it.
 """
 
-from amaranth.hdl import Module, Mux, Signal, Value
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import hier
 from ..formats import BLOCK_FORMATS, MATRIX_FORMATS, get_block_format, get_format
-from ..fp.round_product import increment
+from ..mu.counters import event_counter
 from ..mu.exact_acc import GUARD_BITS
 from ..mu.interface import MatrixUnitSignature
 from ..mu.matrix_unit import MatrixUnit, MatrixUnitParams
@@ -423,41 +423,42 @@ class Slice(wiring.Component):
                          spad.w_data.eq(self.spad_w.payload.data), spad.w_en.eq(self.spad_w.valid)]
 
         # ---- counters
-        # Events that come through the units' ready logic (the HBM beats the gearbox takes, its
-        # rows, the x beats, the units' own) are registered, with the amount they add, and counted
-        # a cycle later (long before the command's done), so no adder hangs on a ready.
+        # One-bit events: segmented counters (hw.mu.counters.event_counter, as the units' own), exact
+        # in every cycle with no carry chain behind the events, which come late through the units'
+        # ready logic. Events that add an amount (bytes, elements) are registered with it and
+        # added a cycle later (long before the command's done), so no adder hangs on a ready.
         def xfer(s):
             return s.valid & s.ready
 
-        def count_later(counter, event, amount, name):
+        def count_events(counter, event, name):
+            m.d.comb += counter.eq(event_counter(m, name, len(counter), event))
+
+        def add_later(counter, event, amount, name):
             seen = Signal(name=f"{name}_event")
             m.d.sync += seen.eq(event)
-            if isinstance(amount, int):
-                step = increment(m, counter, 1, name=f"{name}_inc") if amount == 1 else counter + amount
-            else:
+            held = amount
+            if not isinstance(amount, int):
                 held = Signal(len(Value.cast(amount)), name=f"{name}_amount")
                 m.d.sync += held.eq(amount)
-                step = counter + held
             with m.If(seen):
-                m.d.sync += counter.eq(step)
+                m.d.sync += counter.eq(counter + held)
 
         running = gbox.busy
-        m.d.sync += self.cycles.eq(increment(m, self.cycles, 1, name="cycles_inc"))
+        count_events(self.cycles, Const(1, 1), "cycles")
         with m.If(xfer(self.hbm_req)):
             m.d.sync += self.hbm_req_bytes.eq(self.hbm_req_bytes + self.hbm_req.payload.beats *
                                               self.feed_bytes)
-        count_later(self.hbm_rcv_bytes, xfer(self.hbm_rdata), self.feed_bytes, "hbm_rcv")
-        count_later(self.w_useful_elems, xfer(gbox.o), gbox.o_useful, "w_useful")
-        count_later(self.w_pad_elems, xfer(gbox.o), U * D - gbox.o_useful, "w_pad")
+        add_later(self.hbm_rcv_bytes, xfer(self.hbm_rdata), self.feed_bytes, "hbm_rcv")
+        add_later(self.w_useful_elems, xfer(gbox.o), gbox.o_useful, "w_useful")
+        add_later(self.w_pad_elems, xfer(gbox.o), U * D - gbox.o_useful, "w_pad")
         if nb:   # a tile's scale rows, with its last element row
-            count_later(self.w_scale_bytes, xfer(gbox.o) & gbox.o.payload.last, nb * SS, "w_scale")
-        count_later(self.x_beats, xfer(issue.x), 1, "x_beats")
-        with m.If(wb.wr_en):
-            m.d.sync += self.y_rows.eq(increment(m, self.y_rows, 1, name="y_rows_inc"))
+            add_later(self.w_scale_bytes, xfer(gbox.o) & gbox.o.payload.last, nb * SS, "w_scale")
+        count_events(self.x_beats, xfer(issue.x), "x_beats")
+        count_events(self.y_rows, wb.wr_en, "y_rows")
         for u, mu in enumerate(units):
             events = {"unit_busy": xfer(mu.w) | xfer(mu.x),
                       "unit_starved": running & mu.w.ready & ~mu.w.valid,
                       "unit_backpressured": mu.y.valid & ~mu.y.ready}
             for name, event in events.items():
-                count_later(getattr(self, name)[u], event, 1, f"{name}{u}")
+                count_events(getattr(self, name)[u], event, f"{name}{u}")
         return m

@@ -45,4 +45,3 @@ def test_thermometer_is_n_above_each_lane(lanes, width):
     rng = random.Random(lanes * 131 + width)
     vals |= {rng.randrange(top + 1) for _ in range(64)}
     _check_thermometer(lanes, width, sorted(vals))
-
