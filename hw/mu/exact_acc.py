@@ -61,6 +61,7 @@ from .window import (
     place_needs,
     place_terms,
     realign,
+    resolved_sign,
     window_widths,
     windowed,
 )
@@ -319,7 +320,7 @@ class ExactAccumulator(wiring.Component):
         A, nc = self.acc_bits, self.chunks
         if self._win:  # c: the pending carry into every chunk; b: the anchor
             win = {"c": Signal(nc, name=f"r{r}_c"), "b": Signal(self._dw.anchor_bits, name=f"r{r}_b"),
-                   "lost": Signal(name=f"r{r}_lost")}
+                   "lost": Signal(name=f"r{r}_lost"), "sg": Signal(name=f"r{r}_sg")}
         else:
             win = {"c": Signal(max(nc - 1, 1), name=f"r{r}_c")}
         return {"x": Signal(A, name=f"r{r}_x"), **win,
@@ -350,6 +351,7 @@ class ExactAccumulator(wiring.Component):
             m.d.comb += [p.eq(x ^ u ^ v),
                          q.eq(Cat(cin[0], ((x & u) | (x & v) | (u & v))[:A - 1]))]
             cin = cin[1]
+            win["sg"] = resolved_sign(m, self._dw, p, q, cin, win["lam"])
         else:
             u, v = self._addend(m, inp)
             x = cur["x"]
@@ -379,7 +381,7 @@ class ExactAccumulator(wiring.Component):
         moved sum, ``(carry into chunk 0, carries into chunks 1..)`` and the window's next state
         (anchor, lost bit, carry out of the dropped chunks)."""
         A, nc = self.acc_bits, self.chunks
-        x, c, lam, lossr = realign(m, self._dw, raw["x"], raw["c"], inp["kr"])
+        x, c, lam, lossr = realign(m, self._dw, raw["x"], raw["c"], inp["kr"], raw["sg"])
         keep = ~self.first
         xk, ck = Signal(A, name="w_xk"), Signal(nc, name="w_ck")
         m.d.comb += [xk.eq(x & keep.replicate(A)), ck.eq(c & keep.replicate(nc))]
@@ -417,7 +419,8 @@ class ExactAccumulator(wiring.Component):
 
         # capture register: the drained accumulation's final state
         cap = {k: Signal.like(v, name=f"d_{k}", reset_less=True) for k, v in rows[0].items()
-               if k != "cnt"}  # the count only decides the overflow mark
+               if k not in ("cnt", "sg")}  # the count only decides the overflow mark; the sign
+        # is the loop's (the drain resolves the sum itself)
         cap_valid = Signal(name="d_valid")
         with m.If(self.en):
             m.d.sync += cap_valid.eq(take & self.last)
@@ -558,7 +561,7 @@ class ExactAccumulator(wiring.Component):
         carry = Cat(up, *[up & ones[i] for i in range(_FP32_SIG - 1)])  # into bit i
         cout = Signal(name="r_cout")
         rounded = Signal(_FP32_SIG, name="r_sig")
-        m.d.comb += [rounded.eq(kept ^ carry), cout.eq(up & ones[-1])]
+        m.d.comb += [rounded.eq(kept ^ carry), cout.eq(up & v.get("ones", ones[-1]))]
         eb = Signal(10, name="r_eb")
         m.d.comb += eb.eq(Mux(cout, v["eb1"], v["eb0"]))
         if "sub" in v:  # a subnormal's field: 1 once the rounding carries into the hidden bit
@@ -571,7 +574,8 @@ class ExactAccumulator(wiring.Component):
         flags = SimpleNamespace(sign=sign, is_nan=nan | v["ovf"] | (pinf & ninf),
                                 is_inf=pinf | ninf, is_zero=v["zero"])
         code = Signal(32, name="r_code")
-        pack_code(m, code, flags, FP32, flush=0, over=eb >= 255,
+        over = Mux(cout, v["over1"], v["over0"]) if "over0" in v else eb >= 255
+        pack_code(m, code, flags, FP32, flush=0, over=over,
                   mag=Cat(rounded[:FP32.man_bits], eb[:FP32.exp_bits]))
         return {"code": code, "ovf": v["ovf"]}
 

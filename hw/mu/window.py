@@ -25,8 +25,9 @@ Hardware (in :class:`hw.mu.exact_acc.ExactAccumulator` with an MX format): three
 row's; :func:`place_terms`: the terms shifted there, compressed to two rows), a per-beat loop
 whose only additions are the carry-pending chunk adds of the ``exact`` mode (:func:`realign`: the
 row's sum moves down by whole chunks, an arithmetic shift of the pending sum whose dropped part's
-carry and zero test come from a prefix over the chunks, no carry propagation), and a drain with a
-variable exponent and subnormals (:func:`drain_steps`).
+carry and zero test come from a prefix over the chunks, no carry propagation; a move past the
+whole window takes the row's resolved sign, a state bit :func:`resolved_sign` forms beside the
+chunk adds), and a drain with a variable exponent and subnormals (:func:`drain_steps`).
 """
 
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
 from .scales import max_unsigned
 
 __all__ = ["WINDOW_ROOM", "WindowWidths", "window_widths", "windowed", "window_inputs", "place_needs",
-           "offsets", "place_terms", "anchor_step", "realign", "drain_steps"]
+           "offsets", "place_terms", "anchor_step", "realign", "resolved_sign", "drain_steps"]
 
 FP32 = get_format("fp32")
 #: Binades below the largest term's LSB that a window holds at least (rounded up to whole chunks).
@@ -287,7 +288,7 @@ def _prefix(m, gp, *, name):
     return g
 
 
-def realign(m: Module, ww: WindowWidths, x, c, k):
+def realign(m: Module, ww: WindowWidths, x, c, k, sign):
     """The row's pending sum ``x + sum_i c_i 2**(Q i)`` floor-divided by ``2**(Q k)``.
 
     ``c`` holds the pending carry into every chunk (chunk 0's included). With ``|sum| <= 2**(A-2)``
@@ -296,7 +297,8 @@ def realign(m: Module, ww: WindowWidths, x, c, k):
     the chunks' generate/propagate, which becomes the new pending carry into chunk 0). The dropped
     part is zero iff ``(x ^ C) ^ ((x | C) << 1)`` has no one below ``Q k`` (a sum of two vectors is 0
     modulo ``2**n`` iff every bit's XOR equals the OR one bit below). ``k >= A/Q`` leaves the sign
-    of the resolved sum. Returns ``(x', c', lam, loss)``.
+    of the resolved sum, ``sign`` (kept with the row by :func:`resolved_sign`, so no carry chain
+    over the row's sum sits in the loop). Returns ``(x', c', lam, loss)``.
     """
     Q, A, nc = ww.chunk_bits, ww.acc_bits, ww.chunks
     gp = _chunk_gp(m, x, c, Q, nc, name="wl")
@@ -307,11 +309,6 @@ def realign(m: Module, ww: WindowWidths, x, c, k):
     m.d.comb += z.eq((x ^ cvec) ^ Cat(Const(0, 1), (x | cvec)[:A - 1]))
     zc = [z[i * Q:(i + 1) * Q].any() for i in range(nc)]
     nz = _prefix(m, [(zc[i], Const(1, 1)) for i in range(nc)], name="wl_nz")  # OR of chunks 0..i
-    # the resolved sum's sign, for k >= nc: top chunk plus its pending and resolved carries
-    top = Signal(Q + 2, name="wl_top")
-    m.d.comb += top.eq(x[A - Q:] + c[nc - 1] + (cc[nc - 2] if nc > 1 else 0))
-    sign = Signal(name="wl_sign")
-    m.d.comb += sign.eq(top[Q - 1])
     xs, cs = Signal(A, name="wl_x"), Signal(nc, name="wl_c")
     lam, loss = Signal(name="wl_lam"), Signal(name="wl_loss")
     with m.Switch(k):
@@ -326,6 +323,33 @@ def realign(m: Module, ww: WindowWidths, x, c, k):
     return xs, cs, lam, loss
 
 
+def resolved_sign(m: Module, ww: WindowWidths, p, q, cin, lam):
+    """The sign of the row's new sum ``p + q + sum_i cin_i 2**(Q (i + 1)) + lam`` modulo
+    ``2**A`` (its carry-save rows, the pending carries into chunks 1.. and into chunk 0), the
+    row state :func:`realign` takes for a move past the whole window: one full-adder level, then
+    the carry into the top bit from a log-depth tree of generate/propagate pairs."""
+    Q, A, nc = ww.chunk_bits, ww.acc_bits, ww.chunks
+    r = Signal(A, name="ws_r")
+    m.d.comb += r.eq(Cat(lam, *[Cat(Const(0, Q - 1), cin[i]) for i in range(nc - 1)]))
+    s, t = Signal(A, name="ws_s"), Signal(A, name="ws_t")
+    m.d.comb += [s.eq(p ^ q ^ r), t.eq(Cat(Const(0, 1), ((p & q) | (p & r) | (q & r))[:A - 1]))]
+    gp = [(s[i] & t[i], s[i] | t[i]) for i in range(A - 1)]  # bits 0 .. A-2, low first
+    level = 0
+    while len(gp) > 1:
+        nxt = []
+        for j in range(0, len(gp) - 1, 2):
+            (g0, p0), (g1, p1) = gp[j], gp[j + 1]
+            g, pp = Signal(name=f"ws_g{level}_{j}"), Signal(name=f"ws_p{level}_{j}")
+            m.d.comb += [g.eq(g1 | (p1 & g0)), pp.eq(p1 & p0)]
+            nxt.append((g, pp))
+        if len(gp) % 2:
+            nxt.append(gp[-1])
+        gp, level = nxt, level + 1
+    sign = Signal(name="ws_sign")
+    m.d.comb += sign.eq(s[A - 1] ^ t[A - 1] ^ gp[0][0])
+    return sign
+
+
 # ---------------------------------------------------------------------------------- the drain
 def drain_steps(ww: WindowWidths):
     """The window's drain steps between the ``exact`` mode's resolve and its rounding: magnitude of
@@ -335,11 +359,19 @@ def drain_steps(ww: WindowWidths):
 
 
 def _odd_magnitude(m, v, A, cb, dw, magnitude):
-    """``2 v + lost`` (A + 1 bits) into the ``exact`` mode's magnitude step, and its leading zeros."""
+    """``2 v + lost`` (A + 1 bits) into the ``exact`` mode's magnitude step, and its leading zeros
+    and the exponents the normalization needs from the anchor (computed here, beside the
+    magnitude, so the normalization starts from registers)."""
     odd = Signal(signed(A + 1), name="wd_odd")
     m.d.comb += odd.eq(Cat(v["lost"], v["v"]))
     out = magnitude(m, {**v, "v": odd}, A + 1, cb, dw)
-    return {**out, "lz": leading_zeros(m, out["mag"], name="wn_lz")}  # the drain's two halves
+    n = len(out["mag"])
+    etop = Signal(signed(12), name="wn_etop")  # the exponent of the magnitude's MSB
+    lim = Signal(signed(12), name="wn_lim")  # the left shift that puts the MSB at 2**emin
+    m.d.comb += [etop.eq(dw.exp_min + dw.lsb_exp - dw.top + n - 2 + (v["b"] << (cb.bit_length() - 1))),
+                 lim.eq(etop - FP32.emin)]
+    return {**out, "lz": leading_zeros(m, out["mag"], name="wn_lz"),  # the drain's two halves
+            "etop": etop, "lim": lim}
 
 
 def _normalize(m, v, A, cb, ww):
@@ -351,12 +383,7 @@ def _normalize(m, v, A, cb, ww):
     mag = v["mag"]
     n = len(mag)
     keep = FP32.man_bits + 2  # significand and guard
-    lz = v["lz"]  # counted in the magnitude step, so the two steps balance
-    etop = Signal(signed(12), name="wn_etop")
-    lim = Signal(signed(12), name="wn_lim")  # the left shift that puts the MSB at 2**emin
-    m.d.comb += [etop.eq(ww.exp_min + ww.lsb_exp - ww.top + n - 2
-                         + (v["b"] << (cb.bit_length() - 1))),
-                 lim.eq(etop - FP32.emin)]
+    lz, etop, lim = v["lz"], v["etop"], v["lim"]  # from the magnitude step: the two steps balance
     sub = Signal(name="wn_sub")
     sh = Signal(range(n + keep + 1), name="wn_sh")
     m.d.comb += [sub.eq(lim < lz),
@@ -368,5 +395,11 @@ def _normalize(m, v, A, cb, ww):
     eb0, eb1 = Signal(10, name="wn_eb0"), Signal(10, name="wn_eb1")
     zero = Signal(name="wn_zero")
     m.d.comb += [eb0.eq(etop - lz + FP32.bias), eb1.eq(etop - lz + FP32.bias + 1), zero.eq(mag == 0)]
+    # for the rounding: its carry out needs the kept significand all ones, and the overflow of
+    # either exponent outcome (a subnormal never overflows), so it only selects
+    ones, over0, over1 = Signal(name="wn_ones"), Signal(name="wn_over0"), Signal(name="wn_over1")
+    m.d.comb += [ones.eq(ext[-(keep - 1):].all()),
+                 over0.eq(~sub & (eb0 >= 255)), over1.eq(~sub & (eb1 >= 255))]
     flags = {k: v[k] for k in ("ovf", "nan", "pinf", "ninf") if k in v}
-    return {"sig": sig, "eb0": eb0, "eb1": eb1, "sub": sub, "zero": zero, "sign": v["sign"], **flags}
+    return {"sig": sig, "eb0": eb0, "eb1": eb1, "sub": sub, "zero": zero, "sign": v["sign"],
+            "ones": ones, "over0": over0, "over1": over1, **flags}

@@ -254,3 +254,37 @@ def test_rtl_directed_carries_sign_and_sticky():
     assert codes[3] == rne_fp32(-(1 << 24) - 2, ww.lsb(35) + H)
     assert codes[4] == rne_fp32((1 << 24) + 4, ww.lsb(35) + H)
     assert all(0 < c & 0x7F800000 < 0x7F800000 for c in codes), [hex(c) for c in codes]
+
+
+@pytest.mark.quick
+def test_rtl_resolved_sign_takes_pending_carries():
+    """The row's sign kept for a move past the whole window counts every pending carry (two blocks
+    a beat, MXFP8 E4M3 at D = 64; positions as in the test above):
+
+    * a carry left pending by an earlier beat and not resolved by a zero beat makes the
+      all-ones sum +255: dropped entirely it leaves 0 and the lost bit (+half an LSB);
+    * the carry out of the chunks a smaller move drops makes the kept all-ones sum exactly 0:
+      dropped entirely it leaves +0 (no loss), not -1."""
+    fmt, width = "mxfp8_e4m3", 64
+    dut = ExactAccumulator(fmt, width, 1)
+    model = WindowAccModel(fmt, width)
+    ww = model.ww
+    assert ww.blocks == 2
+    lo = 240 - ww.top  # position 0 under anchor 30
+    beats = []
+
+    def acc(parts):  # per beat: two (term, E') pairs
+        for i, pairs in enumerate(parts):
+            beats.append(dict(terms=[p for p, _ in pairs], exps=[ep + ww.exp_min for _, ep in pairs],
+                              first=i == 0, last=i == len(parts) - 1, row=0))
+
+    zero = (0, 0)
+    acc([[(1, 240), (-1, 240)], [(-1, lo), zero], [(0x100, lo), zero], [zero, zero],
+         [(1, 392), (-1, 392)]])
+    acc([[(1, 240), (-1, 240)], [(-1, lo + 16), zero], [(0xFFFF, lo), zero], [(1, lo), zero],
+         [(1, 256), (-1, 256)], [(1, 392), (-1, 392)]])
+    _run(dut, model, beats, en_prob=0.8, bubble_prob=0.2, seed=11)
+    codes = [model.beat(b["terms"], b["exps"], first=b["first"], last=b["last"]) for b in beats]
+    codes = [c for c, _ in filter(None, codes)]
+    assert codes[0] == rne_fp32(1, ww.lsb(49) - 1)  # +255 dropped: 0 and the lost bit, +half an LSB
+    assert codes[1] == 0  # exactly 0 below the window: +0
