@@ -43,7 +43,8 @@ from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
 from .scales import max_unsigned
 
 __all__ = ["WINDOW_ROOM", "WindowWidths", "window_widths", "windowed", "window_inputs", "place_needs",
-           "offsets", "place_terms", "anchor_step", "realign", "resolved_sign", "drain_steps"]
+           "offsets", "place_terms", "anchor_step", "move_select", "realign", "resolved_sign",
+           "drain_steps"]
 
 FP32 = get_format("fp32")
 #: Binades below the largest term's LSB that a window holds at least (rounded up to whole chunks).
@@ -188,33 +189,36 @@ def place_needs(m: Module, ww: WindowWidths, t, e, en, *, platform=None, valid=N
 
 def offsets(m: Module, ww: WindowWidths, regs: dict, kt) -> dict:
     """Each term's offset below its row's new anchor, ``d + Q kt`` (``d`` below the beat's own
-    anchor, from :func:`place_needs`; ``kt`` from :func:`anchor_step`), and the terms, for the
-    register before :func:`place_terms`."""
+    anchor, from :func:`place_needs`; ``kt`` from :func:`anchor_step`), clamped to the shift that
+    leaves a term's sign only (so the register before :func:`place_terms` drives the shifter's
+    selects), and the terms."""
     qs = ww.chunk_bits.bit_length() - 1
+    span = ww.term_bits + ww.top  # bits of t << H
     out = {}
     for i in range(ww.blocks):
         d = Signal(ww.shift_bits + 1, name=f"wo{i}_d")
-        m.d.comb += d.eq(regs[f"d{i}"] + (kt << qs))
-        out[f"d{i}"], out[f"t{i}"] = d, regs[f"t{i}"]
+        dc = Signal(range(span + 1), name=f"wo{i}_dc")
+        m.d.comb += [d.eq(regs[f"d{i}"] + (kt << qs)), dc.eq(Mux(d > span, span, d))]
+        out[f"d{i}"], out[f"t{i}"] = dc, regs[f"t{i}"]
     return out
 
 
 def place_terms(m: Module, ww: WindowWidths, regs: dict) -> dict:
     """The beat's last placement stage: every term floor-shifted to its position ``H - d`` under
     its row's new anchor (``t << (H - d)``, or right with the dropped bits' OR in ``tloss``; ``d``
-    from :func:`offsets`), and the terms compressed to two rows ``u + v = T`` modulo ``2**A`` (a
-    Dadda tree; one term is its own row). No carry-propagate adder: the loop adds the rows."""
+    from :func:`offsets`, at most ``Wt + H``), and the terms compressed to two rows ``u + v = T``
+    modulo ``2**A`` (a Dadda tree; one term is its own row). No carry-propagate adder: the loop
+    adds the rows."""
     A, H, nb, wt = ww.acc_bits, ww.top, ww.blocks, ww.term_bits
-    span = wt + H  # bits of t << H; a shift right by span or more leaves the sign only
+    span = wt + H  # bits of t << H; a shift right by span leaves the sign only
     placed, losses = [], []
     for i in range(nb):
-        ti, d = regs[f"t{i}"].as_signed(), regs[f"d{i}"]
+        ti, dc = regs[f"t{i}"].as_signed(), regs[f"d{i}"]
         ext = Signal(signed(span), name=f"wq{i}_ext")
-        dc = Signal(range(span + 1), name=f"wq{i}_dc")
         v = Signal(signed(A), name=f"wq{i}_v")
         lost = Signal(name=f"wq{i}_lost")  # t's bit j sits at j + H of ext
         kept = Signal(span, name=f"wq{i}_kept")  # ones where ext's bits survive the shift
-        m.d.comb += [ext.eq(ti << H), dc.eq(Mux(d > span, span, d)), v.eq(ext >> dc),
+        m.d.comb += [ext.eq(ti << H), v.eq(ext >> dc),
                      kept.eq(Const((1 << span) - 1, span) << dc), lost.eq((ext & ~kept).any())]
         placed.append(v)
         losses.append(lost)
@@ -288,8 +292,30 @@ def _prefix(m, gp, *, name):
     return g
 
 
-def realign(m: Module, ww: WindowWidths, x, c, k, sign):
-    """The row's pending sum ``x + sum_i c_i 2**(Q i)`` floor-divided by ``2**(Q k)``.
+def move_select(m: Module, ww: WindowWidths, k):
+    """``k`` (chunks the row's sum moves down) one-hot for :func:`realign`: bit ``j < A/Q`` for
+    ``k = j``, the top bit for a move past the whole window (decoded a stage ahead of the loop,
+    so the loop's selects come from a register)."""
+    nc = ww.chunks
+    sel = Signal(nc + 1, name="wk_sel")
+    m.d.comb += sel.eq(Cat(*[k == j for j in range(nc)], k >= nc))
+    return sel
+
+
+def _or_tree(m, vals, width, *, name):
+    while len(vals) > 1:
+        nxt = []
+        for i in range(0, len(vals) - 1, 2):
+            s = Signal(width, name=f"{name}{len(vals)}_{i}")
+            m.d.comb += s.eq(vals[i] | vals[i + 1])
+            nxt.append(s)
+        vals = nxt + ([vals[-1]] if len(vals) % 2 else [])
+    return vals[0]
+
+
+def realign(m: Module, ww: WindowWidths, x, c, ksel, sign):
+    """The row's pending sum ``x + sum_i c_i 2**(Q i)`` floor-divided by ``2**(Q k)`` (``k`` one-hot
+    in ``ksel``, :func:`move_select`).
 
     ``c`` holds the pending carry into every chunk (chunk 0's included). With ``|sum| <= 2**(A-2)``
     an arithmetic shift of ``x`` by whole chunks (its own top bit as the sign) plus the carries
@@ -311,15 +337,12 @@ def realign(m: Module, ww: WindowWidths, x, c, k, sign):
     nz = _prefix(m, [(zc[i], Const(1, 1)) for i in range(nc)], name="wl_nz")  # OR of chunks 0..i
     xs, cs = Signal(A, name="wl_x"), Signal(nc, name="wl_c")
     lam, loss = Signal(name="wl_lam"), Signal(name="wl_loss")
-    with m.Switch(k):
-        for j in range(nc):
-            with m.Case(j):
-                m.d.comb += [xs.eq(x.as_signed() >> (Q * j)),
-                             cs.eq(c >> j),
-                             lam.eq(cc[j - 1] if j else 0),
-                             loss.eq(nz[j - 1] if j else 0)]
-        with m.Default():
-            m.d.comb += [xs.eq(sign.replicate(A)), cs.eq(0), lam.eq(0), loss.eq(nz[nc - 1])]
+    xj = [(x.as_signed() >> (Q * j)).as_unsigned() & ksel[j].replicate(A) for j in range(nc)]
+    xj.append(sign.replicate(A) & ksel[nc].replicate(A))
+    cj = [(c >> j) & ksel[j].replicate(nc) for j in range(nc)]
+    m.d.comb += [xs.eq(_or_tree(m, xj, A, name="wl_xo")), cs.eq(_or_tree(m, cj, nc, name="wl_co")),
+                 lam.eq(Cat(*[ksel[j] & cc[j - 1] for j in range(1, nc)]).any() if nc > 1 else 0),
+                 loss.eq(Cat(*[ksel[j] & nz[j - 1] for j in range(1, nc + 1)]).any())]
     return xs, cs, lam, loss
 
 
