@@ -57,7 +57,6 @@ from .scales import fixed_sum_widths
 from .window import (
     anchor_step,
     drain_steps,
-    move_select,
     offsets,
     place_needs,
     place_terms,
@@ -296,7 +295,7 @@ class ExactAccumulator(wiring.Component):
                                     "kr": moves["kr"], "b": moves["b"]}, "i1_", platform,
                                 self.we_ahead)
             vals = {**{k: p2[k] for k in vals}, **place_terms(m, self._dw, p2),
-                    "ksel": move_select(m, self._dw, p2["kr"]), "b": p2["b"]}
+                    "kr": p2["kr"], "b": p2["b"]}
             return self._register(m, vals, "i_", platform, v2)
         if self._gate_in:
             regs = {k: Signal(v.shape(), name=f"i_{k}", reset_less=True) for k, v in vals.items()}
@@ -376,13 +375,13 @@ class ExactAccumulator(wiring.Component):
                 **{k: cur[k] | inp[k] for k in self._flag_names()}}
 
     def _window_beat(self, m, cur, raw, inp):
-        """The window's move (``kr``, one-hot in ``ksel``, and the anchor ``b`` come with the beat,
-        a stage ahead, and the beat's rows are already placed under that anchor): the row's sum
-        floor-shifted down by ``kr`` chunks (the uncleared row, cleared after the shift on ``first``). Returns the row's
+        """The window's move (``kr`` and the anchor ``b`` come with the beat, a stage ahead, and
+        the beat's rows are already placed under that anchor): the row's sum floor-shifted down by
+        ``kr`` chunks (the uncleared row, cleared after the shift on ``first``). Returns the row's
         moved sum, ``(carry into chunk 0, carries into chunks 1..)`` and the window's next state
         (anchor, lost bit, carry out of the dropped chunks)."""
         A, nc = self.acc_bits, self.chunks
-        x, c, lam, lossr = realign(m, self._dw, raw["x"], raw["c"], inp["ksel"], raw["sg"])
+        x, c, lam, lossr = realign(m, self._dw, raw["x"], raw["c"], inp["kr"], raw["sg"])
         keep = ~self.first
         xk, ck = Signal(A, name="w_xk"), Signal(nc, name="w_ck")
         m.d.comb += [xk.eq(x & keep.replicate(A)), ck.eq(c & keep.replicate(nc))]

@@ -43,8 +43,7 @@ from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
 from .scales import max_unsigned
 
 __all__ = ["WINDOW_ROOM", "WindowWidths", "window_widths", "windowed", "window_inputs", "place_needs",
-           "offsets", "place_terms", "anchor_step", "move_select", "realign", "resolved_sign",
-           "drain_steps"]
+           "offsets", "place_terms", "anchor_step", "realign", "resolved_sign", "drain_steps"]
 
 FP32 = get_format("fp32")
 #: Binades below the largest term's LSB that a window holds at least (rounded up to whole chunks).
@@ -292,30 +291,8 @@ def _prefix(m, gp, *, name):
     return g
 
 
-def move_select(m: Module, ww: WindowWidths, k):
-    """``k`` (chunks the row's sum moves down) one-hot for :func:`realign`: bit ``j < A/Q`` for
-    ``k = j``, the top bit for a move past the whole window (decoded a stage ahead of the loop,
-    so the loop's selects come from a register)."""
-    nc = ww.chunks
-    sel = Signal(nc + 1, name="wk_sel")
-    m.d.comb += sel.eq(Cat(*[k == j for j in range(nc)], k >= nc))
-    return sel
-
-
-def _or_tree(m, vals, width, *, name):
-    while len(vals) > 1:
-        nxt = []
-        for i in range(0, len(vals) - 1, 2):
-            s = Signal(width, name=f"{name}{len(vals)}_{i}")
-            m.d.comb += s.eq(vals[i] | vals[i + 1])
-            nxt.append(s)
-        vals = nxt + ([vals[-1]] if len(vals) % 2 else [])
-    return vals[0]
-
-
-def realign(m: Module, ww: WindowWidths, x, c, ksel, sign):
-    """The row's pending sum ``x + sum_i c_i 2**(Q i)`` floor-divided by ``2**(Q k)`` (``k`` one-hot
-    in ``ksel``, :func:`move_select`).
+def realign(m: Module, ww: WindowWidths, x, c, k, sign):
+    """The row's pending sum ``x + sum_i c_i 2**(Q i)`` floor-divided by ``2**(Q k)``.
 
     ``c`` holds the pending carry into every chunk (chunk 0's included). With ``|sum| <= 2**(A-2)``
     an arithmetic shift of ``x`` by whole chunks (its own top bit as the sign) plus the carries
@@ -337,12 +314,15 @@ def realign(m: Module, ww: WindowWidths, x, c, ksel, sign):
     nz = _prefix(m, [(zc[i], Const(1, 1)) for i in range(nc)], name="wl_nz")  # OR of chunks 0..i
     xs, cs = Signal(A, name="wl_x"), Signal(nc, name="wl_c")
     lam, loss = Signal(name="wl_lam"), Signal(name="wl_loss")
-    xj = [(x.as_signed() >> (Q * j)).as_unsigned() & ksel[j].replicate(A) for j in range(nc)]
-    xj.append(sign.replicate(A) & ksel[nc].replicate(A))
-    cj = [(c >> j) & ksel[j].replicate(nc) for j in range(nc)]
-    m.d.comb += [xs.eq(_or_tree(m, xj, A, name="wl_xo")), cs.eq(_or_tree(m, cj, nc, name="wl_co")),
-                 lam.eq(Cat(*[ksel[j] & cc[j - 1] for j in range(1, nc)]).any() if nc > 1 else 0),
-                 loss.eq(Cat(*[ksel[j] & nz[j - 1] for j in range(1, nc + 1)]).any())]
+    with m.Switch(k):
+        for j in range(nc):
+            with m.Case(j):
+                m.d.comb += [xs.eq(x.as_signed() >> (Q * j)),
+                             cs.eq(c >> j),
+                             lam.eq(cc[j - 1] if j else 0),
+                             loss.eq(nz[j - 1] if j else 0)]
+        with m.Default():
+            m.d.comb += [xs.eq(sign.replicate(A)), cs.eq(0), lam.eq(0), loss.eq(nz[nc - 1])]
     return xs, cs, lam, loss
 
 
