@@ -10,7 +10,7 @@ from flows.sweep import qor, synth_jobs
 from flows.sweep import runner as sweep
 from flows.synth import flow as flow_synth
 from hw.designs import STUDY_WIDTHS
-from hw.formats import MATRIX_FORMATS
+from hw.formats import BLOCK_FORMATS, MATRIX_FORMATS
 
 
 def test_qor_jobs_cover_the_grid_cheapest_first():
@@ -18,7 +18,9 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
     names = [j.name for j in jobs]
     assert names[:3] == ["bf16_mul-behavioral-s0", "bf16_mul-booth4-s0", "bf16_mul-behavioral-s0-ysbooth"]
     mu = names[3:]
-    block = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")   # block-scaled formats, in both modes
+    # block-scaled formats, in both modes: every one the generator builds
+    block = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3")
+    assert set(block) == set(BLOCK_FORMATS)
     floats = tuple(f for f in MATRIX_FORMATS if not f.startswith("int"))  # integers: exact only
     # stages from flows.qor_plan: 3 for the exact mode at D = 128 E4M3, 4 for the block formats in
     # the exact mode, 2 everywhere else
