@@ -39,6 +39,7 @@ from ..clock_gate import gated_assign
 from ..formats import BLOCK_FORMATS, get_block_format, get_format
 from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
+from .exact_drain import prefix
 from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
 from .scales import max_unsigned
 
@@ -279,18 +280,6 @@ def _chunk_gp(m, x, cin, Q, nc, *, name):
     return gp
 
 
-def _prefix(m, gp, *, name):
-    g, p = [x for x, _ in gp], [y for _, y in gp]
-    d, level = 1, 0
-    while d < len(g):
-        ng, np_ = list(g), list(p)
-        for i in range(d, len(g)):
-            ng[i], np_[i] = Signal(name=f"{name}_g{level}_{i}"), Signal(name=f"{name}_p{level}_{i}")
-            m.d.comb += [ng[i].eq(g[i] | (p[i] & g[i - d])), np_[i].eq(p[i] & p[i - d])]
-        g, p, d, level = ng, np_, 2 * d, level + 1
-    return g
-
-
 def realign(m: Module, ww: WindowWidths, x, c, k, sign):
     """The row's pending sum ``x + sum_i c_i 2**(Q i)`` floor-divided by ``2**(Q k)``.
 
@@ -305,13 +294,13 @@ def realign(m: Module, ww: WindowWidths, x, c, k, sign):
     """
     Q, A, nc = ww.chunk_bits, ww.acc_bits, ww.chunks
     gp = _chunk_gp(m, x, c, Q, nc, name="wl")
-    cc = _prefix(m, gp, name="wl_cc")  # cc[i]: carry out of chunks 0..i resolved (into chunk i+1)
+    cc = prefix(m, gp, name="wl_cc")  # cc[i]: carry out of chunks 0..i resolved (into chunk i+1)
     cvec = Signal(A, name="wl_C")
     m.d.comb += cvec.eq(Cat(*[Cat(c[i], Const(0, Q - 1)) for i in range(nc)]))
     z = Signal(A, name="wl_z")
     m.d.comb += z.eq((x ^ cvec) ^ Cat(Const(0, 1), (x | cvec)[:A - 1]))
     zc = [z[i * Q:(i + 1) * Q].any() for i in range(nc)]
-    nz = _prefix(m, [(zc[i], Const(1, 1)) for i in range(nc)], name="wl_nz")  # OR of chunks 0..i
+    nz = prefix(m, [(zc[i], Const(1, 1)) for i in range(nc)], name="wl_nz")  # OR of chunks 0..i
     xs, cs = Signal(A, name="wl_x"), Signal(nc, name="wl_c")
     lam, loss = Signal(name="wl_lam"), Signal(name="wl_loss")
     with m.Switch(k):
