@@ -123,7 +123,8 @@ class ColumnParams(BlockParams):
     def tree_params(self) -> TreeParams:
         """One tree of D lanes, or (block-scaled) one of each of the D/B blocks of B lanes, with the
         stages left after :attr:`scale_reg` (and, in the window, after the accumulator's input
-        register: its block trees are carry-save, their adder is the :attr:`scale_reg` stage's)."""
+        register: its block trees are carry-save, their adder split over the :attr:`scale_reg` stage and
+        the accumulator's first placement stage, :func:`hw.mu.scales.split_sum`)."""
         bf = self.block_format
         if bf is not None and self.window:
             return TreeParams(bf.block, bf.element, max(0, self.stages - self.scale_reg - 1),

@@ -159,6 +159,10 @@ class ExactAccumulator(wiring.Component):
         valid.
     s0, s1 : In(W)
         The beat's exact sum in carry-save form: ``s0 + s1 = S + 2**(W-1)`` (unsigned, exact).
+    t, e, nz : In(D/B * Wt), In(D/B * 10), In(D/B)
+        The window (an MX format) instead of ``s0``, ``s1``: the beat's block terms (signed, ``Wt``
+        bits each), their exponent sums ``e(sx) + e(sw)`` (signed) and a bit per block, ``t != 0``
+        (given beside ``t`` so that the first placement stage's needs do not wait for the terms).
     s_nan, s_inf, s_inf_neg : In(1)
         As the format has them (see :class:`hw.mu.tree.Tree`); ``in_reg`` cycles before ``we``.
     we : In(1)
@@ -206,7 +210,8 @@ class ExactAccumulator(wiring.Component):
         members = {"v": In(1)} if self._gate_in or (self.params.gate and self._win) else {}
         if self._win:  # the block terms and their exponent sums, placed in the window here
             ww = self._dw
-            sums = {"t": In(ww.blocks * ww.term_bits), "e": In(ww.blocks * ww.exp_bits)}
+            sums = {"t": In(ww.blocks * ww.term_bits), "e": In(ww.blocks * ww.exp_bits),
+                    "nz": In(ww.blocks)}
             if not self._in_reg:
                 raise ValueError("the window (an MX format) registers its input: in_reg must be "
                                  "True")
@@ -278,7 +283,7 @@ class ExactAccumulator(wiring.Component):
             vals["ninf"] = self.s_inf & self.s_inf_neg
         if self._win:  # placement: needs | the rows' anchors and the offsets | shifted terms
             g = self.params.gate
-            p1 = place_needs(m, self._dw, self.t, self.e, self.en, platform=platform,
+            p1 = place_needs(m, self._dw, self.t, self.e, self.nz, self.en, platform=platform,
                              valid=self.v if g else None)
             moves = anchor_step(m, self._dw, p1["need"], rows=self._rows, first=self.first_ahead,
                                 row=getattr(self, "row_ahead", None), take=self.we_ahead & self.en,

@@ -34,7 +34,8 @@ from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
 
 __all__ = ["WINDOW_FRAC_BITS", "SCALE_EXP_BITS", "EXACT_SPAN_MAX", "decode_scale", "window_sum",
            "scaled_sum_widths", "FixedSumWidths", "max_unsigned", "fixed_sum_widths", "check_exact_block",
-           "block_terms", "register_terms", "scaled_sum", "fixed_sum", "ScaledAccumulator"]
+           "block_terms", "register_terms", "scaled_sum", "fixed_sum", "ScaledAccumulator",
+           "split_point", "split_sum", "finish_sum", "select_add"]
 
 #: F, fraction bits of the window below the unit of the largest block term (docs/numerics.md 7.2).
 WINDOW_FRAC_BITS = 32
@@ -246,17 +247,19 @@ def block_terms(m, bf, trees, xs, ws, en, delay: int, *, platform=None, valid=No
     """A block-scaled column's block terms from its block trees (:class:`hw.mu.tree.Tree` at width
     B), the activation and active weight scale codes and the trees' latency ``delay``: lists of the
     terms (tree sums times the scales' significand product), their exponents, NaN flags and the
-    +Inf / -Inf flags (for :func:`scaled_sum`). With ``valid`` (the activation beat is valid) the
-    scales' delay registers are clock-gated (``platform`` the caller's)."""
+    +Inf / -Inf flags (for :func:`scaled_sum`). Carry-save trees (the window's) give each term as
+    :func:`split_sum`'s half-added form and a sixth list, the terms' nonzero flags (the sums are
+    finished by :func:`finish_sum` after the :func:`register_terms` stage). With ``valid`` (the
+    activation beat is valid) the scales' delay registers are clock-gated (``platform`` the
+    caller's)."""
     f = bf.element_format
     scales = _block_scales(m, bf, xs, ws, en, delay, platform=platform, valid=valid)
-    terms, exps, nans, pinfs, ninfs = [], [], [], [], []
+    terms, exps, nans, pinfs, ninfs, nzs = [], [], [], [], [], []
     for i, (tree, (mp, es, snan)) in enumerate(zip(trees, scales, strict=True)):
         if hasattr(tree, "s0"):  # a carry-save tree (the window's): s0 + s1 = S + 2**(W-1)
-            s = Signal(signed(len(tree.s0)), name=f"bs{i}")
-            m.d.comb += s.eq(select_add(m, tree.s0, tree.s1, name=f"bs{i}")
-                             ^ (1 << (len(tree.s0) - 1)))
-            terms.append(s)
+            part, nz = split_sum(m, tree.s0, tree.s1, name=f"bs{i}")
+            terms.append(part)
+            nzs.append(nz)
         elif mp is None:
             terms.append(tree.s)
         else:
@@ -274,7 +277,7 @@ def block_terms(m, bf, trees, xs, ws, en, delay: int, *, platform=None, valid=No
             pinfs.append(inf & ~tree.s_inf_neg)
             ninfs.append(inf & tree.s_inf_neg)
         nans.append(nan)
-    return terms, exps, nans, pinfs, ninfs
+    return (terms, exps, nans, pinfs, ninfs) + ((nzs,) if nzs else ())
 
 
 def scaled_sum(m, acc, terms, exps, nans, pinfs, ninfs) -> list:
@@ -292,12 +295,54 @@ def scaled_sum(m, acc, terms, exps, nans, pinfs, ninfs) -> list:
             acc.s_inf_neg.eq(ninf)]
 
 
-def select_add(m, a, b, *, chunk: int = 8, name: str = "csel"):
-    """``(a + b) mod 2**len(a)`` as a carry-select adder: every ``chunk``-bit slice adds both ways
-    (carry in 0 and 1) beside the others, and the slices' carries select along the chunks (the
+def split_point(width: int, chunk: int = 8) -> int:
+    """Bits of a ``width``-bit carry-save sum that :func:`split_sum` adds before the register (about
+    half, in whole ``chunk``-bit slices); :func:`finish_sum` adds the rest after it."""
+    return min(width - 1, max(chunk, chunk * round(width / (2 * chunk))))
+
+
+def split_sum(m, a, b, *, name: str):
+    """The first half of ``S = (a + b) mod 2**W - 2**(W-1)`` (unsigned ``a``, ``b`` of ``W`` bits
+    with ``a + b = S + 2**(W-1)``, a carry-save tree's rows) and whether ``S`` is nonzero.
+
+    Returns ``(part, nz)``: ``part`` is ``Cat(lo, c, a_hi, b_hi)`` with ``lo`` the low
+    :func:`split_point` bits of ``a + b``, ``c`` their carry out and ``a_hi``, ``b_hi`` the high bits
+    of the rows (for :func:`finish_sum`); ``nz`` is ``S != 0`` from a carry-free test (``a + b = K``
+    exactly when every ``a_i ^ b_i ^ K_i`` equals the carry ``(a & b | (a | b) & ~K)`` from the bit
+    below), so the placement's zero tests need not wait for the adder."""
+    w = len(a)
+    h = split_point(w)
+    k = Const(1 << (w - 1), w)
+    lo = Signal(h + 1, name=f"{name}_lo")
+    m.d.comb += lo.eq(select_add(m, Cat(a[:h], Const(0, 1)), Cat(b[:h], Const(0, 1)),
+                                 name=f"{name}_l"))
+    gen = Signal(w, name=f"{name}_zg")
+    m.d.comb += gen.eq((a & b) | ((a | b) & ~k))
+    nz = Signal(name=f"{name}_nz")
+    m.d.comb += nz.eq(((a ^ b ^ k) != Cat(Const(0, 1), gen[:w - 1])))
+    part = Signal(h + 1 + 2 * (w - h), name=f"{name}_part")
+    m.d.comb += part.eq(Cat(lo, a[h:], b[h:]))
+    return part, nz
+
+
+def finish_sum(m, part, width: int, *, name: str):
+    """The signed ``S`` of :func:`split_sum`'s ``part`` (``width`` bits): the high rows added with the
+    low half's carry, the top bit inverted (the ``2**(W-1)`` offset)."""
+    h = split_point(width)
+    lo, c = part[:h], part[h]
+    a_hi, b_hi = part[h + 1:h + 1 + width - h], part[h + 1 + width - h:]
+    s = Signal(signed(width), name=name)
+    m.d.comb += s.eq(Cat(lo, select_add(m, a_hi, b_hi, cin=c, name=f"{name}_h"))
+                     ^ (1 << (width - 1)))
+    return s
+
+
+def select_add(m, a, b, *, cin=None, chunk: int = 8, name: str = "csel"):
+    """``(a + b + cin) mod 2**len(a)`` as a carry-select adder: every ``chunk``-bit slice adds both
+    ways (carry in 0 and 1) beside the others, and the slices' carries select along the chunks (the
     mapped depth is one chunk's ripple plus one select per chunk, not ``len(a)`` ripple steps)."""
     w = len(a)
-    parts, carry = [], Const(0, 1)
+    parts, carry = [], Const(0, 1) if cin is None else cin
     for lo in range(0, w, chunk):
         hi = min(lo + chunk, w)
         s0, s1 = Signal(hi - lo + 1, name=f"{name}_c{lo}_0"), Signal(hi - lo + 1, name=f"{name}_c{lo}_1")

@@ -41,7 +41,7 @@ from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
 from .exact_drain import prefix
 from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
-from .scales import max_unsigned
+from .scales import finish_sum, max_unsigned
 
 __all__ = ["WINDOW_ROOM", "WindowWidths", "window_widths", "windowed", "window_inputs", "place_needs",
            "offsets", "place_terms", "anchor_step", "realign", "resolved_sign", "drain_steps"]
@@ -140,11 +140,15 @@ def window_widths(fmt: str, width: int, guard_bits: int, chunk_bits: int = 8,
                         guard_bits, a, a - 1 - wt - guard_bits - lb, -(-e_top // chunk_bits))
 
 
-def window_inputs(m: Module, acc, terms, exps, nans, pinfs, ninfs) -> list:
-    """Drive the window accumulator ``acc`` with a column's block terms (the block trees' sums) and
-    exponent sums (:func:`hw.mu.scales.block_terms`); returns the statements of its special-value
-    inputs (NaN wins, +Inf with -Inf is NaN)."""
-    m.d.comb += [acc.t.eq(Cat(*terms)), acc.e.eq(Cat(*exps))]
+def window_inputs(m: Module, acc, parts, exps, nans, pinfs, ninfs, nzs) -> list:
+    """Drive the window accumulator ``acc`` with a column's block terms (the block trees' sums, added
+    here from :func:`hw.mu.scales.split_sum`'s half-added ``parts``: the second half of the adder
+    runs beside the accumulator's first placement stage, which takes the terms' zero tests from
+    ``nzs``) and exponent sums (:func:`hw.mu.scales.block_terms`); returns the statements of its
+    special-value inputs (NaN wins, +Inf with -Inf is NaN)."""
+    wt = len(acc.t) // len(parts)
+    terms = [finish_sum(m, p, wt, name=f"bt{i}") for i, p in enumerate(parts)]
+    m.d.comb += [acc.t.eq(Cat(*terms)), acc.e.eq(Cat(*exps)), acc.nz.eq(Cat(*nzs))]
     pinf = Cat(*pinfs).any() if pinfs else Const(0, 1)
     ninf = Cat(*ninfs).any() if ninfs else Const(0, 1)
     out = [acc.s_nan.eq(Cat(*nans).any() | (pinf & ninf))]
@@ -154,12 +158,12 @@ def window_inputs(m: Module, acc, terms, exps, nans, pinfs, ninfs) -> list:
 
 
 # ------------------------------------------------------------------------------------ placement
-def place_needs(m: Module, ww: WindowWidths, t, e, en, *, platform=None, valid=None) -> dict:
+def place_needs(m: Module, ww: WindowWidths, t, e, nz, en, *, platform=None, valid=None) -> dict:
     """The beat's first placement stage (registered, enabled by ``en``; clock-gated to ``en &
     valid`` when ``valid`` is given, :func:`hw.clock_gate.gated_assign` with the caller's
-    ``platform``): each block's need ``ceil(E'/Q)`` (0 for a zero term), the beat's anchor
-    ``need`` (their largest), each term and its offset ``d = Q need - E'`` below that anchor (0 for
-    a zero term)."""
+    ``platform``): each block's need ``ceil(E'/Q)`` (0 for a zero term: ``nz`` has a bit per block,
+    ``t != 0``, so the needs do not wait for the terms), the beat's anchor ``need`` (their largest),
+    each term and its offset ``d = Q need - E'`` below that anchor (0 for a zero term)."""
     Q, nb, wt = ww.chunk_bits, ww.blocks, ww.term_bits
     qs = Q.bit_length() - 1
     needs, eps, ts = [], [], []
@@ -168,7 +172,7 @@ def place_needs(m: Module, ww: WindowWidths, t, e, en, *, platform=None, valid=N
         ep = Signal(_EXP_BITS, name=f"wp{i}_ep")  # E' >= 0
         nd = Signal(ww.anchor_bits, name=f"wp{i}_need")
         m.d.comb += [ep.eq(e[i * _EXP_BITS:(i + 1) * _EXP_BITS].as_signed() - ww.exp_min),
-                     nd.eq(Mux(ti != 0, (ep + (Q - 1)) >> qs, 0))]
+                     nd.eq(Mux(nz[i], (ep + (Q - 1)) >> qs, 0))]
         needs.append(nd)
         eps.append(ep)
         ts.append(ti)
@@ -176,7 +180,7 @@ def place_needs(m: Module, ww: WindowWidths, t, e, en, *, platform=None, valid=N
     s1 = {"need": need}
     for i in range(nb):
         d = Signal(ww.shift_bits, name=f"wp{i}_d")
-        m.d.comb += d.eq(Mux(ts[i] != 0, (need << qs) - eps[i], 0))
+        m.d.comb += d.eq(Mux(nz[i], (need << qs) - eps[i], 0))
         s1[f"d{i}"], s1[f"t{i}"] = d, ts[i]
     regs = {k: Signal.like(v, name=f"wq_{k}", reset_less=True) for k, v in s1.items()}
     if valid is not None:

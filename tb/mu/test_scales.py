@@ -13,7 +13,7 @@ from amaranth.sim import Simulator
 from hw.formats import BLOCK_FORMATS, SCALE_FORMATS
 from hw.mu.interface import MatrixUnitSignature
 from hw.mu.matrix_unit import MatrixUnit
-from hw.mu.scales import decode_scale, scaled_sum_widths, window_sum
+from hw.mu.scales import decode_scale, finish_sum, scaled_sum_widths, split_point, split_sum, window_sum
 
 from .rounding import window_sum as model_window_sum
 
@@ -75,6 +75,38 @@ def test_window_sum_matches_model(nb, pb):
             assert gs == 0, v
         else:
             assert (gs, gt - 33) == (num, lo), (v, gs, gt, num, lo)
+
+
+@pytest.mark.parametrize("w", [7, 17, 42, 51])
+def test_split_sum_is_the_carry_save_sum(w):
+    """The window's block-sum adder split over a register: the low half with its carry, then the high
+    half, equals the integer ``a + b - 2**(W-1)`` for rows with ``a + b < 2**W`` (what a carry-save
+    tree hands out), and the carry-free zero test equals ``S == 0``; every pair at W = 7, at the
+    real widths random pairs, pairs at and next to zero and carries that cross the split."""
+    m = Module()
+    a, b = Signal(w, name="a"), Signal(w, name="b")
+    part, nz = split_sum(m, a, b, name="t")
+    reg = Signal.like(part, name="reg")  # the register the split stands for
+    m.d.comb += reg.eq(part)
+    s = finish_sum(m, reg, w, name="s")
+    k, h = 1 << (w - 1), split_point(w)
+    assert 0 < h < w
+    if w <= 7:
+        pairs = [(x, y) for x in range(1 << w) for y in range((1 << w) - x)]
+    else:
+        rng = np.random.default_rng(w)
+        pairs = []
+        for _ in range(600):
+            total = int(rng.integers(0, 1 << w))
+            x = int(rng.integers(0, total + 1))
+            pairs.append((x, total - x))
+        for total in (k, k - 1, k + 1, 0, (1 << w) - 1, k + (1 << h), k - (1 << h)):
+            for x in (0, total, total // 2, total & ((1 << h) - 1), (1 << h) - 1):
+                if 0 <= x <= total:
+                    pairs.append((x, total - x))
+    got = _run_comb(m, [a, b], [s, nz], pairs)
+    for (x, y), (gs, gnz) in zip(pairs, got, strict=True):
+        assert (gs, gnz) == (x + y - k, int(x + y != k)), (x, y, gs, gnz)
 
 
 def test_block_ports_layout():

@@ -162,6 +162,7 @@ def _run(dut, model, beats, *, en_prob=0.8, bubble_prob=0.2, seed=0, nan_prob=0.
             exps = data["exps"] if data else [rng.randint(-254, 254)] * ww.blocks
             ctx.set(dut.t, sum((p % (1 << tb)) << (i * tb) for i, p in enumerate(terms)))
             ctx.set(dut.e, sum((e % (1 << eb)) << (i * eb) for i, e in enumerate(exps)))
+            ctx.set(dut.nz, sum((p != 0) << i for i, p in enumerate(terms)))
             ctx.set(dut.s_nan, bool(data and data.get("nan")))
             if en and ctx.get(dut.y_valid):
                 got.append((ctx.get(dut.y), ctx.get(dut.overflow)))
