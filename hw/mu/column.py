@@ -52,7 +52,7 @@ from ..hier import BlockParams
 from ..pipeline import Cut
 from .accumulate import Accumulator, AccumulatorParams
 from .control import column_control, column_control_ahead, column_control_members
-from .exact_acc import GUARD_BITS, ExactAccumulator, ExactAccumulatorParams, default_drain_stages
+from .exact_acc import GUARD_BITS, ExactAccumulator, ExactAccumulatorParams
 from .lane import Lane, LaneParams
 from .numerics import ACC_MODES, dot_widths
 from .scales import (
@@ -141,7 +141,6 @@ class ColumnParams(BlockParams):
         if self.acc == "exact":
             plan = self.tree_params.placement.count(self.tree_params.stages)
             return ExactAccumulatorParams(self.width, self.fmt, self.rows, self.guard_bits,
-                                          drain_stages=default_drain_stages(self.fmt),
                                           in_reg=self.window or plan[Cut.NORM] > 0, gate=self.gate)
         return AccumulatorParams(self.width, self.fmt, self.rows, self.stages, self.loop)
 

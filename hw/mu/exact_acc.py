@@ -33,8 +33,6 @@ specialised rather than :class:`hw.fp.round.RoundPack`: the sum is a multiple of
 2**-32``, so it is never an FP32 subnormal, and the increment is an AND prefix instead of
 RoundPack's 37-bit ``{exponent, mantissa} + up`` adder (a ripple after mapping, the slowest drain
 step). The packing and the specials' precedence are RoundPack's (:func:`hw.fp.round.pack_code`).
-The window (OCP MX, :mod:`hw.mu.window`) has a sixth: its leading-zero count apart from the
-magnitude (:data:`WINDOW_DRAIN_STEPS`).
 ``drain_stages`` = k splits the steps into k register-separated segments ending in the ``y``
 register, so ``y_valid`` rises ``latency = k + 1`` enabled cycles after the ``last`` beat's ``we``.
 The pipeline takes a new drain every cycle, and every register (rows, drain, ``y``) holds while
@@ -68,22 +66,13 @@ from .window import (
     windowed,
 )
 
-__all__ = ["ExactAccumulator", "ExactAccumulatorParams", "DRAIN_STEPS", "GUARD_BITS", "DRAIN_STAGES",
-           "WINDOW_DRAIN_STEPS", "default_drain_stages"]
+__all__ = ["ExactAccumulator", "ExactAccumulatorParams", "DRAIN_STEPS", "GUARD_BITS", "DRAIN_STAGES"]
 
 FP32 = get_format("fp32")
 #: The drain's steps in order; ``drain_stages`` registers are spread over the boundaries between them.
 DRAIN_STEPS = ("carries", "resolve", "magnitude", "normalize", "round")
 #: Default drain segments: one per step of :data:`DRAIN_STEPS`.
 DRAIN_STAGES = len(DRAIN_STEPS)
-#: The window's drain (OCP MX): the magnitude's leading-zero count is a step of its own.
-WINDOW_DRAIN_STEPS = ("carries", "resolve", "magnitude", "leading_zeros", "normalize", "round")
-
-
-def default_drain_stages(fmt) -> int:
-    """One drain segment per step: :data:`DRAIN_STEPS`, or :data:`WINDOW_DRAIN_STEPS` for the
-    window (``fmt`` an OCP MX format)."""
-    return len(WINDOW_DRAIN_STEPS if windowed(fmt) else DRAIN_STEPS)
 
 
 @dataclass(frozen=True)
@@ -120,9 +109,10 @@ class ExactAccumulatorParams(BlockParams):
         return self.write_delay + self.drain_latency
 
 
-def _cuts(stages: int, n: int) -> tuple:
-    """Step boundaries (i: a register before step i) when a drain of ``n`` steps has ``stages``
-    segments, spread evenly (the last segment always ends in the ``y`` register)."""
+def _cuts(stages: int) -> tuple:
+    """Step boundaries (i: a register before step i) when the drain has ``stages`` segments, spread
+    evenly (the last segment always ends in the ``y`` register)."""
+    n = len(DRAIN_STEPS)
     k = min(stages, n) - 1
     return tuple((i * n) // (k + 1) for i in range(1, k + 1))
 
@@ -146,10 +136,9 @@ class ExactAccumulator(wiring.Component):
         g >= 1: an accumulation may be up to ``2**g`` beats long; the accumulator has ``W + g`` bits.
     chunk_bits : int
         Bits per chunk of the carry-pending accumulator (the per-beat adder's length).
-    drain_stages : int or None
-        k >= 1, segments of the drain pipeline; by default one per step (:func:`default_drain_stages`:
-        5, :data:`DRAIN_STEPS`; 6 in the window, :data:`WINDOW_DRAIN_STEPS`); more add empty stages,
-        fewer put several steps in one cycle.
+    drain_stages : int
+        k >= 1, segments of the drain pipeline (one per step of :data:`DRAIN_STEPS` at the default
+        5; more add empty stages, fewer put several steps in one cycle).
     in_reg : bool
         Register ``s`` and its flags (enabled by ``en``) before the accumulate, as
         :class:`hw.mu.accumulate.Accumulator`'s ``norm_reg``.
@@ -200,12 +189,10 @@ class ExactAccumulator(wiring.Component):
     """
 
     def __init__(self, fmt, width: int, rows: int = 1, *, guard_bits: int = GUARD_BITS,
-                 chunk_bits: int = 8, drain_stages: int | None = None, in_reg: bool = True,
+                 chunk_bits: int = 8, drain_stages: int = DRAIN_STAGES, in_reg: bool = True,
                  gate: bool = False):
         block = isinstance(fmt, str) and fmt in BLOCK_FORMATS
         self._win = windowed(fmt)
-        if drain_stages is None:
-            drain_stages = default_drain_stages(fmt)
         for name, v, lo in (("rows", rows, 1), ("guard_bits", guard_bits, 1),
                             ("chunk_bits", chunk_bits, 1), ("drain_stages", drain_stages, 1)):
             if not isinstance(v, int) or v < lo:
@@ -468,13 +455,12 @@ class ExactAccumulator(wiring.Component):
 
     def _drain(self, m, platform, vals, valid):
         dw, A, cb = self._dw, self.acc_bits, self._cb
+        cuts = _cuts(self._k)
         steps = (carries, resolve, magnitude, normalize, round_pack)
         if self._win:  # carry into chunk 0 apart; then 2 v + lost, anchor's exponent, subnormals
             vals = {**vals, "c0": vals["c"][0], "c": vals["c"][1:]}
-            mag, *rest = drain_steps(dw)
-            steps = steps[:2] + (lambda *a: mag(*a, magnitude), *rest, round_pack)
-        assert len(steps) == len(WINDOW_DRAIN_STEPS if self._win else DRAIN_STEPS)
-        cuts = _cuts(self._k, len(steps))
+            mag, norm = drain_steps(dw)
+            steps = steps[:2] + (lambda *a: mag(*a, magnitude), norm, round_pack)
         for i, step in enumerate(steps):
             if i in cuts:
                 vals, valid = self._stage(m, platform, vals, valid, i)

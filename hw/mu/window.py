@@ -349,16 +349,15 @@ def resolved_sign(m: Module, ww: WindowWidths, p, q, cin, lam):
 # ---------------------------------------------------------------------------------- the drain
 def drain_steps(ww: WindowWidths):
     """The window's drain steps between the ``exact`` mode's resolve and its rounding: magnitude of
-    ``2 v + lost`` (A + 1 bits), its leading-zero count (a step of its own: the magnitude's sign
-    fans out over the whole window first), then normalize with the exponent of the captured anchor,
-    FP32's subnormals included (the rounding takes the ``sub`` flag)."""
-    return (_odd_magnitude, _count, _normalize)
+    ``2 v + lost`` (A + 1 bits), then normalize with the exponent of the captured anchor, FP32's
+    subnormals included (the rounding takes the ``sub`` flag)."""
+    return (_odd_magnitude, _normalize)
 
 
 def _odd_magnitude(m, v, A, cb, dw, magnitude):
-    """``2 v + lost`` (A + 1 bits) into the ``exact`` mode's magnitude step, and the exponents the
-    normalization needs from the anchor (computed here, beside the magnitude, so the normalization
-    starts from registers)."""
+    """``2 v + lost`` (A + 1 bits) into the ``exact`` mode's magnitude step, and its leading zeros
+    and the exponents the normalization needs from the anchor (computed here, beside the
+    magnitude, so the normalization starts from registers)."""
     odd = Signal(signed(A + 1), name="wd_odd")
     m.d.comb += odd.eq(Cat(v["lost"], v["v"]))
     out = magnitude(m, {**v, "v": odd}, A + 1, cb, dw)
@@ -367,12 +366,8 @@ def _odd_magnitude(m, v, A, cb, dw, magnitude):
     lim = Signal(signed(12), name="wn_lim")  # the left shift that puts the MSB at 2**emin
     m.d.comb += [etop.eq(dw.exp_min + dw.lsb_exp - dw.top + n - 2 + (v["b"] << (cb.bit_length() - 1))),
                  lim.eq(etop - FP32.emin)]
-    return {**out, "etop": etop, "lim": lim}
-
-
-def _count(m, v, A, cb, dw):
-    """The magnitude's leading zeros, everything else passed on."""
-    return {**v, "lz": leading_zeros(m, v["mag"], name="wn_lz")}
+    return {**out, "lz": leading_zeros(m, out["mag"], name="wn_lz"),  # the drain's two halves
+            "etop": etop, "lim": lim}
 
 
 def _normalize(m, v, A, cb, ww):
@@ -384,7 +379,7 @@ def _normalize(m, v, A, cb, ww):
     mag = v["mag"]
     n = len(mag)
     keep = FP32.man_bits + 2  # significand and guard
-    lz, etop, lim = v["lz"], v["etop"], v["lim"]  # from the two steps before
+    lz, etop, lim = v["lz"], v["etop"], v["lim"]  # from the magnitude step: the two steps balance
     sub = Signal(name="wn_sub")
     sh = Signal(range(n + keep + 1), name="wn_sh")
     m.d.comb += [sub.eq(lim < lz),
