@@ -41,7 +41,7 @@ from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
 from .exact_drain import prefix
 from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
-from .scales import finish_sum, max_unsigned
+from .scales import finish_sum
 
 __all__ = ["WINDOW_ROOM", "WindowWidths", "window_widths", "windowed", "window_inputs", "place_needs",
            "offsets", "place_terms", "anchor_step", "realign", "resolved_sign", "drain_steps"]
@@ -166,22 +166,35 @@ def place_needs(m: Module, ww: WindowWidths, t, e, nz, en, *, platform=None, val
     each term and its offset ``d = Q need - E'`` below that anchor (0 for a zero term)."""
     Q, nb, wt = ww.chunk_bits, ww.blocks, ww.term_bits
     qs = Q.bit_length() - 1
-    needs, eps, ts = [], [], []
+    es = [e[i * _EXP_BITS:(i + 1) * _EXP_BITS].as_signed() for i in range(nb)]
+    # per block: its need and the exponent it rounds up to, u = Q need + exp_min (>= e)
+    needs, ups = [], []
     for i in range(nb):
-        ti = t[i * wt:(i + 1) * wt].as_signed()
-        ep = Signal(_EXP_BITS, name=f"wp{i}_ep")  # E' >= 0
         nd = Signal(ww.anchor_bits, name=f"wp{i}_need")
-        m.d.comb += [ep.eq(e[i * _EXP_BITS:(i + 1) * _EXP_BITS].as_signed() - ww.exp_min),
-                     nd.eq(Mux(nz[i], (ep + (Q - 1)) >> qs, 0))]
+        u = Signal(signed(_EXP_BITS + 1), name=f"wp{i}_u")
+        m.d.comb += [nd.eq((es[i] - ww.exp_min + (Q - 1)) >> qs), u.eq((nd << qs) + ww.exp_min)]
         needs.append(nd)
-        eps.append(ep)
-        ts.append(ti)
-    need = max_unsigned(m, needs, name="wp_max")
+        ups.append(u)
+    # the beat's anchor is the need of its largest nonzero term (the first of equals): every
+    # comparison and every candidate offset u_j - e_i at once, then a one-hot select
+    win = []
+    for j in range(nb):
+        beats = [~nz[i] | (es[j] > es[i] if i < j else es[j] >= es[i]) for i in range(nb) if i != j]
+        w = Signal(name=f"wp{j}_win")
+        m.d.comb += w.eq(nz[j] & (Cat(*beats).all() if beats else 1))
+        win.append(w)
+    need = Signal(ww.anchor_bits, name="wp_need")
+    m.d.comb += need.eq(_one_hot(win, needs))
     s1 = {"need": need}
     for i in range(nb):
+        cands = []
+        for j in range(nb):
+            c = Signal(ww.shift_bits, name=f"wp{i}_c{j}")
+            m.d.comb += c.eq(ups[j] - es[i])
+            cands.append(c)
         d = Signal(ww.shift_bits, name=f"wp{i}_d")
-        m.d.comb += d.eq(Mux(nz[i], (need << qs) - eps[i], 0))
-        s1[f"d{i}"], s1[f"t{i}"] = d, ts[i]
+        m.d.comb += d.eq(Mux(nz[i], _one_hot(win, cands), 0))
+        s1[f"d{i}"], s1[f"t{i}"] = d, t[i * wt:(i + 1) * wt].as_signed()
     regs = {k: Signal.like(v, name=f"wq_{k}", reset_less=True) for k, v in s1.items()}
     if valid is not None:
         gated_assign(m, platform, en & valid, [(regs[k], v) for k, v in s1.items()], "wqg")
@@ -189,6 +202,12 @@ def place_needs(m: Module, ww: WindowWidths, t, e, nz, en, *, platform=None, val
     with m.If(en):
         m.d.sync += [regs[k].eq(v) for k, v in s1.items()]
     return regs
+
+
+def _one_hot(sel: list, vals: list):
+    """``vals[j]`` for the one ``sel[j]`` that is high (0 when none is): an AND-OR."""
+    return Cat(*[Cat(*[s & v[k] for s, v in zip(sel, vals, strict=True)]).any()
+                 for k in range(len(vals[0]))])
 
 
 def offsets(m: Module, ww: WindowWidths, regs: dict, kt) -> dict:
