@@ -19,12 +19,12 @@ __all__ = ["QOR_ACC_MODES", "QOR_BLOCK_FORMATS", "QOR_FORMATS", "DEFAULT_STAGES"
 
 #: Accumulate modes in the study, the contract's default first.
 QOR_ACC_MODES = ACC_MODES
-#: Block-scaled formats in the study (every one the generator builds), measured with ``fp32``
+#: Block-scaled formats in the study: every one the generator builds, measured with ``fp32``
 #: accumulation.
-QOR_BLOCK_FORMATS = ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3")
+QOR_BLOCK_FORMATS = tuple(BLOCK_FORMATS)
 #: Block-scaled formats the study also measures in the ``exact`` mode (NVFP4 on a fixed-point grid,
 #: OCP MX in the window of ``hw/mu/window.py``): all of them.
-EXACT_BLOCK_FORMATS = ("nvfp4", "mxfp8_e4m3", "mxfp4_e2m1", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3")
+EXACT_BLOCK_FORMATS = QOR_BLOCK_FORMATS
 #: Every format of the study: the element formats, then the block-scaled ones.
 QOR_FORMATS = MATRIX_FORMATS + QOR_BLOCK_FORMATS
 #: The generator's default column stages (the ``fp32`` points use it).
@@ -32,15 +32,13 @@ DEFAULT_STAGES = 2
 #: ``exact`` mode: column stages per (format, width) where they differ from :data:`DEFAULT_STAGES`.
 EXACT_STAGES: dict = {
     ("fp8_e4m3", 128): 3,  # stages 2: activation register -> lanes -> first tree segment too long
-    # block sums are resolved before they are scaled: stages 2 leaves lanes + tree + adder in one
-    # cycle (6,443 ps at D = 32); the third register goes on the scaled block terms (then the scale
-    # multiply no longer limits: 6,065-6,443 ps, the tree again), the fourth inside the trees
-    **{("nvfp4", d): 4 for d in STUDY_WIDTHS},
-    # MX's window: 4 = the carry-save block trees' two (as the plain exact tree's), the block-sum
-    # adder's stage and the accumulator's input register (stages 2 left lanes + tree + adder in
-    # one cycle: 10,118 ps at D = 32 for MXFP8 E4M3)
-    **{(f, d): 4 for f in ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1")
-       for d in STUDY_WIDTHS},
+    # every block format at 4. NVFP4: block sums are resolved before they are scaled: stages 2
+    # leaves lanes + tree + adder in one cycle (6,443 ps at D = 32); the third register goes on the
+    # scaled block terms (then the scale multiply no longer limits: 6,065-6,443 ps, the tree
+    # again), the fourth inside the trees. MX's window: the carry-save block trees' two (as the
+    # plain exact tree's), the block-sum adder's stage and the accumulator's input register
+    # (stages 2 left lanes + tree + adder in one cycle: 10,118 ps at D = 32 for MXFP8 E4M3)
+    **{(f, d): 4 for f in BLOCK_FORMATS for d in STUDY_WIDTHS},
 }
 #: ``exact`` mode's critical-path goal per format (ps), at every study width.
 EXACT_GOAL_PS = {"fp8_e4m3": 5300, "fp8_e5m2": 6500, "fp4_e2m1": 4500}
