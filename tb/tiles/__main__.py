@@ -105,7 +105,7 @@ def _block_ulps(plan) -> dict:
     """The block-scaled RTL regression's records of ``plan``, each with its errors in ulps (measured
     and saved for the records that have none yet)."""
     d = report.results_dir(block=True)
-    recs = report.load_all(d)
+    recs = _current(report.load_all(d))
     recs = {corpus._run_id(s): recs[corpus._run_id(s)] for s in plan if corpus._run_id(s) in recs}
     todo = [s for s in plan if corpus._run_id(s) in recs and "ulps" not in recs[corpus._run_id(s)]]
     for tile in corpus.tiles(todo):
@@ -114,12 +114,20 @@ def _block_ulps(plan) -> dict:
     return recs
 
 
+def _current(recs: dict) -> dict:
+    """The block-scaled RTL records in the accumulate mode the regression runs now
+    (:func:`tb.tiles.rtl.acc_for`; a record without a mode ran in ``fp32``)."""
+    from .rtl import acc_for
+
+    return {k: r for k, r in recs.items() if r.get("acc", "fp32") == acc_for(r["fmt"])}
+
+
 def _run_block_rtl(plan, widths=None, fmts=None) -> None:
     """Send the runs of ``plan`` without a record (at ``widths`` and ``fmts``, None: all) through the
     RTL, one simulation per format and width, and save their records."""
     from .rtl import rtl_records
 
-    recs = report.load_all(report.results_dir(block=True))
+    recs = _current(report.load_all(report.results_dir(block=True)))
     todo = [s for s in plan if (widths is None or s.width in widths) and (not fmts or s.fmt in fmts)
             and corpus._run_id(s) not in recs]
     cut = list(corpus.tiles(todo))
@@ -149,7 +157,7 @@ def _block_rtl(args) -> int:
         _run_block_rtl(plan, {int(w) for w in args.widths.split(",") if w},
                        {f for f in args.formats.split(",") if f})
     wanted = {corpus._run_id(s) for s in plan}
-    recs = report.load_all(report.results_dir(block=True))
+    recs = _current(report.load_all(report.results_dir(block=True)))
     report.write_section(report.block_rtl_md({k: v for k, v in recs.items() if k in wanted}, len(plan)))
     print(f"wrote {report.BLOCK_RTL_REPORT}")
     return 0

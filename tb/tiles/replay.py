@@ -120,28 +120,40 @@ def _rel(got: np.ndarray, ref: np.ndarray) -> dict:
             "mean_rel": float(err.mean()) / avg if avg else float(err.mean() > 0)}
 
 
-def replay_model(tile: Tile) -> RunResult:
-    """Run ``tile`` through ``tb/mu/model.py`` beat by beat, cross-check with :mod:`tb.tiles.exact`
-    (block-scaled formats: with the whole-matmul path :func:`tb.mu.model.unit_matmul`), measure errors.
+def replay_model(tile: Tile, acc: str = "fp32") -> RunResult:
+    """Run ``tile`` through ``tb/mu/model.py`` beat by beat in accumulate mode ``acc``, cross-check it
+    independently, measure errors.
+
+    The cross-check in the ``fp32`` mode: bit for bit against :mod:`tb.tiles.exact` (block-scaled
+    formats: against the whole-matmul path :func:`tb.mu.model.unit_matmul`); in the ``exact`` mode:
+    every result within half an FP32 ulp of the exact K-long sum of the (scaled) products, Python
+    integers (:func:`tb.tiles.exact.ulp_errors`, :func:`~tb.tiles.exact.block_ulp_errors`).
 
     Raises
     ------
     AssertionError
-        If the two models disagree on any bit or the result leaves the contract's error bound.
+        If the two models disagree on any bit, an ``exact`` result is more than half an ulp from the
+        exact sum, or a result leaves the contract's error bound.
     """
     from tb.mu.model import unit_matmul
 
     t0 = time.perf_counter()
-    bits, ref64, bound = _model_bits(tile)
-    if tile.xs is None:
-        mine = exact.matmul_tiles(tile.x, tile.w, tile.fmt, tile.width).view(np.uint32)
-        other = "tb/tiles/exact.py"
+    bits, ref64, bound = _model_bits(tile, acc)
+    if acc == "exact":
+        if tile.xs is None:
+            exact.ulp_errors(tile.x, tile.w, tile.fmt, tile.width, bits, acc)
+        else:
+            exact.block_ulp_errors(tile.x, tile.xs, tile.w, tile.ws, tile.fmt, tile.width, bits, acc)
     else:
-        mine = unit_matmul(tile.fmt, tile.width, tile.x, tile.xs, tile.w, tile.ws)
-        other = "the whole-matmul path"
-    diff = np.nonzero(mine != bits)
-    assert diff[0].size == 0, (f"{tile.id}: tb/mu/model.py and {other} disagree at (row, col) "
-                               f"{list(zip(*diff, strict=True))[:4]}")
+        if tile.xs is None:
+            mine = exact.matmul_tiles(tile.x, tile.w, tile.fmt, tile.width).view(np.uint32)
+            other = "tb/tiles/exact.py"
+        else:
+            mine = unit_matmul(tile.fmt, tile.width, tile.x, tile.xs, tile.w, tile.ws)
+            other = "the whole-matmul path"
+        diff = np.nonzero(mine != bits)
+        assert diff[0].size == 0, (f"{tile.id}: tb/mu/model.py and {other} disagree at (row, col) "
+                                   f"{list(zip(*diff, strict=True))[:4]}")
     got = bits.view(np.float32).astype(np.float64)
     err = np.abs(got - ref64)
     assert np.all(err <= bound), f"{tile.id}: result outside the contract's rounding bound"

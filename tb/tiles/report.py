@@ -66,8 +66,9 @@ def save_record(rec: dict, directory: Path | None = None) -> Path:
 def ulps(tile: Tile) -> dict:
     """Per accumulate mode, the run's errors in FP32 ulps against the exact dot product.
 
-    The results are ``tb/mu/model.py``'s in each mode (the RTL equals it bit for bit: the fp32
-    mode on every RTL run, the exact mode on the runs of ``test_rtl_exact_mode``).
+    The results are ``tb/mu/model.py``'s in each mode (the RTL equals it bit for bit: per tensor the
+    fp32 mode on every RTL run and the exact mode on the runs of ``test_rtl_exact_mode``; block-scaled
+    the exact mode, :func:`tb.tiles.rtl.acc_for`).
     :func:`tb.tiles.exact.ulp_errors` measures them with integer arithmetic on the codes and
     asserts the mode's bound (0.5 ulp for ``exact``, the per-beat sum for ``fp32``). A block-scaled
     tile goes through :func:`tb.tiles.exact.block_ulp_errors` in each mode its format has
@@ -222,29 +223,33 @@ def _block_lines(runs: list, planned: int) -> list:
            f"Runs: **{len(runs)}** of the {planned} planned (every op class at MXFP8 E4M3, MXFP4 and "
            "NVFP4 for D = 32, 64, 128 and at MXFP8 E5M2 and both MXFP6 for D = 32, decode and prefill), "
            f"bit-exact against `tb/mu/model.py`: **{sum(bool(r['rtl_match']) for r in runs)}**. "
-           "Operands quantized per block along K (`tb/tiles/quant.py`); the units accumulate in "
-           "`fp32`, the mode every block format has. *mean / max rel*: against the unquantized float32 "
+           "Operands quantized per block along K (`tb/tiles/quant.py`); each unit accumulates in the "
+           "mode named in its row (*acc*; the mode the unit recommends for its format, `exact`: one "
+           "rounding per dot product, OCP MX in the window anchored at the largest term, "
+           "docs/numerics.md 7.7). *mean / max rel*: against the unquantized float32 "
            "product, *per tensor* the same rows quantized with one amax scale per operand in the "
-           "element format. *ulps*: every result against the exact K-long sum of the scaled products "
-           "(`tb/tiles/exact.py` `block_ulp_errors`, Python integers), in ulps of the result.\n",
-           "| format | D | unit R, tree | runs | bit-exact | mean rel (avg) | per tensor | max rel (worst) "
-           "| per tensor | max error (ulp) | within 0.5 ulp |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "element format. *ulps*: every RTL result against the exact K-long sum of the scaled "
+           "products (`tb/tiles/exact.py` `block_ulp_errors`, Python integers), in ulps of the "
+           "result.\n",
+           "| format | D | unit R, tree | acc | runs | bit-exact | mean rel (avg) | per tensor "
+           "| max rel (worst) | per tensor | max error (ulp) | within 0.5 ulp |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (d, fmt), rs in group_by(runs, lambda r: (r["width"], r["fmt"])).items():
         avg, bavg = _means(rs)
-        us = [r["ulps"]["fp32"] for r in rs if r.get("ulps")]
+        acc = rs[0].get("acc", "fp32")
+        us = [r["ulps"][acc] for r in rs if r.get("ulps")]
         n, half = sum(u["n"] for u in us), sum(u["within_half"] for u in us)
         ulp = (f"{max(u['max_ulps'] for u in us):.3f} | {half} of {n}" if us else "- | -")
-        out.append(f"| {fmt} | {d} | {rs[0]['unit_rows']}, {rs[0]['tree'] or 'dadda'} | {len(rs)} | "
+        out.append(f"| {fmt} | {d} | {rs[0]['unit_rows']}, {rs[0]['tree'] or 'dadda'} | {acc} | {len(rs)} | "
                    f"{sum(bool(r['rtl_match']) for r in rs)} | {_f3(avg)} | {_f3(bavg)} | "
                    f"{_f3(max(r['max_rel'] for r in rs))} | {_f3(max(r['base']['max_rel'] for r in rs))} | "
                    f"{ulp} |")
     lines = _ulp_lines(runs)
     if lines:
-        out += ["", "Block-scaled runs in FP32 ulps per accumulate mode (the model's results in each mode "
-                "the format has; the `fp32` bound is the contract's, docs/numerics.md 7.4: the window's "
-                "roundings plus the per-beat ones, asserted by the model; `exact`, NVFP4 only: half an "
-                "ulp, asserted here):\n"] + lines[3:]
+        out += ["", "Block-scaled runs in FP32 ulps per accumulate mode (the model's results in both "
+                "modes, the RTL's equal to them in the mode of the table above; the `fp32` bound is the "
+                "contract's, docs/numerics.md 7.4: the window's roundings plus the per-beat ones, "
+                "asserted by the model; `exact`: half an ulp, asserted here):\n"] + lines[3:]
     missing = sorted(set(BLOCK_RTL_POINTS) - {(r["fmt"], r["width"]) for r in runs})
     if missing:
         out += ["", "Not run through the RTL yet: " + ", ".join(f"{f} D = {d}" for f, d in missing) + "."]

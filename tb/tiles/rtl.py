@@ -5,7 +5,13 @@ uses the build the matrix-unit tests already make for its (width, format) where 
 (:data:`UNITS`: same parameters, same folder ``build/sim/<variant>``; ``tb/sim.py`` locks a folder
 per user) and its own ``<variant>-tiles`` build otherwise, with 16 accumulator rows (4 for a
 block-scaled format). A unit is the Dadda build synthesis maps, or the word-level tree (``words``:
-proved to compute the same function, ``docs/verification.md``) where the Dadda build is too slow.
+proved to compute the same function, ``docs/verification.md``) where the Dadda build is too slow
+(every own build at D = 128, every block-scaled unit from D = 32).
+
+The accumulate mode of a run is :func:`acc_for`: a block-scaled format runs in the mode the unit
+recommends for it (:func:`hw.mu.numerics.default_acc`: ``exact``, OCP MX in the window anchored at
+the largest term), a per-tensor run in ``fp32`` (the E4M3 units also in ``exact``:
+``tb/tiles/test_regression.py`` ``test_rtl_exact_mode``).
 
 A unit with ``R`` accumulator rows serves the ``M`` rows of a run in ``ceil(M / R)`` groups; each
 group is a full pass over the ``k_tiles`` weight tiles (the weights are fed again), exactly as a
@@ -22,12 +28,13 @@ import time
 import numpy as np
 
 from hw.formats import BLOCK_FORMATS, get_block_format
+from hw.mu.numerics import default_acc
 from perf.contract import Product
 
 from .corpus import Tile
 from .replay import RunResult, baseline_error, beats, finish, replay_model
 
-__all__ = ["UNITS", "unit_for", "program", "run_rtl", "run_rtl_many", "rtl_records"]
+__all__ = ["UNITS", "unit_for", "acc_for", "program", "run_rtl", "run_rtl_many", "rtl_records"]
 
 #: (width, fmt) -> (accumulator rows R, build-folder suffix, column tree). Suffix "" shares the
 #: matrix-unit tests' build of the same parameters (tb/mu/test_matrix_unit.py BUILDS and
@@ -48,23 +55,31 @@ UNITS = {
     (128, "fp6_e2m3"): (16, "", None),       # tb/mu full w128-e2m3-r16 (Dadda at D = 128)
     (8, "int8"): (2, "", None),              # tb/mu quick w8-int8-r2
     (8, "int4"): (2, "", None),              # tb/mu quick w8-int4-r2
-    # block-scaled: D = 16 and 32 share the BLOCK_BUILDS of the same parameters; D = 64 and 128 use
-    # the word-level tree (much faster to build and simulate), whose variant names its own folder
+    # block-scaled, in the exact mode (acc_for): D = 16 the Dadda tree; from D = 32 the word-level
+    # tree (much faster to build and simulate). D = 64 MXFP8 E4M3 and D = 32 MXFP4 share the
+    # matrix-unit tests' WORDS_BUILDS of the same parameters, the others have their own folders
     (16, "nvfp4"): (2, "", None),
-    (32, "mxfp8_e4m3"): (4, "", None),
-    (32, "mxfp4_e2m1"): (2, "", None),
-    (32, "nvfp4"): (3, "", None),
-    (32, "mxfp8_e5m2"): (2, "", None),
-    (32, "mxfp6_e3m2"): (2, "", None),
-    (32, "mxfp6_e2m3"): (2, "", None),
+    (32, "mxfp8_e4m3"): (4, "", "words"),
+    (32, "mxfp4_e2m1"): (2, "", "words"),
+    (32, "nvfp4"): (3, "", "words"),
+    (32, "mxfp8_e5m2"): (2, "", "words"),
+    (32, "mxfp6_e3m2"): (2, "", "words"),
+    (32, "mxfp6_e2m3"): (2, "", "words"),
     **{(d, f): (4, "", "words") for d in (64, 128) for f in ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")},
 }
 
 
+def acc_for(fmt: str) -> str:
+    """The accumulate mode of a real-tile RTL run of ``fmt``: a block-scaled format's recommended mode
+    (:func:`hw.mu.numerics.default_acc`), ``fp32`` per tensor."""
+    return default_acc(fmt) if fmt in BLOCK_FORMATS else "fp32"
+
+
 def unit_for(width: int, fmt: str) -> tuple:
     """(rows, suffix, tree) of the unit a run of this width and format uses."""
-    # the others: own Dadda build, R = 16 (block-scaled: R = 4)
-    return UNITS.get((width, fmt), (4 if fmt in BLOCK_FORMATS else 16, "-tiles", None))
+    # the others: own build, R = 16 (block-scaled: R = 4), Dadda below D = 128
+    return UNITS.get((width, fmt), (4 if fmt in BLOCK_FORMATS else 16, "-tiles",
+                                    "words" if width >= 128 else None))
 
 
 def _unit_tiles(runs: list, rows: int) -> tuple:
@@ -163,7 +178,8 @@ def run_rtl_many(tiles: list, model_bits: list, pauses: dict | None = None) -> l
     d, fmt = tiles[0].width, tiles[0].fmt
     rows, suffix, tree = unit_for(d, fmt)
     prog = program(tiles, rows)
-    rr = run_tiles(d, fmt, prog, rows=rows, pauses=pauses, check=False, name_suffix=suffix, tree=tree)
+    rr = run_tiles(d, fmt, prog, rows=rows, pauses=pauses, check=False, name_suffix=suffix, tree=tree,
+                   acc=acc_for(fmt))
     ids = ", ".join(t.id for t in tiles)
     assert not rr.mismatches, f"{ids}: RTL vs model: {rr.mismatches[:3]}"
     ms = [t.x.shape[0] for t in tiles]
@@ -193,7 +209,7 @@ def rtl_records(runs: list) -> list:
         The RTL differs from the model in any bit, or the model's own checks fail.
     """
     t0 = time.perf_counter()
-    models = [replay_model(t) for t in runs]
+    models = [replay_model(t, acc_for(t.fmt)) for t in runs]
     rtls = run_rtl_many(runs, [m.bits for m in models])
     secs = (time.perf_counter() - t0) / len(runs)
     out = []
@@ -201,7 +217,8 @@ def rtl_records(runs: list) -> list:
         rows, _, tree = unit_for(tile.width, tile.fmt)
         out.append({"id": tile.id, "fmt": tile.fmt, "width": tile.width, "op": tile.meta["op"],
                     "mode": tile.meta["mode"], "m": int(tile.x.shape[0]), "k": tile.meta["k"],
-                    "k_tiles": tile.k_tiles, "unit_rows": rows, "tree": tree, "rtl_match": True,
+                    "k_tiles": tile.k_tiles, "unit_rows": rows, "tree": tree, "acc": acc_for(tile.fmt),
+                    "rtl_match": True,
                     "mean_rel": model.err_f32["mean_rel"], "max_rel": model.err_f32["max_rel"],
                     "base": baseline_error(tile), "cycles": rtl["cycles"], "x_beats": rtl["x_beats"],
                     "w_beats": rtl["w_beats"], "sim_s": rtl["sim_s"], "seconds": secs})

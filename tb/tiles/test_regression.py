@@ -161,12 +161,12 @@ def test_full_block_runs():
 
 
 def _block_rtl(points, pauses=None):
-    from tb.tiles.rtl import run_rtl_many, unit_for
+    from tb.tiles.rtl import acc_for, run_rtl_many, unit_for
 
     runs = [RunSpec(minilm.OPS[(3 * i + 1) % len(minilm.OPS)], mode, fmt, width, 900 + i)
             for i, (fmt, width, mode) in enumerate(points)]
     for i, tile in enumerate(corpus.tiles(runs)):
-        model = replay.replay_model(tile)
+        model = replay.replay_model(tile, acc_for(tile.fmt))
         (got,) = run_rtl_many([tile], [model.bits], pauses=pauses if i == 0 else None)
         m, rows = tile.x.shape[0], unit_for(tile.width, tile.fmt)[0]
         groups = -(-m // rows)
@@ -256,9 +256,10 @@ def test_block_rtl_regression(point):
 def test_regression_report_holds_the_block_scaled_runs():
     """One report: the block-scaled RTL runs get their own section (counts, errors, ulps against the
     exact sum), and a partial block run is named in the first lines."""
-    ulps = {"fp32": {"max_ulps": 0.75, "bound_ulps": 3.0, "bound_used": 0.25, "within_half": 3, "n": 4}}
-    recs = [dict(_rec("mxfp4_e2m1", 32, "q", 0.10, 0.40), ulps=ulps),
-            dict(_rec("mxfp4_e2m1", 32, "k", 0.20, 0.30, "prefill"), ulps=ulps)]
+    ulps = {"fp32": {"max_ulps": 0.75, "bound_ulps": 3.0, "bound_used": 0.25, "within_half": 3, "n": 4},
+            "exact": {"max_ulps": 0.5, "bound_ulps": 0.5, "bound_used": 1.0, "within_half": 4, "n": 4}}
+    recs = [dict(_rec("mxfp4_e2m1", 32, "q", 0.10, 0.40), ulps=ulps, acc="exact"),
+            dict(_rec("mxfp4_e2m1", 32, "k", 0.20, 0.30, "prefill"), ulps=ulps, acc="exact")]
     md = report.regression_md({}, "test", None, {r["id"]: r for r in recs}, 96)
     head = md.split("## ")[0]
     assert "0 of 0 per-tensor runs and 2 of 96 block-scaled runs went through the RTL" in head
@@ -266,7 +267,10 @@ def test_regression_report_holds_the_block_scaled_runs():
     assert "Runs: **2** of the 96 planned" in sec and "bit-exact against `tb/mu/model.py`: **2**" in sec
     row = next(ln for ln in sec.splitlines() if ln.startswith("| mxfp4_e2m1 | 32 |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[2:] == ["4, dadda", "2", "2", "0.150", "0.350", "0.400", "1.200", "0.750", "6 of 8"]
+    # the RTL's mode (the record's acc) in the run table; both modes of the model in the ulp table
+    assert cells[2:] == ["4, dadda", "exact", "2", "2", "0.150", "0.350", "0.400", "1.200", "0.500",
+                         "8 of 8"]
     assert "| mxfp4_e2m1 | 32 | fp32 | 2 | 8 | 0.750 | 3 | 0.250 | 6 (75.00%) |" in sec
+    assert "| mxfp4_e2m1 | 32 | exact | 2 | 8 | 0.500 | 0.5 | 1.000 | 8 (100.00%) |" in sec
     assert "Not run through the RTL yet:" in sec and "nvfp4 D = 128" in sec
     assert "Block-scaled formats" not in report.regression_md({}, "test")   # no plan: no section
