@@ -12,6 +12,7 @@ whatever the stages.
 
 from hw.designs import ACC_MODES, STUDY_WIDTHS
 from hw.formats import BLOCK_FORMATS, FORMATS, MATRIX_FORMATS
+from hw.mu.numerics import DEFAULT_STAGES, default_stages
 
 __all__ = ["QOR_ACC_MODES", "QOR_BLOCK_FORMATS", "QOR_FORMATS", "DEFAULT_STAGES", "EXACT_STAGES",
            "EXACT_BLOCK_FORMATS", "EXACT_GOAL_PS", "EXACT_AREA_GOAL", "qor_stages", "in_study",
@@ -27,19 +28,10 @@ QOR_BLOCK_FORMATS = tuple(BLOCK_FORMATS)
 EXACT_BLOCK_FORMATS = QOR_BLOCK_FORMATS
 #: Every format of the study: the element formats, then the block-scaled ones.
 QOR_FORMATS = MATRIX_FORMATS + QOR_BLOCK_FORMATS
-#: The generator's default column stages (the ``fp32`` points use it).
-DEFAULT_STAGES = 2
-#: ``exact`` mode: column stages per (format, width) where they differ from :data:`DEFAULT_STAGES`.
-EXACT_STAGES: dict = {
-    ("fp8_e4m3", 128): 3,  # stages 2: activation register -> lanes -> first tree segment too long
-    # every block format at 4. NVFP4: block sums are resolved before they are scaled: stages 2
-    # leaves lanes + tree + adder in one cycle (6,443 ps at D = 32); the third register goes on the
-    # scaled block terms (then the scale multiply no longer limits: 6,065-6,443 ps, the tree
-    # again), the fourth inside the trees. MX's window: the carry-save block trees' two (as the
-    # plain exact tree's), the block-sum adder's stage and the accumulator's input register
-    # (stages 2 left lanes + tree + adder in one cycle: 10,118 ps at D = 32 for MXFP8 E4M3)
-    **{(f, d): 4 for f in BLOCK_FORMATS for d in STUDY_WIDTHS},
-}
+#: ``exact`` mode: column stages per (format, width) where they differ from :data:`DEFAULT_STAGES`:
+#: the recommended unit's (:func:`hw.mu.numerics.default_stages`, with the measurements behind them).
+EXACT_STAGES: dict = {(f, d): default_stages(d, f, "exact") for f in QOR_FORMATS for d in STUDY_WIDTHS
+                      if default_stages(d, f, "exact") != DEFAULT_STAGES}
 #: ``exact`` mode's critical-path goal per format (ps), at every study width.
 EXACT_GOAL_PS = {"fp8_e4m3": 5300, "fp8_e5m2": 6500, "fp4_e2m1": 4500}
 #: ``exact`` mode's area goal: at most this times the ``fp32`` unit's at the same width and format.
@@ -56,9 +48,7 @@ def qor_stages(acc: str, fmt: str, width: int) -> int:
     """
     if acc not in QOR_ACC_MODES:
         raise ValueError(f"acc must be one of {', '.join(QOR_ACC_MODES)}, not {acc!r}")
-    if acc == "exact":
-        return EXACT_STAGES.get((fmt, width), DEFAULT_STAGES)
-    return DEFAULT_STAGES
+    return default_stages(width, fmt, acc)
 
 
 def in_study(acc: str, fmt: str) -> bool:

@@ -8,7 +8,7 @@ import importlib
 from dataclasses import dataclass, field, replace
 
 from .formats import BLOCK_FORMATS, MATRIX_FORMATS
-from .mu.numerics import ACC_MODES, GUARD_BITS, MU_WIDTHS, default_acc
+from .mu.numerics import ACC_MODES, DEFAULT_STAGES, GUARD_BITS, MU_WIDTHS, default_acc, default_stages
 
 __all__ = ["Option", "Design", "DESIGNS", "get_design", "OptionError", "power_of_two", "MU_WIDTHS",
            "STUDY_WIDTHS", "ACC_MODES"]
@@ -145,9 +145,10 @@ class Design:
             if k not in known:
                 raise OptionError(f"{self.name} has no option {k!r}; options: {', '.join(known) or 'none'}")
         parsed = {k: (o.convert(given[k]) if k in given else o.default) for k, o in known.items()}
-        for k, o in known.items():
-            if o.derive is not None and k not in given:
-                parsed[k] = o.derive(parsed)
+        for _ in range(2):  # twice: a derived value may read another derived one (stages <- acc)
+            for k, o in known.items():
+                if o.derive is not None and k not in given:
+                    parsed[k] = o.derive(parsed)
         self.typed(parsed)  # a combination that does not exist is refused here, with its reason
         return parsed
 
@@ -221,8 +222,11 @@ _MU_OPTIONS = (
            help="element format (per-tensor, or block-scaled: OCP MX, NVFP4)", tag=lambda v: v),
     Option("rows", 1, int_at_least(1), help="accumulator rows (batch rows)",
            tag=lambda v: "" if v == 1 else f"r{v}"),
-    Option("stages", 2, int_at_least(0), help="extra pipeline stages in the column",
-           tag=lambda v: "" if v == 2 else f"s{v}"),
+    Option("stages", DEFAULT_STAGES, int_at_least(0),
+           help="extra pipeline stages in the column (default: the recommended unit's, 2; 4 for a "
+                "block-scaled format and 3 for E4M3 at D = 128 in the exact mode)",
+           tag=lambda v: "" if v == DEFAULT_STAGES else f"s{v}",
+           derive=lambda p: default_stages(p["width"], p["fmt"], p["acc"])),
     Option("tree", "dadda", choices=("dadda", "words"),
            help="column sum: bit-level Dadda tree (synthesis) or word adders (fast Verilator)",
            tag=lambda v: "" if v == "dadda" else f"t{v}"),

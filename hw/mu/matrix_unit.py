@@ -160,7 +160,8 @@ class MatrixUnit(wiring.Component):
     fmt : str
         Element format of ``w`` and ``x`` (:data:`hw.formats.MATRIX_FORMATS`), or a block-scaled
         format (:data:`hw.formats.BLOCK_FORMATS`: D a multiple of its block B; ``acc = "exact"``
-        only for a scale format with a narrow exponent range, NVFP4).
+        sums on one fixed-point grid for a scale format with a narrow exponent range, NVFP4, and
+        in a window anchored at the largest term for OCP MX, :mod:`hw.mu.window`).
         The block scale is an axis of the same unit: it adds the ``ws`` stream and its loading
         state beside the weights', the activation scale register beside ``xr``, and in every
         column the scale buffer, D/B trees of B lanes and the scaled window sum

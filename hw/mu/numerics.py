@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..formats import BLOCK_FORMATS, MATRIX_FORMATS, FloatFormat, get_format
 
 __all__ = ["DotWidths", "dot_widths", "MU_WIDTHS", "ACC_MODES", "GUARD_BITS", "EXACT_SPAN_MAX",
-           "scale_span", "exact_allowed", "default_acc"]
+           "scale_span", "exact_allowed", "default_acc", "DEFAULT_STAGES", "default_stages"]
 
 #: Every width D a matrix unit can be generated at.
 MU_WIDTHS = (8, 16, 32, 64, 128)
@@ -52,6 +52,33 @@ def default_acc(fmt: str) -> str:
     the energy flow): ``exact`` (one rounding per dot product, and a per-beat loop that is one
     carry-save add, so it also clocks faster) wherever :func:`exact_allowed`, else ``fp32``."""
     return "exact" if exact_allowed(fmt) else "fp32"
+
+
+#: The generator's usual column pipeline stages: the recommended unit's wherever
+#: :func:`default_stages` names no other.
+DEFAULT_STAGES = 2
+
+
+def default_stages(width: int, fmt: str, acc: str) -> int:
+    """Column pipeline stages of the recommended unit of ``(width, fmt, acc)``, the registry's default
+    when ``stages`` is not given: in the ``exact`` mode the fewest that meet its clock goals (measured
+    in ``reports/acc_clock_speed.md`` and ``reports/qor_comparison.md``), else
+    :data:`DEFAULT_STAGES` (the ``fp32`` mode's single-cycle accumulate loop sets its clock whatever
+    the stages).
+
+    * ``exact``, a block-scaled format: 4. NVFP4 resolves its block sums before scaling them: with 2,
+      lanes + tree + adder share a cycle (6,443 ps at D = 32); the third register goes on the scaled
+      block terms, the fourth inside the trees. OCP MX's window: the carry-save block trees' two (as
+      the plain exact tree's), the block-sum adder's and the accumulator's input register (with 2,
+      lanes + tree + adder: 10,118 ps at D = 32 for MXFP8 E4M3).
+    * ``exact``, E4M3 at D = 128: 3 (with 2, activation register -> lanes -> the first tree segment
+      is the longest path).
+    """
+    if acc == "exact" and fmt in BLOCK_FORMATS:
+        return 4
+    if acc == "exact" and (fmt, width) == ("fp8_e4m3", 128):
+        return 3
+    return DEFAULT_STAGES
 
 
 @dataclass(frozen=True)

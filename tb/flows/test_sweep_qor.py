@@ -48,6 +48,25 @@ def test_qor_jobs_cover_the_grid_cheapest_first():
         qor.qor_jobs((32,), ("fp6",), bf16=False)
 
 
+def test_the_registry_default_is_the_study_point():
+    """``make synth`` without STAGES builds the study's point of its format, width and mode (the
+    recommended unit); a given STAGES, a LOOP=2 (fp32) and the slice's units follow the same rule."""
+    from flows.qor_plan import qor_points
+    from hw.designs import get_design
+
+    mu, sl = get_design("mu"), get_design("slice")
+    points = qor_points()
+    assert {s for *_, s in points} == {2, 3, 4}      # the rule is exercised, not only the default
+    for acc, d, f, stages in points:
+        assert mu.params({"width": d, "fmt": f, "acc": acc})["stages"] == stages, (acc, d, f)
+        if acc == "exact":     # exact is the default mode: naming neither gives the same unit
+            assert mu.params({"width": d, "fmt": f})["stages"] == stages, (d, f)
+            assert sl.params({"width": d, "fmt": f})["stages"] == stages, (d, f)
+    assert mu.params({"width": 64, "fmt": "mxfp8_e4m3", "stages": "2"})["stages"] == 2
+    looped = mu.params({"width": 64, "fmt": "mxfp8_e4m3", "loop": "2"})   # fp32 then its stages
+    assert (looped["acc"], looped["stages"]) == ("fp32", 2)
+
+
 def test_bad_clock_is_refused_before_any_job(capsys):
     assert qor.main(["--clock-ps", "-5", "--no-bf16", "--widths", "32", "--no-progress"]) == 2
     assert "CLOCK_PS must be a positive number" in capsys.readouterr().err
