@@ -251,11 +251,15 @@ def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, bo
 
 def _acc_line(params) -> str:
     """What the default accumulate mode of a matrix-unit variant is and why (one line)."""
+    from hw.mu.numerics import default_stages
     from hw.mu.window import windowed
     if params["acc"] == "exact":
         window = (" (OCP MX: exact sums in a window anchored at the largest term, "
                   "docs/numerics.md 7.7)" if windowed(params.get("fmt")) else "")
-        return ("accumulate exact: the recommended unit (the default: one FP32 rounding per dot "
+        rec = default_stages(params["width"], params["fmt"], "exact")
+        stages = (f"{rec} column stages, the recommended unit" if params["stages"] == rec else
+                  f"{params['stages']} column stages (the recommended unit has {rec})")
+        return (f"accumulate exact, {stages} (the default: one FP32 rounding per dot "
                 f"product){window}; ACC=fp32 rounds every beat")
     return f"accumulate fp32 (one rounding per beat): the default for {params['fmt']} with LOOP=2"
 

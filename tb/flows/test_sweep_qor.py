@@ -65,6 +65,11 @@ def test_the_registry_default_is_the_study_point():
     assert mu.params({"width": 64, "fmt": "mxfp8_e4m3", "stages": "2"})["stages"] == 2
     looped = mu.params({"width": 64, "fmt": "mxfp8_e4m3", "loop": "2"})   # fp32 then its stages
     assert (looped["acc"], looped["stages"]) == ("fp32", 2)
+    # make synth's one line names the stages and whether they are the recommended unit's
+    line = flow_synth._acc_line(mu.params({"width": 64, "fmt": "mxfp8_e4m3"}))
+    assert line.startswith("accumulate exact, 4 column stages, the recommended unit") and "OCP MX" in line
+    line = flow_synth._acc_line(mu.params({"width": 128, "fmt": "fp8_e4m3", "stages": "2"}))
+    assert "2 column stages (the recommended unit has 3)" in line
 
 
 def test_bad_clock_is_refused_before_any_job(capsys):
