@@ -18,8 +18,8 @@ The format picks the sweep (:data:`SWEEPS`): its CSV, its columns and its defaul
 - ``mxfp8_e4m3``, ``mxfp4_e2m1``, ``nvfp4``: two units at D = 32 (``--widths 32 64`` adds D = 64),
   rates 0.9x and 1.1x, the units in the registry's accumulate mode for the format (the
   per-tensor sweep: ``fp32``, as its rows were measured)
-  (:func:`hw.mu.numerics.default_acc`: ``exact``; MX's is the window) and with the
-  word-level tree by default, as above; rows in ``reports/knee_mx.csv`` with the contract's knee,
+  (:func:`hw.mu.numerics.default_acc`: ``exact``; MX's is the window) at its recommended column
+  stages (:func:`hw.mu.numerics.default_stages`: 4) and with the word-level tree by default, as above; rows in ``reports/knee_mx.csv`` with the contract's knee,
   the slice's knee (:func:`perf.contract.slice_knee_feed`), the plain model that ignores the scales
   (:meth:`perf.contract.Product.macs_per_cycle` at ``b`` bits), the accumulate mode, the build, and
   the revision and date of the run.
@@ -49,7 +49,7 @@ from pathlib import Path
 
 from flows.synth.metrics import git_revision
 from hw.formats import BLOCK_FORMATS, get_block_format, get_format
-from hw.mu.numerics import default_acc
+from hw.mu.numerics import DEFAULT_STAGES, default_acc, default_stages
 from hw.mu.tree import TREE_ARCHS
 from perf.contract import Product, knee_feed, slice_knee_feed, slice_macs_per_cycle
 from tb import sim
@@ -108,10 +108,12 @@ def sweep_of(fmt: str) -> Sweep:
 def slice_params(fmt: str, width: int, units: int) -> dict:
     """Slice parameters of the knee runs (also the full tests'): beats of twice the contract's knee,
     the units in the sweep's accumulate mode (the block sweep: the registry's default for ``fmt``,
-    :func:`hw.mu.numerics.default_acc`)."""
+    :func:`hw.mu.numerics.default_acc`) at that mode's recommended column stages
+    (:func:`hw.mu.numerics.default_stages`)."""
+    acc = sweep_of(fmt).acc or default_acc(fmt)
     return {"units": units, "width": width, "fmt": fmt, "spad_bytes": max(16384, 4 * width * 64),
-            "feed_bytes": int(2 * knee_feed(width, fmt, units=units)),
-            "acc": sweep_of(fmt).acc or default_acc(fmt)}
+            "feed_bytes": int(2 * knee_feed(width, fmt, units=units)), "acc": acc,
+            "stages": default_stages(width, fmt, acc)}
 
 
 def model_macs(rate: float, width: int, units: int = 1, fmt: str = PLAIN_FMT) -> float:
@@ -137,7 +139,9 @@ def measure(fmt: str, width: int, rates, units: int | None = None, latency: int 
               "seed": sw.seed, "garbage": False} for r in rates]
     params = slice_params(fmt, width, units)
     name = (f"slice-{f'knee-{tree}' if tree else 'mu'}-u{units}w{width}"
-            + ("" if fmt == PLAIN_FMT else f"-{fmt}") + ("-xacc" if params["acc"] == "exact" else ""))
+            + ("" if fmt == PLAIN_FMT else f"-{fmt}")
+            + ("" if params["stages"] == DEFAULT_STAGES else f"-s{params['stages']}")
+            + ("-xacc" if params["acc"] == "exact" else ""))
     out = sim.BUILD / name / "knee.json"
     t0 = time.time()
     if reuse and out.exists():

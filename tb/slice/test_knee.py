@@ -59,18 +59,18 @@ def test_formats_pick_their_sweep():
 
 
 @pytest.mark.quick
-@pytest.mark.parametrize("fmt, width, units, feed, spad, acc", [
-    ("fp8_e4m3", 32, 1, 64, 16384, "fp32"),      # 2 * D bytes: one byte per element
-    ("fp8_e4m3", 128, 1, 256, 32768, "fp32"),    # scratchpad 4 * D * 64 bytes from D = 64 up
-    ("mxfp8_e4m3", 32, 2, 132, 16384, "exact"),  # 2 * 2 * 32 * (8 + 8/32) / 8; MX: the window
-    ("mxfp4_e2m1", 32, 2, 68, 16384, "exact"),   # 2 * 2 * 32 * (4 + 8/32) / 8
-    ("nvfp4", 32, 2, 72, 16384, "exact"),        # 2 * 2 * 32 * (4 + 8/16) / 8
-    ("nvfp4", 64, 2, 144, 16384, "exact"),
+@pytest.mark.parametrize("fmt, width, units, feed, spad, acc, stages", [
+    ("fp8_e4m3", 32, 1, 64, 16384, "fp32", 2),      # 2 * D bytes: one byte per element
+    ("fp8_e4m3", 128, 1, 256, 32768, "fp32", 2),    # scratchpad 4 * D * 64 bytes from D = 64 up
+    ("mxfp8_e4m3", 32, 2, 132, 16384, "exact", 4),  # 2 * 2 * 32 * (8 + 8/32) / 8; MX: the window
+    ("mxfp4_e2m1", 32, 2, 68, 16384, "exact", 4),   # 2 * 2 * 32 * (4 + 8/32) / 8
+    ("nvfp4", 32, 2, 72, 16384, "exact", 4),        # 2 * 2 * 32 * (4 + 8/16) / 8
+    ("nvfp4", 64, 2, 144, 16384, "exact", 4),       # the recommended unit's stages in each mode
 ])
-def test_slice_beats_are_twice_the_knee(fmt, width, units, feed, spad, acc):
+def test_slice_beats_are_twice_the_knee(fmt, width, units, feed, spad, acc, stages):
     assert knee.slice_params(fmt, width, units) == {
         "units": units, "width": width, "fmt": fmt, "feed_bytes": feed, "spad_bytes": spad,
-        "acc": acc}
+        "acc": acc, "stages": stages}
 
 
 @pytest.mark.quick
