@@ -401,11 +401,11 @@ def block_rtl_md(recs: dict, planned: int) -> str:
            "unquantized float32 product (mean |y - ref| / mean |ref|; max |y - ref| / max |ref|), outside "
            "scale applied. *Per tensor*: the same rows and columns quantized with one amax scale per "
            "operand in the element format, through the plain contract at the same D.\n",
-           "| format | D | unit R, tree | runs | bit-exact | sim s | mean rel (avg) | per tensor | "
+           "| format | D | unit R, tree, acc | runs | bit-exact | sim s | mean rel (avg) | per tensor | "
            "max rel (worst) | per tensor |", "|---|---|---|---|---|---|---|---|---|---|"]
     for (d, fmt), rs in group_by(runs, lambda r: (r["width"], r["fmt"])).items():
         avg, bavg = _means(rs)
-        unit = f"{rs[0]['unit_rows']}, {rs[0]['tree'] or 'dadda'}"
+        unit = f"{rs[0]['unit_rows']}, {rs[0]['tree'] or 'dadda'}, {rs[0].get('acc', 'fp32')}"
         out.append(f"| {fmt} vs {rs[0]['base']['fmt']} | {d} | {unit} | "
                    f"{len(rs)} | {sum(bool(r['rtl_match']) for r in rs)} | "
                    f"{sum(r['sim_s'] for r in rs):.0f} | {_f3(avg)} | {_f3(bavg)} | "
