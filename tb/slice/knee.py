@@ -19,7 +19,8 @@ The format picks the sweep (:data:`SWEEPS`): its CSV, its columns and its defaul
   rates 0.9x and 1.1x, the units in the registry's accumulate mode for the format (the
   per-tensor sweep: ``fp32``, as its rows were measured)
   (:func:`hw.mu.numerics.default_acc`: ``exact``; MX's is the window) at its recommended column
-  stages (:func:`hw.mu.numerics.default_stages`: 4) and with the word-level tree by default, as above; rows in ``reports/knee_mx.csv`` with the contract's knee,
+  stages (:func:`hw.mu.numerics.default_stages`: 4) and with the word-level tree by default, as
+  above; rows in ``reports/knee_mx.csv`` with the contract's knee,
   the slice's knee (:func:`perf.contract.slice_knee_feed`), the plain model that ignores the scales
   (:meth:`perf.contract.Product.macs_per_cycle` at ``b`` bits), the accumulate mode, the build, and
   the revision and date of the run.
