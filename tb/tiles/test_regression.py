@@ -17,13 +17,15 @@ Results are recorded for ``python -m tb.tiles report`` (reports/regression.md).
 Block-scaled rows (OCP MX, NVFP4): every run of the block plan (:func:`tb.tiles.corpus.plan` with
 ``block=True``; quick: every block format at D = 32, 64 and 128 and every op class; full: 288 runs)
 replays beat by beat through the model with the scale codes and must equal the whole-matmul path bit
-for bit and stay within the contract's bound (asserted in ``replay_model``). Through the RTL, the quick
-set sends two NVFP4 runs through the D = 16 build of tb/mu/test_matrix_unit.py's ``BLOCK_BUILDS``
-(stalls on every stream in the first); ``full`` sends MXFP8 E4M3 and MXFP4 at D = 32, NVFP4 at D = 32
-and MXFP4 at D = 64 (two blocks per beat: the window; the word-level tree build of
-:data:`tb.tiles.rtl.UNITS`) with stalls, and the block-scaled RTL regression (96 runs, no stalls,
-recorded for ``python -m tb.tiles block-rtl``, reports/block_rtl.md). The quick tests also check
-that regression's plan and its report section on hand-made records.
+for bit and stay within the contract's bound (asserted in ``replay_model``). Through the RTL, in the
+mode the unit recommends for a block format (:func:`tb.tiles.rtl.acc_for`: ``exact``, OCP MX in the
+window; the model's results then checked within half an ulp of the exact sum), the quick set sends
+two NVFP4 runs through the D = 16 build of tb/mu/test_matrix_unit.py's ``NVFP4_EXACT`` (stalls on
+every stream in the first); ``full`` sends MXFP8 E4M3 and MXFP4 at D = 32, NVFP4 at D = 32 and MXFP4
+at D = 64 (the word-level tree builds of :data:`tb.tiles.rtl.UNITS`) with stalls, and the
+block-scaled RTL regression (96 runs, no stalls, recorded for ``python -m tb.tiles block-rtl`` and
+``report``: reports/block_rtl.md, reports/regression.md). The quick tests also check that
+regression's plan and its report section on hand-made records.
 
 Real E4M3 tiles also go through units in the ``exact`` accumulate mode (:data:`EXACT_UNITS`, the
 builds the matrix-unit tests make): at D = 32 (Dadda) and 128 (the word-level tree) in the quick
