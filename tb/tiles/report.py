@@ -157,7 +157,12 @@ def regression_md(recs: dict, rtl_note: str, fwd: dict | None = None, block: dic
            "quantized per tensor with amax scaling; K runs over the whole reduction (several D x D "
            "tiles accumulated in FP32). Every run is bit-exact between `tb/mu/model.py` (the numerics "
            "contract) and the independent `tb/tiles/exact.py`, and within the contract's rounding bound "
-           "of float64; RTL runs are bit-exact against the model.\n",
+           "of float64; RTL runs are bit-exact against the model. The per-tensor runs go through the "
+           "units in the `fp32` accumulate mode (the error tables below have both modes from the "
+           "model); the recommended `exact` mode's RTL on per-tensor real tiles is "
+           "`reports/gated_rtl.md` (E4M3, E5M2, E2M1 at every width, the clock-gated units: the "
+           "same function) and the E4M3 runs of `test_rtl_exact_mode`; the block-scaled runs at "
+           "the end go through the `exact`-mode units.\n",
            f"- runs: **{len(main)}** (widths {sorted({r['width'] for r in main})}, formats "
            f"{sorted({r['fmt'] for r in main})}, ops {len({r['source']['op'] for r in main})}, modes "
            f"{sorted({r['source']['mode'] for r in main})})",
