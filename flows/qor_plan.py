@@ -3,18 +3,18 @@ the column pipeline depth (``stages``) it needs.
 
 One table, read by the sweep (:mod:`flows.sweep.qor`, which synthesizes these points) and by the
 report (:mod:`flows.report.qor`, which picks these points out of the measured ones), so the two
-cannot drift apart. The ``exact`` mode's stages are the fewest that meet its goals
-(:data:`EXACT_GOAL_PS`, :data:`EXACT_AREA_GOAL`; the measurements behind them are in
-``reports/acc_clock_speed.md``, and the QoR report marks each point met or missed); the ``fp32``
-mode stays at the generator's default, since its single-cycle accumulate loop sets its clock
-whatever the stages.
+cannot drift apart. Each point's stages are the recommended unit's, the registry's default
+(:func:`hw.mu.numerics.default_stages`: in the ``exact`` mode the fewest that meet its goals,
+:data:`EXACT_GOAL_PS`, :data:`EXACT_AREA_GOAL`, which the QoR report marks met or missed; the
+``fp32`` mode at the generator's usual 2, since its single-cycle accumulate loop sets its clock
+whatever the stages).
 """
 
 from hw.designs import ACC_MODES, STUDY_WIDTHS
 from hw.formats import BLOCK_FORMATS, FORMATS, MATRIX_FORMATS
 from hw.mu.numerics import DEFAULT_STAGES, default_stages
 
-__all__ = ["QOR_ACC_MODES", "QOR_BLOCK_FORMATS", "QOR_FORMATS", "DEFAULT_STAGES", "EXACT_STAGES",
+__all__ = ["QOR_ACC_MODES", "QOR_BLOCK_FORMATS", "QOR_FORMATS", "DEFAULT_STAGES",
            "EXACT_BLOCK_FORMATS", "EXACT_GOAL_PS", "EXACT_AREA_GOAL", "qor_stages", "in_study",
            "qor_points"]
 
@@ -28,10 +28,6 @@ QOR_BLOCK_FORMATS = tuple(BLOCK_FORMATS)
 EXACT_BLOCK_FORMATS = QOR_BLOCK_FORMATS
 #: Every format of the study: the element formats, then the block-scaled ones.
 QOR_FORMATS = MATRIX_FORMATS + QOR_BLOCK_FORMATS
-#: ``exact`` mode: column stages per (format, width) where they differ from :data:`DEFAULT_STAGES`:
-#: the recommended unit's (:func:`hw.mu.numerics.default_stages`, with the measurements behind them).
-EXACT_STAGES: dict = {(f, d): default_stages(d, f, "exact") for f in QOR_FORMATS for d in STUDY_WIDTHS
-                      if default_stages(d, f, "exact") != DEFAULT_STAGES}
 #: ``exact`` mode's critical-path goal per format (ps), at every study width.
 EXACT_GOAL_PS = {"fp8_e4m3": 5300, "fp8_e5m2": 6500, "fp4_e2m1": 4500}
 #: ``exact`` mode's area goal: at most this times the ``fp32`` unit's at the same width and format.

@@ -66,13 +66,13 @@ def default_stages(width: int, fmt: str, acc: str) -> int:
     :data:`DEFAULT_STAGES` (the ``fp32`` mode's single-cycle accumulate loop sets its clock whatever
     the stages).
 
-    * ``exact``, a block-scaled format: 4. NVFP4 resolves its block sums before scaling them: with 2,
-      lanes + tree + adder share a cycle (6,443 ps at D = 32); the third register goes on the scaled
-      block terms, the fourth inside the trees. OCP MX's window: the carry-save block trees' two (as
-      the plain exact tree's), the block-sum adder's and the accumulator's input register (with 2,
-      lanes + tree + adder: 10,118 ps at D = 32 for MXFP8 E4M3).
+    * ``exact``, a block-scaled format: 4. The first two go after the block trees and on the scaled
+      block terms (OCP MX: the block-sum adder's stage and the window's input register), the third
+      and fourth inside the trees. With 2 or 3 the activation register -> lanes -> the trees' first
+      segment is one cycle: at D = 32, 6,101 ps for MXFP8 E4M3 and 5,816 ps for NVFP4 at both, 4,715
+      and 4,346 ps with 4 (synthesized with the OSU 0.18 um liberty, our STA).
     * ``exact``, E4M3 at D = 128: 3 (with 2, activation register -> lanes -> the first tree segment
-      is the longest path).
+      is the longest path, ``reports/acc_clock_speed.md``).
     """
     if acc == "exact" and fmt in BLOCK_FORMATS:
         return 4

@@ -62,6 +62,11 @@ def test_the_registry_default_is_the_study_point():
         if acc == "exact":     # exact is the default mode: naming neither gives the same unit
             assert mu.params({"width": d, "fmt": f})["stages"] == stages, (d, f)
             assert sl.params({"width": d, "fmt": f})["stages"] == stages, (d, f)
+    # the rule's values, by hand: block formats 4, E4M3 at D = 128 3, else 2 (exact); fp32 2
+    assert [mu.params(g)["stages"] for g in (
+        {"width": 64, "fmt": "mxfp8_e4m3"}, {"width": 32, "fmt": "nvfp4"}, {"width": 128},
+        {"width": 64}, {"width": 128, "fmt": "fp4_e2m1"}, {"width": 128, "acc": "fp32"},
+        {"width": 64, "fmt": "mxfp4_e2m1", "acc": "fp32"})] == [4, 4, 3, 2, 2, 2, 2]
     assert mu.params({"width": 64, "fmt": "mxfp8_e4m3", "stages": "2"})["stages"] == 2
     looped = mu.params({"width": 64, "fmt": "mxfp8_e4m3", "loop": "2"})   # fp32 then its stages
     assert (looped["acc"], looped["stages"]) == ("fp32", 2)

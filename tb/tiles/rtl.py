@@ -37,8 +37,9 @@ from .replay import RunResult, baseline_error, beats, finish, replay_model
 __all__ = ["UNITS", "unit_for", "acc_for", "program", "run_rtl", "run_rtl_many", "rtl_records"]
 
 #: (width, fmt) -> (accumulator rows R, build-folder suffix, column tree). Suffix "" shares the
-#: matrix-unit tests' build of the same parameters (tb/mu/test_matrix_unit.py BUILDS and
-#: BLOCK_BUILDS); "-tiles" is our own. Tree None is the design's default (Dadda).
+#: matrix-unit tests' build of the same parameters where there is one (tb/mu/test_matrix_unit.py:
+#: the folder is named by the parameters); "-tiles" is our own. Tree None is the design's default
+#: (Dadda).
 UNITS = {
     (8, "fp8_e4m3"): (1, "", None),          # tb/mu quick w8-e4m3 (the smoke runs)
     (8, "fp8_e5m2"): (3, "", None),          # tb/mu quick w8-e5m2-r3
@@ -55,9 +56,10 @@ UNITS = {
     (128, "fp6_e2m3"): (16, "", None),       # tb/mu full w128-e2m3-r16 (Dadda at D = 128)
     (8, "int8"): (2, "", None),              # tb/mu quick w8-int8-r2
     (8, "int4"): (2, "", None),              # tb/mu quick w8-int4-r2
-    # block-scaled, in the exact mode (acc_for): D = 16 the Dadda tree; from D = 32 the word-level
-    # tree (much faster to build and simulate). D = 64 MXFP8 E4M3 and D = 32 MXFP4 share the
-    # matrix-unit tests' WORDS_BUILDS of the same parameters, the others have their own folders
+    # block-scaled, in the exact mode (acc_for) at its default 4 stages: D = 16 the Dadda tree (tb/mu
+    # quick NVFP4_EXACT w16-r2-s4); from D = 32 the word-level tree (much faster to build and
+    # simulate; D = 64 MXFP8 E4M3 and D = 32 MXFP4 share tb/mu's WORDS_BUILDS, the others have
+    # their own folders)
     (16, "nvfp4"): (2, "", None),
     (32, "mxfp8_e4m3"): (4, "", "words"),
     (32, "mxfp4_e2m1"): (2, "", "words"),

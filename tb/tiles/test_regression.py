@@ -180,6 +180,25 @@ STALLS = {"w": "random:0.3", "ws": "random:0.5", "x": "random:0.3", "y": "random
 
 
 @pytest.mark.quick
+@pytest.mark.parametrize("spec", [RunSpec("ffn_up", "prefill", "fp8_e5m2", 32, 0),
+                                  RunSpec("ffn_up", "prefill", "mxfp8_e4m3", 64, 0)],
+                         ids=["per-tensor", "block"])
+def test_exact_mode_replay_rejects_a_result_off_the_exact_sum(spec, monkeypatch):
+    """``replay_model`` in the exact mode checks the model's results against the exact K-long sum
+    (half an ulp, Python integers): the model's own pass, the same results with one moved by two
+    ulps do not."""
+    tile, = corpus.tiles([spec])
+    good = replay.replay_model(tile, "exact")
+    bits = good.bits.copy()
+    r, j = np.argwhere(bits.view(np.float32) != 0)[0]
+    bits[r, j] += 2
+    real = replay._model_bits
+    monkeypatch.setattr(replay, "_model_bits", lambda t, acc: (bits, *real(t, acc)[1:]))
+    with pytest.raises(AssertionError, match="exceeds the exact bound"):
+        replay.replay_model(tile, "exact")
+
+
+@pytest.mark.quick
 def test_quick_block_rtl():
     _block_rtl([("nvfp4", 16, "prefill"), ("nvfp4", 16, "decode")], pauses=STALLS)
 
