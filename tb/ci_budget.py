@@ -35,6 +35,7 @@ def quick_units(include_full: bool = False) -> list:
     """``(name, params)`` of every matrix-unit build the quick set makes (test ids as names; the
     real-tile runs' own builds as ``tiles-...``);
     ``include_full`` adds the ``full`` builds of ``tb/mu/test_matrix_unit.py``."""
+    from hw.mu.numerics import default_acc
     from tb.mu import test_matrix_unit as tmu
     from tb.tiles import corpus, rtl
 
@@ -51,21 +52,13 @@ def quick_units(include_full: bool = False) -> list:
         width, fmt, rows, _ = p.values
         units.append((p.id, {"width": width, "fmt": fmt, "rows": rows, "acc": None,
                              "guard_bits": None, "tree": None, "loop": 2}))
-    from tb.tiles import test_regression as treg
-
-    names = {tuple(sorted(u.items())) for _, u in units}
-    for p in treg.EXACT_UNITS:          # the exact-mode real tiles: E4M3, R = 16
-        width, tree = p.values
-        u = {"width": width, "fmt": "fp8_e4m3", "rows": 16, "acc": "exact", "guard_bits": None,
-             "tree": tree}
-        if tuple(sorted(u.items())) not in names:
-            units.append((f"tiles-exact-{p.id}", u))
     own = {(s.width, s.fmt) for s in corpus.rtl_quick() + corpus.smoke()
            if rtl.unit_for(s.width, s.fmt)[1] == "-tiles"}
     for width, fmt in sorted(own):
         rows, _, tree = rtl.unit_for(width, fmt)
         units.append((f"tiles-w{width}-{fmt}", {"width": width, "fmt": fmt, "rows": rows,
-                                                "acc": None, "guard_bits": None, "tree": tree}))
+                                                "acc": default_acc(fmt), "guard_bits": None,
+                                                "tree": tree}))
     return units
 
 

@@ -37,3 +37,18 @@ def test_estimate_adds_the_cold_extra_per_worker(tmp_path):
     est = ci_budget.estimate(junit, builds, workers=2)
     assert est["warm_wall_s"] == 600.0 and est["build_extra_s"] == 135.0
     assert est["cold_wall_s"] == pytest.approx(667.5)
+
+
+@pytest.mark.quick
+def test_every_real_tile_rtl_run_in_ci_shares_a_quick_build():
+    """The real-tile runs CI sends through the RTL (and their D = 8 smoke runs) add no build of their
+    own: each runs on a unit the quick matrix-unit tests build, in the recommended mode."""
+    from hw.mu.numerics import default_acc
+    from tb.tiles import corpus, rtl
+
+    quick = {_variant(u) for _, u in ci_budget.quick_units()}
+    for s in corpus.rtl_quick() + corpus.smoke():
+        rows, suffix, tree = rtl.unit_for(s.width, s.fmt)
+        u = {"width": s.width, "fmt": s.fmt, "rows": rows, "tree": tree, "acc": default_acc(s.fmt),
+             "guard_bits": None}
+        assert suffix == "" and _variant(u) in quick, (corpus._run_id(s), _variant(u))

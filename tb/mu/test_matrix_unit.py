@@ -1,14 +1,14 @@
 """Thin pytest runners for the matrix unit's cocotb tests (tb/mu/mu_cocotb.py).
 
 One Verilator build per (width, fmt, rows, acc) runs several cocotb tests, so that the ``quick`` set
-fits the CI budget; ``full`` adds wider builds and every product at D = 64. The ``exact`` accumulate
-mode runs the same tests (every product at D = 8; dot products with stalls at D = 8 and 16 in every
-format and at D = 32, 64 and 128), long cancelling accumulations, and the overflow limit on a unit
-with 4 guard bits; the quick set keeps one build per kind of check (every product and a long
-cancelling accumulation at D = 8 E4M3, dot products with stalls at D = 32 E4M3, the overflow unit)
-and ``full`` runs the rest. D = 128 (both modes) runs in the quick set on the word-level tree build
-(``WORDS_BUILDS``; the exact mode's real tiles at D = 64 use its D = 64 build); the Dadda builds at
-D = 128 are ``full``.
+fits the CI budget; ``full`` adds wider builds and every product at D = 64. The quick set runs mostly
+the recommended ``exact`` accumulate mode, whose builds the real-tile runs share
+(``tb/tiles/rtl.py`` ``UNITS``): every product at D = 8 in every format, dot products with stalls at
+D = 8, 32, 64 and 128 (D = 32 E5M2 and FP6, D = 64 E4M3 and D = 128 on the word-level tree build,
+``WORDS_BUILDS``), long cancelling accumulations and the overflow limit on a unit with 4 guard bits;
+the ``fp32`` mode keeps its own quick builds (every product and dot products with stalls at D = 8
+E4M3 and D = 16 E2M1, and its two-cycle loop) and runs at every other point in ``full``, as do the
+Dadda builds at D = 128.
 Bad-parameter and lint checks need no simulation.
 """
 
@@ -24,24 +24,24 @@ quick, full = pytest.mark.quick, pytest.mark.full
 
 BUILDS = [
     pytest.param(8, "fp8_e4m3", 1, ["every_product"] + CORE, marks=quick, id="w8-e4m3"),
-    pytest.param(8, "fp8_e5m2", 3, ["every_product"] + CORE, marks=quick, id="w8-e5m2-r3"),
-    pytest.param(8, "fp4_e2m1", 2, ["every_product"] + CORE, marks=quick, id="w8-e2m1-r2"),
+    pytest.param(8, "fp8_e5m2", 3, ["every_product"] + CORE, marks=full, id="w8-e5m2-r3"),
+    pytest.param(8, "fp4_e2m1", 2, ["every_product"] + CORE, marks=full, id="w8-e2m1-r2"),
     pytest.param(16, "fp4_e2m1", 2, ["every_product"] + CORE, marks=quick, id="w16-e2m1-r2"),
     # D >= 32: the column is a Verilator hierarchical block (tb/sim.py), so builds take minutes,
     # not hours; simulation speed falls with D^2 (bit-level netlist), so these use R = 16 rows,
     # which the real-tile runs (tb/tiles/rtl.py) share.
-    # D = 32 E5M2 in CI on the word-level tree (WORDS_BUILDS), the Dadda build in full
+    # D = 32 E5M2 in CI on the word-level tree in the exact mode (WORDS_BUILDS), this one in full
     pytest.param(32, "fp8_e5m2", 16, CORE, marks=full, id="w32-e5m2-r16"),
-    pytest.param(64, "fp4_e2m1", 16, CORE, marks=quick, id="w64-e2m1-r16"),
+    pytest.param(64, "fp4_e2m1", 16, CORE, marks=full, id="w64-e2m1-r16"),
     # the Dadda build at D = 128 is full (about 7 minutes to build cold on the CI machine); the
     # quick set runs D = 128 on the word-level tree (WORDS_BUILDS)
     pytest.param(128, "fp8_e4m3", 16, ["random_dots", "throughput"], marks=full,
                  id="w128-e4m3-r16"),
-    # FP6 (OCP MX E3M2, E2M3): every product at D = 8, dot products with stalls at D = 8 and 32 in
-    # the quick set (D = 32 on the word-level tree, WORDS_BUILDS: those builds also serve the FP6
-    # real-tile runs; the Dadda builds at D = 32 are full), 16, 64 and 128 in full.
-    pytest.param(8, "fp6_e3m2", 1, ["every_product"] + CORE, marks=quick, id="w8-e3m2"),
-    pytest.param(8, "fp6_e2m3", 3, ["every_product"] + CORE, marks=quick, id="w8-e2m3-r3"),
+    # FP6 (OCP MX E3M2, E2M3) in the fp32 mode: every product at D = 8, dot products with stalls at
+    # D = 8, 16, 32, 64 and 128, all full (the quick set runs FP6 in the exact mode: EXACT_BUILDS at
+    # D = 8, WORDS_BUILDS at D = 32).
+    pytest.param(8, "fp6_e3m2", 1, ["every_product"] + CORE, marks=full, id="w8-e3m2"),
+    pytest.param(8, "fp6_e2m3", 3, ["every_product"] + CORE, marks=full, id="w8-e2m3-r3"),
     pytest.param(16, "fp6_e2m3", 2, CORE, marks=full, id="w16-e2m3-r2"),
     pytest.param(32, "fp6_e3m2", 16, CORE, marks=full, id="w32-e3m2-r16"),
     pytest.param(32, "fp6_e2m3", 16, CORE, marks=full, id="w32-e2m3-r16"),
@@ -51,9 +51,9 @@ BUILDS = [
     pytest.param(64, "fp8_e5m2", 1, ["every_product"] + CORE, marks=full, id="w64-e5m2"),
     pytest.param(128, "fp8_e5m2", 2, CORE, marks=full, id="w128-e5m2-r2"),
     pytest.param(16, "fp6_e3m2", 2, CORE, marks=full, id="w16-e3m2-r2"),
-    # integers in the fp32 mode: the D = 8 builds also carry their real-tile smoke runs
-    pytest.param(8, "int8", 2, ["every_product"] + CORE, marks=quick, id="w8-int8-r2"),
-    pytest.param(8, "int4", 2, ["every_product"] + CORE, marks=quick, id="w8-int4-r2"),
+    # integers in the fp32 mode (their real-tile smoke runs use the exact-mode D = 8 builds)
+    pytest.param(8, "int8", 2, ["every_product"] + CORE, marks=full, id="w8-int8-r2"),
+    pytest.param(8, "int4", 2, ["every_product"] + CORE, marks=full, id="w8-int4-r2"),
     pytest.param(64, "int4", 4, CORE, marks=full, id="w64-int4-r4"),
     pytest.param(64, "fp6_e3m2", 16, CORE, marks=full, id="w64-e3m2-r16"),
     pytest.param(64, "fp6_e2m3", 4, ["every_product"] + CORE, marks=full, id="w64-e2m3-r4"),
@@ -65,11 +65,14 @@ BUILDS = [
 EXACT_BUILDS = [
     pytest.param(8, "fp8_e4m3", 1, ["every_product", "long_accumulation"] + CORE, "exact", None,
                  marks=quick, id="w8-e4m3-xacc"),
-    pytest.param(8, "fp8_e5m2", 3, ["long_accumulation"] + CORE, "exact", None, marks=full,
-                 id="w8-e5m2-r3-xacc"),
-    pytest.param(8, "fp4_e2m1", 2, CORE, "exact", None, marks=full, id="w8-e2m1-r2-xacc"),
-    pytest.param(8, "fp6_e3m2", 1, CORE, "exact", None, marks=full, id="w8-e3m2-xacc"),
-    pytest.param(8, "fp6_e2m3", 3, CORE, "exact", None, marks=full, id="w8-e2m3-r3-xacc"),
+    pytest.param(8, "fp8_e5m2", 3, ["every_product", "long_accumulation"] + CORE, "exact", None,
+                 marks=quick, id="w8-e5m2-r3-xacc"),
+    pytest.param(8, "fp4_e2m1", 2, ["every_product"] + CORE, "exact", None, marks=quick,
+                 id="w8-e2m1-r2-xacc"),
+    pytest.param(8, "fp6_e3m2", 1, ["every_product"] + CORE, "exact", None, marks=quick,
+                 id="w8-e3m2-xacc"),
+    pytest.param(8, "fp6_e2m3", 3, ["every_product"] + CORE, "exact", None, marks=quick,
+                 id="w8-e2m3-r3-xacc"),
     pytest.param(8, "fp8_e4m3", 3, ["overflow_limit"], "exact", 4, marks=quick,
                  id="w8-e4m3-r3-xacc-g4"),
     pytest.param(16, "fp8_e4m3", 2, CORE, "exact", None, marks=full, id="w16-e4m3-r2-xacc"),
@@ -83,13 +86,14 @@ EXACT_BUILDS = [
     pytest.param(8, "int8", 1, ["every_product", "long_accumulation"] + CORE, "exact", None,
                  marks=quick, id="w8-int8-xacc"),
     pytest.param(8, "int4", 2, ["every_product", "long_accumulation"] + CORE, "exact", None,
-                 marks=full, id="w8-int4-r2-xacc"),
+                 marks=quick, id="w8-int4-r2-xacc"),
     pytest.param(16, "int8", 2, CORE, "exact", None, marks=full, id="w16-int8-r2-xacc"),
     pytest.param(32, "int8", 16, CORE, "exact", None, marks=full, id="w32-int8-r16-xacc"),
     pytest.param(32, "int4", 16, CORE, "exact", None, marks=full, id="w32-int4-r16-xacc"),
     pytest.param(64, "int8", 4, CORE, "exact", None, marks=full, id="w64-int8-r4-xacc"),
-    # shared with the real-tile run in the exact mode (tb/tiles/test_regression.py)
+    # shared with the real-tile runs (tb/tiles/rtl.py UNITS; the D = 64 E2M1 runs are in CI)
     pytest.param(32, "fp8_e4m3", 16, CORE, "exact", None, marks=quick, id="w32-e4m3-r16-xacc"),
+    pytest.param(64, "fp4_e2m1", 16, CORE, "exact", None, marks=quick, id="w64-e2m1-r16-xacc"),
     pytest.param(64, "fp8_e5m2", 16, CORE, "exact", None, marks=full, id="w64-e5m2-r16-xacc"),
     pytest.param(128, "fp4_e2m1", 16, ["random_dots", "throughput"], "exact", None, marks=full,
                  id="w128-e2m1-r16-xacc"),
@@ -111,16 +115,16 @@ BLOCK_BUILDS = [
 ]
 # The word-level column tree (``tree=words``: computes the Dadda tree's function, proved in
 # docs/verification.md; same latency and stream timing; builds and simulates far faster) carries
-# D = 128 in the quick set in the exact mode (the fp32 mode in full) and D = 32 E5M2, E3M2 and
-# E2M3 (the fp32 real-tile runs at D = 32: every op in E5M2, one each in FP6). The real-tile runs
-# at those points share these builds (tb/tiles/rtl.py, test_regression.py).
+# the quick set's exact-mode units at D = 32 E5M2, E3M2 and E2M3, D = 64 E4M3 and D = 128 E4M3 (the
+# fp32 mode of each in full). The real-tile runs at those points share these builds (tb/tiles/rtl.py,
+# test_regression.py: every op at D = 32 E5M2 and D = 64 E4M3, one run each in FP6 and at D = 128).
 WORDS_BUILDS = [
-    pytest.param(32, "fp8_e5m2", 16, CORE, "fp32", None, marks=quick, id="w32-e5m2-r16-twords"),
-    pytest.param(32, "fp6_e3m2", 16, CORE, "fp32", None, marks=quick, id="w32-e3m2-r16-twords"),
-    pytest.param(32, "fp6_e2m3", 16, CORE, "fp32", None, marks=quick, id="w32-e2m3-r16-twords"),
+    *[pytest.param(32, f, 16, CORE, acc, None, marks=quick if acc == "exact" else full,
+                   id=f"w32-{f[4:]}-r16-twords" + ("-xacc" if acc == "exact" else ""))
+      for f in ("fp8_e5m2", "fp6_e3m2", "fp6_e2m3") for acc in ("exact", "fp32")],
     pytest.param(128, "fp8_e4m3", 16, CORE, "fp32", None, marks=full, id="w128-e4m3-r16-twords"),
-    # full, with the exact-mode real tiles at D = 64 that use this build (test_regression.py)
-    pytest.param(64, "fp8_e4m3", 16, CORE, "exact", None, marks=full,
+    # with the real tiles at D = 64 that use this build (test_regression.py)
+    pytest.param(64, "fp8_e4m3", 16, CORE, "exact", None, marks=quick,
                  id="w64-e4m3-r16-twords-xacc"),
     pytest.param(128, "fp8_e4m3", 16, CORE, "exact", None, marks=quick,
                  id="w128-e4m3-r16-twords-xacc"),
@@ -130,8 +134,8 @@ WORDS_BUILDS = [
                  id="w128-int4-r16-twords-xacc"),
     # MX at D = 64: two blocks per beat, so scales spread over more binades than the window holds
     # and NaN scales (block_dots) reach the window. E4M3 in the quick set in the recommended mode
-    # (the exact mode's window, hw/mu/window.py), the fp32 mode (the build the block real-tile
-    # regression uses) and the other MX element formats in the full set.
+    # (the exact mode's window, hw/mu/window.py; the block real-tile regression shares the build),
+    # the fp32 mode and the other MX element formats in the full set.
     pytest.param(64, "mxfp8_e4m3", 4, BLOCK, "exact", None, marks=quick,
                  id="w64-mxfp8_e4m3-r4-twords-xacc"),
     pytest.param(64, "mxfp8_e4m3", 4, ["block_dots"], "fp32", None, marks=full,

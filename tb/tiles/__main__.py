@@ -1,9 +1,10 @@
 """``python -m tb.tiles {build,report,padding,block,block-rtl}``: the real-tile corpus and its reports.
 
 * ``build [--quick]``: cut the tile corpus into the cache (``build/tiles/`` or ``$TILES_CACHE``).
-* ``report [--quick] [--rtl]``: replay every planned run through the numerics model (and, with
-  ``--rtl``, through the RTL for runs without a recorded RTL result, the block-scaled RTL
-  regression's missing runs included), measure every run's errors in FP32 ulps in the accumulate
+* ``report [--quick] [--rtl]``: replay every planned run through the numerics model in the
+  recommended accumulate mode (:func:`hw.mu.numerics.default_acc`; and, with ``--rtl``, through the
+  RTL for runs without a recorded RTL result in that mode, the block-scaled RTL regression's
+  missing runs included), measure every run's errors in FP32 ulps in the accumulate
   modes its format has (kept in the run's record), then write ``reports/regression.md`` (per-tensor
   and block-scaled runs in one report).
 * ``block [--json FILE]``: measure every format, block-scaled ones included, through
@@ -23,6 +24,8 @@
 import argparse
 import sys
 from pathlib import Path
+
+from hw.mu.numerics import default_acc
 
 from . import corpus, replay, report
 
@@ -63,14 +66,15 @@ def main(argv=None) -> int:
         return 0
     if args.cmd == "padding":
         REPORTS.mkdir(exist_ok=True)
-        (REPORTS / "padding.md").write_text(report.padding_md(report.load_all()))
+        (REPORTS / "padding.md").write_text(report.padding_md(_current(report.load_all())))
         print(f"wrote {REPORTS / 'padding.md'}")
         return 0
-    recs = report.load_all()
+    recs = _current(report.load_all())
     for _spec, tile in corpus.load_runs(_runs(args)):
         rec = recs.get(tile.id)
-        if rec is None or rec.get("rtl_match") is None:  # no RTL result recorded yet: (re)run it
-            res = replay.replay_model(tile)
+        if rec is None or rec.get("rtl_match") is None:  # no RTL result in this mode yet: (re)run it
+            replay.replay_model(tile)   # the fp32 mode: bit for bit against tb/tiles/exact.py
+            res = replay.replay_model(tile, default_acc(tile.fmt))
             if args.rtl:
                 from .rtl import run_rtl
 
@@ -115,11 +119,9 @@ def _block_ulps(plan) -> dict:
 
 
 def _current(recs: dict) -> dict:
-    """The block-scaled RTL records in the accumulate mode the regression runs now
-    (:func:`tb.tiles.rtl.acc_for`; a record without a mode ran in ``fp32``)."""
-    from .rtl import acc_for
-
-    return {k: r for k, r in recs.items() if r.get("acc", "fp32") == acc_for(r["fmt"])}
+    """The run records in the accumulate mode the regression runs now
+    (:func:`hw.mu.numerics.default_acc`; a record without a mode ran in ``fp32``)."""
+    return {k: r for k, r in recs.items() if r.get("acc", "fp32") == default_acc(r["fmt"])}
 
 
 def _run_block_rtl(plan, widths=None, fmts=None) -> None:

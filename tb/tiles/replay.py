@@ -59,6 +59,7 @@ class RunResult:
     n: int
     k_tiles: int
     bits: np.ndarray              # (M, D) uint32 FP32 results of the numerics model
+    acc: str = "fp32"             # the accumulate mode of the model run (and of the RTL run)
     err_f64: dict = field(default_factory=dict)
     err_f32: dict = field(default_factory=dict)
     cycles_contract: int = 0
@@ -165,7 +166,7 @@ def replay_model(tile: Tile, acc: str = "fp32") -> RunResult:
         scaled = got[:, :n] * (tile.scales[0] * tile.scales[1])
         ref32 = tile.x_f32.astype(np.float64) @ tile.w_f32
     res = RunResult(tile.id, tile.meta, tile.width, tile.fmt, tile.x.shape[0], tile.x_f32.shape[1], n,
-                    tile.k_tiles, bits, err_f64=_rel(got, ref64), err_f32=_rel(scaled, ref32))
+                    tile.k_tiles, bits, acc, err_f64=_rel(got, ref64), err_f32=_rel(scaled, ref32))
     res.err_f64["within_bound"] = True
     res.cycles_contract = Product(res.rows, tile.x.shape[1], n, tile.width).schedule().cycles()
     res.seconds = time.perf_counter() - t0

@@ -41,7 +41,7 @@ def record(res: RunResult) -> dict:
     """JSON-able summary of one run."""
     keys = ("op", "mode", "fmt", "layer", "sentence", "head", "rows", "cols", "k", "matmul_shape")
     return {"id": res.id, "source": {k: res.meta.get(k) for k in keys}, "width": res.width,
-            "fmt": res.fmt, "rows": res.rows, "k": res.k, "n": res.n, "k_tiles": res.k_tiles,
+            "fmt": res.fmt, "acc": res.acc, "rows": res.rows, "k": res.k, "n": res.n, "k_tiles": res.k_tiles,
             "cycles_contract": res.cycles_contract, "counters": res.counters, "rtl_match": res.rtl_match,
             "err_f64": res.err_f64, "err_f32": res.err_f32, "useful_macs": res.useful_macs,
             "issued_macs": res.issued_macs, "bytes_fed": res.bytes_fed, "bytes_useful": res.bytes_useful,
@@ -66,9 +66,8 @@ def save_record(rec: dict, directory: Path | None = None) -> Path:
 def ulps(tile: Tile) -> dict:
     """Per accumulate mode, the run's errors in FP32 ulps against the exact dot product.
 
-    The results are ``tb/mu/model.py``'s in each mode (the RTL equals it bit for bit: per tensor the
-    fp32 mode on every RTL run and the exact mode on the runs of ``test_rtl_exact_mode``; block-scaled
-    the exact mode, :func:`tb.tiles.rtl.acc_for`).
+    The results are ``tb/mu/model.py``'s in each mode (the RTL equals it bit for bit in the mode it
+    runs, the recommended one: :func:`hw.mu.numerics.default_acc`, ``exact``).
     :func:`tb.tiles.exact.ulp_errors` measures them with integer arithmetic on the codes and
     asserts the mode's bound (0.5 ulp for ``exact``, the per-beat sum for ``fp32``). A block-scaled
     tile goes through :func:`tb.tiles.exact.block_ulp_errors` in each mode its format has
@@ -155,14 +154,15 @@ def regression_md(recs: dict, rtl_note: str, fwd: dict | None = None, block: dic
     out += [
            "Tiles are slices of the real matmuls of all-MiniLM-L6-v2 on real sentences (tb/tiles/), "
            "quantized per tensor with amax scaling; K runs over the whole reduction (several D x D "
-           "tiles accumulated in FP32). Every run is bit-exact between `tb/mu/model.py` (the numerics "
-           "contract) and the independent `tb/tiles/exact.py`, and within the contract's rounding bound "
-           "of float64; RTL runs are bit-exact against the model. The per-tensor runs go through the "
-           "units in the `fp32` accumulate mode (the error tables below have both modes from the "
-           "model); the recommended `exact` mode's RTL on per-tensor real tiles is "
-           "`reports/gated_rtl.md` (E4M3, E5M2, E2M1 at every width, the clock-gated units: the "
-           "same function) and the E4M3 runs of `test_rtl_exact_mode`; the block-scaled runs at "
-           "the end go through the `exact`-mode units.\n",
+           "tiles accumulated in the unit). Every run, per tensor and block-scaled, goes through the "
+           "model and the unit in the accumulate mode the unit recommends for its format "
+           "(`hw.mu.numerics.default_acc`: `exact`, one rounding per K-long dot product, at the "
+           "registry's default column stages): RTL runs are bit-exact against the model in that mode, "
+           "and every result is within half an FP32 ulp of the exact K-long sum (Python integers, "
+           "`tb/tiles/exact.py`; the ulp tables below). The model's `fp32` mode is checked on every run "
+           "too: bit for bit against the independent `tb/tiles/exact.py` (block-scaled: its "
+           "whole-matmul path) and within its rounding bound of float64; its RTL has its own "
+           "matrix-unit tests (`tb/mu/test_matrix_unit.py`).\n",
            f"- runs: **{len(main)}** (widths {sorted({r['width'] for r in main})}, formats "
            f"{sorted({r['fmt'] for r in main})}, ops {len({r['source']['op'] for r in main})}, modes "
            f"{sorted({r['source']['mode'] for r in main})})",

@@ -8,10 +8,12 @@ block-scaled format). A unit is the Dadda build synthesis maps, or the word-leve
 proved to compute the same function, ``docs/verification.md``) where the Dadda build is too slow
 (every own build at D = 128, every block-scaled unit from D = 32).
 
-The accumulate mode of a run is :func:`acc_for`: a block-scaled format runs in the mode the unit
-recommends for it (:func:`hw.mu.numerics.default_acc`: ``exact``, OCP MX in the window anchored at
-the largest term), a per-tensor run in ``fp32`` (the E4M3 units also in ``exact``:
-``tb/tiles/test_regression.py`` ``test_rtl_exact_mode``).
+Every run goes through the unit in the accumulate mode the unit recommends for its format
+(:func:`hw.mu.numerics.default_acc`: ``exact``, one rounding per K-long dot product; OCP MX in the
+window anchored at the largest term) at the registry's default stages, and the model it is checked
+against runs in the same mode (:func:`tb.tiles.replay.replay_model`: every result within half an
+ulp of the exact K-long sum). The ``fp32`` mode has its own matrix-unit tests
+(``tb/mu/test_matrix_unit.py``).
 
 A unit with ``R`` accumulator rows serves the ``M`` rows of a run in ``ceil(M / R)`` groups; each
 group is a full pass over the ``k_tiles`` weight tiles (the weights are fed again), exactly as a
@@ -34,32 +36,37 @@ from perf.contract import Product
 from .corpus import Tile
 from .replay import RunResult, baseline_error, beats, finish, replay_model
 
-__all__ = ["UNITS", "unit_for", "acc_for", "program", "run_rtl", "run_rtl_many", "rtl_records"]
+__all__ = ["UNITS", "unit_for", "program", "run_rtl", "run_rtl_many", "rtl_records"]
 
-#: (width, fmt) -> (accumulator rows R, build-folder suffix, column tree). Suffix "" shares the
-#: matrix-unit tests' build of the same parameters where there is one (tb/mu/test_matrix_unit.py:
-#: the folder is named by the parameters); "-tiles" is our own. Tree None is the design's default
-#: (Dadda).
+#: (width, fmt) -> (accumulator rows R, build-folder suffix, column tree) of the unit a run uses, in
+#: the ``exact`` mode. Suffix "" shares the matrix-unit tests' build of the same parameters
+#: (tb/mu/test_matrix_unit.py: the folder is named by the parameters; "quick" and "full" name the
+#: set that builds it); the others (:func:`unit_for`) are our own "-tiles" builds. Tree None is the
+#: design's default (Dadda).
 UNITS = {
-    (8, "fp8_e4m3"): (1, "", None),          # tb/mu quick w8-e4m3 (the smoke runs)
-    (8, "fp8_e5m2"): (3, "", None),          # tb/mu quick w8-e5m2-r3
-    (8, "fp4_e2m1"): (2, "", None),          # tb/mu quick w8-e2m1-r2 (the E2M1 smoke runs)
-    (16, "fp4_e2m1"): (2, "", None),         # tb/mu quick w16-e2m1-r2
-    (32, "fp8_e5m2"): (16, "", "words"),     # tb/mu quick w32-e5m2-r16-twords
-    (64, "fp4_e2m1"): (16, "", None),        # tb/mu quick w64-e2m1-r16
-    (128, "fp8_e4m3"): (16, "", "words"),    # tb/mu full w128-e4m3-r16-twords
-    (8, "fp6_e3m2"): (1, "", None),          # tb/mu quick w8-e3m2
-    (8, "fp6_e2m3"): (3, "", None),          # tb/mu quick w8-e2m3-r3
-    (32, "fp6_e3m2"): (16, "", "words"),     # tb/mu quick w32-e3m2-r16-twords
-    (32, "fp6_e2m3"): (16, "", "words"),     # tb/mu quick w32-e2m3-r16-twords
-    (64, "fp6_e3m2"): (16, "", None),        # tb/mu full w64-e3m2-r16
-    (128, "fp6_e2m3"): (16, "", None),       # tb/mu full w128-e2m3-r16 (Dadda at D = 128)
-    (8, "int8"): (2, "", None),              # tb/mu quick w8-int8-r2
-    (8, "int4"): (2, "", None),              # tb/mu quick w8-int4-r2
-    # block-scaled, in the exact mode (acc_for) at its default 4 stages: D = 16 the Dadda tree (tb/mu
-    # quick NVFP4_EXACT w16-r2-s4); from D = 32 the word-level tree (much faster to build and
-    # simulate; D = 64 MXFP8 E4M3 and D = 32 MXFP4 share tb/mu's WORDS_BUILDS, the others have
-    # their own folders)
+    # the D = 8 smoke runs (every format): the exact-mode D = 8 builds, all quick
+    (8, "fp8_e4m3"): (1, "", None),          # w8-e4m3-xacc
+    (8, "fp8_e5m2"): (3, "", None),          # w8-e5m2-r3-xacc
+    (8, "fp4_e2m1"): (2, "", None),          # w8-e2m1-r2-xacc
+    (8, "fp6_e3m2"): (1, "", None),          # w8-e3m2-xacc
+    (8, "fp6_e2m3"): (3, "", None),          # w8-e2m3-r3-xacc
+    (8, "int8"): (1, "", None),              # w8-int8-xacc
+    (8, "int4"): (2, "", None),              # w8-int4-r2-xacc
+    (32, "fp8_e4m3"): (16, "", None),        # quick w32-e4m3-r16-xacc
+    (32, "fp8_e5m2"): (16, "", "words"),     # quick w32-e5m2-r16-twords-xacc
+    (32, "fp6_e3m2"): (16, "", "words"),     # quick w32-e3m2-r16-twords-xacc
+    (32, "fp6_e2m3"): (16, "", "words"),     # quick w32-e2m3-r16-twords-xacc
+    (32, "int8"): (16, "", None),            # full w32-int8-r16-xacc
+    (32, "int4"): (16, "", None),            # full w32-int4-r16-xacc
+    (64, "fp4_e2m1"): (16, "", None),        # quick w64-e2m1-r16-xacc
+    (64, "fp8_e4m3"): (16, "", "words"),     # quick w64-e4m3-r16-twords-xacc
+    (64, "fp8_e5m2"): (16, "", None),        # full w64-e5m2-r16-xacc
+    (128, "fp8_e4m3"): (16, "", "words"),    # quick w128-e4m3-r16-twords-xacc
+    (128, "int8"): (16, "", "words"),        # full w128-int8-r16-twords-xacc
+    (128, "int4"): (16, "", "words"),        # full w128-int4-r16-twords-xacc
+    # block-scaled, at the default 4 stages: D = 16 the Dadda tree (tb/mu quick NVFP4_EXACT
+    # w16-r2-s4); from D = 32 the word-level tree (much faster to build and simulate; D = 64 MXFP8
+    # E4M3 and D = 32 MXFP4 share tb/mu's WORDS_BUILDS, the others have their own folders)
     (16, "nvfp4"): (2, "", None),
     (32, "mxfp8_e4m3"): (4, "", "words"),
     (32, "mxfp4_e2m1"): (2, "", "words"),
@@ -69,12 +76,6 @@ UNITS = {
     (32, "mxfp6_e2m3"): (2, "", "words"),
     **{(d, f): (4, "", "words") for d in (64, 128) for f in ("mxfp8_e4m3", "mxfp4_e2m1", "nvfp4")},
 }
-
-
-def acc_for(fmt: str) -> str:
-    """The accumulate mode of a real-tile RTL run of ``fmt``: a block-scaled format's recommended mode
-    (:func:`hw.mu.numerics.default_acc`), ``fp32`` per tensor."""
-    return default_acc(fmt) if fmt in BLOCK_FORMATS else "fp32"
 
 
 def unit_for(width: int, fmt: str) -> tuple:
@@ -136,13 +137,15 @@ def run_rtl(tile: Tile, res: RunResult, pauses: dict | None = None) -> RunResult
     prod = Product(m, tile.x.shape[1], d, d, rows=r_unit)   # row groups of R, one column tile
     sched = prod.schedule()
     assert sched.tile_beats == tuple(len(t.x) for t in unit_tiles), "the run is the contract's schedule"
+    acc = default_acc(fmt)
+    assert res.acc == acc, f"{tile.id}: the model ran in {res.acc!r}, the unit runs in {acc!r}"
     rr = run_tiles(d, fmt, unit_tiles, rows=r_unit, pauses=pauses, check=False, name_suffix=suffix,
-                   tree=tree)
+                   tree=tree, acc=acc)
     assert not rr.mismatches, f"{tile.id}: RTL vs model: {rr.mismatches[:3]}"
     groups = prod.passes
     assert rr.y_bits.shape == (m, d), f"{tile.id}: {rr.y_bits.shape[0]} result rows, expected {m}"
     assert np.array_equal(rr.expected, res.bits), f"{tile.id}: replay's model differs from tb/tiles'"
-    latency = emit_unit(d, fmt, r_unit, tree=tree)[1]
+    latency = emit_unit(d, fmt, r_unit, tree=tree, acc=acc)[1]
     c = dict(rr.counters)
     c.update(latency=latency, unit_rows=r_unit, row_groups=groups, last_y_cycle=int(rr.y_cycles[-1]),
              wall_s=rr.wall_s, sim_s=rr.sim_s)
@@ -181,7 +184,7 @@ def run_rtl_many(tiles: list, model_bits: list, pauses: dict | None = None) -> l
     rows, suffix, tree = unit_for(d, fmt)
     prog = program(tiles, rows)
     rr = run_tiles(d, fmt, prog, rows=rows, pauses=pauses, check=False, name_suffix=suffix, tree=tree,
-                   acc=acc_for(fmt))
+                   acc=default_acc(fmt))
     ids = ", ".join(t.id for t in tiles)
     assert not rr.mismatches, f"{ids}: RTL vs model: {rr.mismatches[:3]}"
     ms = [t.x.shape[0] for t in tiles]
@@ -211,7 +214,7 @@ def rtl_records(runs: list) -> list:
         The RTL differs from the model in any bit, or the model's own checks fail.
     """
     t0 = time.perf_counter()
-    models = [replay_model(t, acc_for(t.fmt)) for t in runs]
+    models = [replay_model(t, default_acc(t.fmt)) for t in runs]
     rtls = run_rtl_many(runs, [m.bits for m in models])
     secs = (time.perf_counter() - t0) / len(runs)
     out = []
@@ -219,7 +222,7 @@ def rtl_records(runs: list) -> list:
         rows, _, tree = unit_for(tile.width, tile.fmt)
         out.append({"id": tile.id, "fmt": tile.fmt, "width": tile.width, "op": tile.meta["op"],
                     "mode": tile.meta["mode"], "m": int(tile.x.shape[0]), "k": tile.meta["k"],
-                    "k_tiles": tile.k_tiles, "unit_rows": rows, "tree": tree, "acc": acc_for(tile.fmt),
+                    "k_tiles": tile.k_tiles, "unit_rows": rows, "tree": tree, "acc": default_acc(tile.fmt),
                     "rtl_match": True,
                     "mean_rel": model.err_f32["mean_rel"], "max_rel": model.err_f32["max_rel"],
                     "base": baseline_error(tile), "cycles": rtl["cycles"], "x_beats": rtl["x_beats"],

@@ -4,34 +4,31 @@ One test per planned run (:func:`tb.tiles.corpus.plan`): every study width
 (:data:`hw.designs.STUDY_WIDTHS`) x matrix format (:data:`hw.formats.MATRIX_FORMATS`) x the eight op
 classes x decode (M = 1) and prefill (M = 16), K accumulated over every tile of the real reduction.
 The quick subset (``-m quick``, what ``make test`` runs) checks the model side of every op at D = 32
-(E5M2) and D = 64 (E2M1, E4M3), one D = 128 run and one D = 32 run of each other format (E3M2, E2M3),
-and sends the runs on the units CI builds (the Dadda tree at D = 64 E2M1; the word-level tree at
-D = 32 E5M2, E3M2 and E2M3) and the D = 8 smoke runs (every format) through the RTL; the other RTL
-runs are ``full`` (at D = 128 the quick set's RTL runs are the exact mode's, below).
+(E5M2) and D = 64 (E2M1, E4M3), one D = 128 run and one D = 32 run of each other format (E3M2, E2M3,
+INT8, INT4), and sends the runs on the units CI builds through the RTL (every op at D = 64 in E2M1 on
+the Dadda tree and in E4M3 on the word-level tree, at D = 32 in E5M2 and the FP6 runs on the
+word-level tree, the D = 128 E4M3 run, and the D = 8 smoke runs of every format); the other RTL runs
+are ``full``.
 
-Each run asserts: ``tb/mu/model.py`` and the independent ``tb/tiles/exact.py`` agree bit for bit,
-the result is within the contract's rounding bound of float64, and (when the RTL harness
-``tb.mu.replay`` exists) the RTL equals the model bit for bit with counters matching the contract.
-Results are recorded for ``python -m tb.tiles report`` (reports/regression.md).
+Each run asserts: the model in the ``fp32`` mode and the independent ``tb/tiles/exact.py`` agree bit
+for bit; the model in the unit's recommended mode (:func:`hw.mu.numerics.default_acc`: ``exact``)
+has every result within half an FP32 ulp of the exact K-long dot product (Python integers,
+:func:`tb.tiles.exact.ulp_errors`); both stay within their contract's rounding bound of float64;
+and (RTL runs) the unit in that mode equals the model bit for bit with counters matching the
+contract. Results are recorded for ``python -m tb.tiles report`` (reports/regression.md).
 
 Block-scaled rows (OCP MX, NVFP4): every run of the block plan (:func:`tb.tiles.corpus.plan` with
 ``block=True``; quick: every block format at D = 32, 64 and 128 and every op class; full: 288 runs)
 replays beat by beat through the model with the scale codes and must equal the whole-matmul path bit
 for bit and stay within the contract's bound (asserted in ``replay_model``). Through the RTL, in the
-mode the unit recommends for a block format (:func:`tb.tiles.rtl.acc_for`: ``exact``, OCP MX in the
-window; the model's results then checked within half an ulp of the exact sum), the quick set sends
-two NVFP4 runs through the D = 16 build of tb/mu/test_matrix_unit.py's ``NVFP4_EXACT`` (stalls on
-every stream in the first); ``full`` sends MXFP8 E4M3 and MXFP4 at D = 32, NVFP4 at D = 32 and MXFP4
-at D = 64 (the word-level tree builds of :data:`tb.tiles.rtl.UNITS`) with stalls, and the
-block-scaled RTL regression (96 runs, no stalls, recorded for ``python -m tb.tiles block-rtl`` and
-``report``: reports/block_rtl.md, reports/regression.md). The quick tests also check that
-regression's plan and its report section on hand-made records.
-
-Real E4M3 tiles also go through units in the ``exact`` accumulate mode (:data:`EXACT_UNITS`, the
-builds the matrix-unit tests make): at D = 32 (Dadda) and 128 (the word-level tree) in the quick
-set, at 64 (the word-level tree) in full: bit-exact against the model in that mode, and every result within
-half an FP32 ulp of the exact rational dot product (Python integers in ``tb/tiles/exact.py``,
-independently of the model).
+recommended mode (``exact``, OCP MX in the window; the model's results then checked within half an
+ulp of the exact sum), the quick set sends two NVFP4 runs through the D = 16 build of
+tb/mu/test_matrix_unit.py's ``NVFP4_EXACT`` (stalls on every stream in the first); ``full`` sends
+MXFP8 E4M3 and MXFP4 at D = 32, NVFP4 at D = 32 and MXFP4 at D = 64 (the word-level tree builds of
+:data:`tb.tiles.rtl.UNITS`) with stalls, and the block-scaled RTL regression (96 runs, no stalls,
+recorded for ``python -m tb.tiles block-rtl`` and ``report``: reports/block_rtl.md,
+reports/regression.md). The quick tests also check that regression's plan and its report section on
+hand-made records.
 """
 
 from collections import Counter
@@ -40,6 +37,7 @@ import numpy as np
 import pytest
 
 from hw.formats import BLOCK_FORMATS, get_format
+from hw.mu.numerics import default_acc
 from tb.tiles import corpus, minilm, replay, report
 from tb.tiles.corpus import RunSpec
 
@@ -50,7 +48,7 @@ RUNS = [pytest.param(s, id=corpus._run_id(s),
 SMOKE = [pytest.param(s, id=f"smoke-{corpus._run_id(s)}", marks=pytest.mark.quick) for s in corpus.smoke()]
 RUNS += SMOKE
 # CI sends the quick runs on the units it builds anyway through the RTL (corpus.rtl_quick: D = 32,
-# 64 and 128, every op and format); the rest of the plan is `full`.
+# 64 and 128, every op, every float format); the rest of the plan is `full`.
 RTL_QUICK = {corpus._run_id(s) for s in corpus.rtl_quick()}
 RTL_RUNS = [pytest.param(s, id=corpus._run_id(s),
                          marks=pytest.mark.quick if corpus._run_id(s) in RTL_QUICK else pytest.mark.full)
@@ -60,79 +58,31 @@ RTL_RUNS += SMOKE
 
 @pytest.mark.parametrize("spec", RUNS)
 def test_model_replay(spec):
-    """Numerics model vs the independent exact model, the float64 bound, and the cost of the format."""
+    """Numerics model vs the independent exact model (``fp32`` mode, bit for bit) and the exact sum
+    (the recommended mode, half an ulp), the float64 bounds, and the cost of the format."""
     (_, tile), = corpus.load_runs([spec])
-    res = replay.replay_model(tile)
+    replay.replay_model(tile)
+    res = replay.replay_model(tile, default_acc(spec.fmt))
     f = get_format(spec.fmt)
     if f.emax - f.emin + 1 >= 7:
         # formats with 7 or more binades of normals (E4M3, E5M2, E3M2) stay close to the float32
         # product of the real model per tensor; E2M1 and E2M3 (3) lose small activations to outliers
         assert res.err_f32["mean_rel"] < 0.2, res.err_f32
     old = report.load_all().get(res.id)
-    if old is None or old.get("rtl_match") is None:
+    if old is None or old.get("rtl_match") is None or old.get("acc", "fp32") != res.acc:
         report.save(res)
 
 
 @pytest.mark.parametrize("spec", RTL_RUNS)
 def test_rtl_replay(spec):
-    """The matrix unit RTL on the same run: bit-exact against the model, counters against the contract."""
+    """The matrix unit RTL on the same run in the recommended mode: bit-exact against the model (whose
+    results are within half an ulp of the exact sum), counters against the contract."""
     from tb.tiles.rtl import run_rtl
 
     (_, tile), = corpus.load_runs([spec])
-    res = run_rtl(tile, replay.replay_model(tile))
+    res = run_rtl(tile, replay.replay_model(tile, default_acc(spec.fmt)))
+    assert res.acc == "exact"
     report.save(res)
-
-
-#: Units of the exact-mode real-tile runs: (width, column tree), E4M3, R = 16. Each shares the
-#: matrix-unit tests' build of the same parameters (tb/mu/test_matrix_unit.py): the Dadda tree at
-#: D = 32, the word-level tree (the same function, docs/verification.md) at D = 64 and 128.
-EXACT_UNITS = [pytest.param(32, None, id="d32"),
-               pytest.param(64, "words", id="d64-twords", marks=pytest.mark.full),
-               pytest.param(128, "words", id="d128-twords")]
-#: The real runs each exact-mode unit replays: a prefill tile (M = 16, K = 384) and a decode tile
-#: with the longest reduction (M = 1, K = 1536: 48 beats per accumulation at D = 32, 12 at D = 128).
-EXACT_RUNS = (("ffn_up", "prefill"), ("ffn_down", "decode"))
-
-
-@pytest.mark.quick
-@pytest.mark.parametrize("width,tree", EXACT_UNITS)
-def test_rtl_exact_mode(width, tree):
-    """Real tiles through the E4M3 unit with ``acc = exact``: RTL == model (in that mode) bit for
-    bit, and every result within 0.5 ulp of the exact K-long dot product, computed with Python
-    integers independently of the model by :func:`tb.tiles.exact.ulp_errors` (the ``fp32`` mode's
-    error on the same tiles is logged)."""
-    from tb.mu.model import ElementCodec
-    from tb.mu.program import Tile as UnitTile
-    from tb.mu.replay import model_tiles, run_tiles
-    from tb.tiles import exact
-
-    specs = [RunSpec(op, mode, "fp8_e4m3", width, 9000 + i) for i, (op, mode) in enumerate(EXACT_RUNS)]
-    codec = ElementCodec("fp8_e4m3")
-    tiles, runs = [], []
-    for _, tile in corpus.load_runs(specs):
-        m = tile.x.shape[0]
-        assert m <= 16 and tile.width == width
-        assert not (codec.is_nan[tile.x].any() or codec.is_nan[tile.w].any())
-        tiles += [UnitTile(w, x, first=first, last=last, row=np.arange(m))
-                  for w, x, first, last, _ in replay.beats(tile)]
-        runs.append(tile)
-    rr = run_tiles(width, "fp8_e4m3", tiles, rows=16, acc="exact", name_suffix="", tree=tree)
-    fp32 = np.array([r.bits for r in model_tiles(width, "fp8_e4m3", tiles, rows=16)])
-    assert rr.y_bits.shape == fp32.shape == (sum(t.x.shape[0] for t in runs), width), rr.y_bits.shape
-
-    def max_ulps(bits, acc):       # ulp_errors asserts the mode's bound on every result
-        r0, worst = 0, 0.0
-        for t in runs:
-            m = t.x.shape[0]
-            e = exact.ulp_errors(t.x, t.w, "fp8_e4m3", width, bits[r0:r0 + m], acc)
-            worst = max(worst, e["max_ulps"])
-            r0 += m
-        return worst
-
-    err = max_ulps(rr.y_bits, "exact")
-    print(f"D={width} E4M3 {', '.join(f'{op}-{mode}' for op, mode in EXACT_RUNS)}: max error exact "
-          f"mode {err:.3f} ulp, fp32 mode {max_ulps(fp32, 'fp32'):.3f} ulp")
-    assert err <= 0.5, err
 
 
 # -- block-scaled rows -------------------------------------------------------------------------
@@ -163,12 +113,12 @@ def test_full_block_runs():
 
 
 def _block_rtl(points, pauses=None):
-    from tb.tiles.rtl import acc_for, run_rtl_many, unit_for
+    from tb.tiles.rtl import run_rtl_many, unit_for
 
     runs = [RunSpec(minilm.OPS[(3 * i + 1) % len(minilm.OPS)], mode, fmt, width, 900 + i)
             for i, (fmt, width, mode) in enumerate(points)]
     for i, tile in enumerate(corpus.tiles(runs)):
-        model = replay.replay_model(tile, acc_for(tile.fmt))
+        model = replay.replay_model(tile, default_acc(tile.fmt))
         (got,) = run_rtl_many([tile], [model.bits], pauses=pauses if i == 0 else None)
         m, rows = tile.x.shape[0], unit_for(tile.width, tile.fmt)[0]
         groups = -(-m // rows)

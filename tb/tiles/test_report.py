@@ -41,9 +41,10 @@ def test_row_groups_give_the_single_pass_results(monkeypatch, tmp_path):
     from tb.mu import replay as mu_replay
     from tb.tiles import rtl
 
-    def fake_run_tiles(width, fmt, tiles, *, rows, pauses, check, name_suffix, tree):
+    def fake_run_tiles(width, fmt, tiles, *, rows, pauses, check, name_suffix, tree, acc):
         tiles = list(tiles)
-        y = np.array([r.bits for r in mu_replay.model_tiles(width, fmt, tiles, rows=rows)], np.uint32)
+        y = np.array([r.bits for r in mu_replay.model_tiles(width, fmt, tiles, rows=rows, acc=acc)],
+                     np.uint32)
         beats = [len(t.x) for t in tiles]
         last = Schedule(width, beats).cycles(3) - 1
         counters = {"w_beats": len(tiles) * width, "x_beats": sum(beats), "y_beats": len(y),
@@ -52,9 +53,9 @@ def test_row_groups_give_the_single_pass_results(monkeypatch, tmp_path):
                                       last + 12, counters, np.arange(1), np.array([last]))
 
     monkeypatch.setattr(mu_replay, "run_tiles", fake_run_tiles)
-    monkeypatch.setattr("tb.mu.harness.emit_unit", lambda w, f, r, tree: (None, 3, "v", 0.0))
+    monkeypatch.setattr("tb.mu.harness.emit_unit", lambda w, f, r, tree, acc: (None, 3, "v", 0.0))
     monkeypatch.setitem(rtl.UNITS, (8, "fp8_e4m3"), (3, "", None))  # 16 rows in groups of 3
     (_, tile), = corpus.load_runs([corpus.RunSpec("o", "prefill", "fp8_e4m3", 8, 0)], tmp_path)
-    res = rtl.run_rtl(tile, replay.replay_model(tile))
+    res = rtl.run_rtl(tile, replay.replay_model(tile, "exact"))
     assert res.rtl_match and res.counters["row_groups"] == 6
     assert res.counters["w_beats"] == 6 * tile.k_tiles * 8  # weights fed once per group
