@@ -7,7 +7,10 @@ to ``rate`` times the contract's knee ``units * D * (b + 8/B) / 8`` bytes per cy
 (:func:`perf.contract.knee_feed`; ``D * b / 8`` per unit on a per-tensor format, no scales). Every
 run is checked bit-exact against the numerics model (``tb/slice/slice_cocotb.py``).
 
-The format picks the sweep (:data:`SWEEPS`): its CSV, its columns and its default slice.
+The format picks the sweep (:data:`SWEEPS`): its CSV, its columns and its default slice. The units
+run in the registry's accumulate mode for the format (:func:`hw.mu.numerics.default_acc`:
+``exact``; OCP MX's is the window) at its recommended column stages
+(:func:`hw.mu.numerics.default_stages`); each row names its mode (``acc``).
 
 - ``fp8_e4m3`` (the default): one unit at D = 32, 64, 128, rates from 0.25x to 2x; rows in
   ``reports/knee.csv`` (each with the revision and date of its run) and the plot
@@ -16,11 +19,9 @@ The format picks the sweep (:data:`SWEEPS`): its CSV, its columns and its defaul
   ``docs/verification.md``, and the same latency and stream timing; it builds and simulates far
   faster at D = 64 and 128); the CSV's ``unit`` column names the build, ``matrix_unit(words)``.
 - ``mxfp8_e4m3``, ``mxfp4_e2m1``, ``nvfp4``: two units at D = 32 (``--widths 32 64`` adds D = 64),
-  rates 0.9x and 1.1x, the units in the registry's accumulate mode for the format (the
-  per-tensor sweep: ``fp32``, as its rows were measured)
-  (:func:`hw.mu.numerics.default_acc`: ``exact``; MX's is the window) at its recommended column
-  stages (:func:`hw.mu.numerics.default_stages`: 4) and with the word-level tree by default, as
-  above; rows in ``reports/knee_mx.csv`` with the contract's knee,
+  rates 0.9x and 1.1x, at the recommended column stages of a block format
+  (:func:`hw.mu.numerics.default_stages`: 4) and with the word-level tree by default, as above;
+  rows in ``reports/knee_mx.csv`` with the contract's knee,
   the slice's knee (:func:`perf.contract.slice_knee_feed`), the plain model that ignores the scales
   (:meth:`perf.contract.Product.macs_per_cycle` at ``b`` bits), the accumulate mode, the build, and
   the revision and date of the run.
@@ -82,10 +83,10 @@ class Sweep:
 SWEEPS = {
     "plain": Sweep(REPO / "reports" / "knee.csv",
                    ("width", "feed_bytes_per_cycle", "measured_macs_per_cycle", "model_macs_per_cycle",
-                    "unit", "revision", "date"),
+                    "acc", "unit", "revision", "date"),
                    fmts=(PLAIN_FMT,), widths=(32, 64, 128), units=1,
                    rates=(0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0), seed=11, tree="words",
-                   acc="fp32"),
+                   acc=None),
     "block": Sweep(REPO / "reports" / "knee_mx.csv",
                    ("fmt", "width", "units", "feed_bytes_per_cycle", "rate_over_knee", "knee_feed",
                     "slice_knee_feed", "measured_macs_per_cycle", "model_macs_per_cycle",
@@ -108,7 +109,7 @@ def sweep_of(fmt: str) -> Sweep:
 
 def slice_params(fmt: str, width: int, units: int) -> dict:
     """Slice parameters of the knee runs (also the full tests'): beats of twice the contract's knee,
-    the units in the sweep's accumulate mode (the block sweep: the registry's default for ``fmt``,
+    the units in the sweep's accumulate mode (None: the registry's default for ``fmt``,
     :func:`hw.mu.numerics.default_acc`) at that mode's recommended column stages
     (:func:`hw.mu.numerics.default_stages`)."""
     acc = sweep_of(fmt).acc or default_acc(fmt)
@@ -206,7 +207,7 @@ def plot(rows, path: Path) -> None:
         pts = sorted((float(r["feed_bytes_per_cycle"]), float(r["measured_macs_per_cycle"]),
                       float(r["model_macs_per_cycle"])) for r in rows if int(r["width"]) == w)
         x = [p[0] / w for p in pts]
-        kind = {r["unit"] for r in rows if int(r["width"]) == w}
+        kind = {f"{r['unit']} {r.get('acc') or 'fp32'}" for r in rows if int(r["width"]) == w}
         line, = ax.plot(x, [p[1] / w for p in pts], marker, ls="none", mfc="none", ms=7,
                         label=f"D={w} measured (RTL, {'/'.join(sorted(kind))})")
         ax.plot(x, [p[2] / w for p in pts], "-", color=line.get_color(), alpha=0.5,

@@ -12,8 +12,8 @@ from tb.slice import knee
 
 #: The committed layouts (``reports/knee.csv``, ``reports/knee_mx.csv``), spelled out here.
 HEADERS = {
-    "plain": "width,feed_bytes_per_cycle,measured_macs_per_cycle,model_macs_per_cycle,unit,revision,"
-             "date",
+    "plain": "width,feed_bytes_per_cycle,measured_macs_per_cycle,model_macs_per_cycle,acc,unit,"
+             "revision,date",
     "block": "fmt,width,units,feed_bytes_per_cycle,rate_over_knee,knee_feed,slice_knee_feed,"
              "measured_macs_per_cycle,model_macs_per_cycle,model_without_scales,acc,unit,revision,"
              "date",
@@ -60,8 +60,8 @@ def test_formats_pick_their_sweep():
 
 @pytest.mark.quick
 @pytest.mark.parametrize("fmt, width, units, feed, spad, acc, stages", [
-    ("fp8_e4m3", 32, 1, 64, 16384, "fp32", 2),      # 2 * D bytes: one byte per element
-    ("fp8_e4m3", 128, 1, 256, 32768, "fp32", 2),    # scratchpad 4 * D * 64 bytes from D = 64 up
+    ("fp8_e4m3", 32, 1, 64, 16384, "exact", 2),     # 2 * D bytes: one byte per element
+    ("fp8_e4m3", 128, 1, 256, 32768, "exact", 3),   # scratchpad 4 * D * 64 bytes from D = 64 up
     ("mxfp8_e4m3", 32, 2, 132, 16384, "exact", 4),  # 2 * 2 * 32 * (8 + 8/32) / 8; MX: the window
     ("mxfp4_e2m1", 32, 2, 68, 16384, "exact", 4),   # 2 * 2 * 32 * (4 + 8/32) / 8
     ("nvfp4", 32, 2, 72, 16384, "exact", 4),        # 2 * 2 * 32 * (4 + 8/16) / 8

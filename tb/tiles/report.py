@@ -267,9 +267,9 @@ def _ulp_lines(runs: list) -> list:
     if not have:
         return []
     out = ["", "## Error in FP32 ulps against the exact dot product, per accumulate mode\n",
-           "Every result of every run above, in both accumulate modes (`tb/mu/model.py`; the RTL equals "
-           "it bit for bit: the fp32 mode on every RTL run, the exact mode on the exact-mode RTL runs of "
-           "`tb/tiles/test_regression.py`), against the exact rational K-long dot product of the "
+           "Every result of every run above, in both accumulate modes (`tb/mu/model.py`; the RTL runs "
+           "the recommended `exact` mode and equals the model's `exact` rows bit for bit on every RTL "
+           "run; the `fp32` rows are the model's), against the exact rational K-long dot product of the "
            "codes (Python integers, `tb/tiles/exact.py`), in ulps of the result. The bound is asserted "
            "for every result: `exact` rounds the whole sum once, so 0.5 ulp; `fp32` rounds once per "
            "beat, each rounding moving the running value by at most half an ulp of the rounded value "
