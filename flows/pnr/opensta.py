@@ -10,16 +10,39 @@ critical path is ``period - slack``.
 
 Every OpenSTA warning fails the run: in particular a SPEF name OpenSTA cannot find ("pin ... not
 found", "net ... not found") would leave a wire out of the timing.
+
+OpenSTA holds the whole flat netlist in memory (about 10 GB for a D = 128 unit), so the runs of one
+machine take turns: each holds an exclusive ``flock`` on :data:`LOCK` (``$OPENSTA_LOCK`` or
+``build/opensta.lock``) while OpenSTA runs; two at once were killed by the out-of-memory killer
+under ``make qor``'s two jobs on a 24 GB machine.
 """
 
+import contextlib
+import fcntl
+import os
 import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..paths import BUILD
 from .tools import ToolError
 
-__all__ = ["StaResult", "run_opensta"]
+__all__ = ["StaResult", "run_opensta", "LOCK"]
+
+#: The file whose ``flock`` OpenSTA runs take turns on (one machine: one OpenSTA at a time).
+LOCK = Path(os.environ.get("OPENSTA_LOCK") or BUILD / "opensta.lock")
+
+
+@contextlib.contextmanager
+def _one_at_a_time():
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 @dataclass
@@ -73,14 +96,21 @@ def run_opensta(liberty, netlist_v: Path, top: str, workdir: Path, *, period_ps,
               "exit"]
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "sta.tcl").write_text("\n".join(lines) + "\n")
-    r = subprocess.run(["sta", "-no_init", "-exit", "sta.tcl"], cwd=workdir, capture_output=True,
-                       text=True, timeout=timeout_s)
+    with _one_at_a_time():
+        r = subprocess.run(["sta", "-no_init", "-exit", "sta.tcl"], cwd=workdir, capture_output=True,
+                           text=True, timeout=timeout_s)
     out = r.stdout + r.stderr
     (workdir / "sta.log").write_text(out)
     warns = [ln for ln in out.splitlines() if re.match(r"\s*(Warning|Error)", ln)]
     if warns:
         raise ToolError(f"OpenSTA warned on {top} ({len(warns)} line(s); log {workdir / 'sta.log'}): "
                         + "; ".join(warns[:5]))
+    if r.returncode < 0:
+        raise ToolError(f"OpenSTA on {top} was killed by signal {-r.returncode}"
+                        + (" (SIGKILL: most likely the kernel's out-of-memory killer; OpenSTA holds the "
+                           "whole flat netlist, about 10 GB at D = 128: free memory or run fewer jobs, "
+                           "JOBS=1 / --jobs 1)" if r.returncode == -9 else "")
+                        + f"; log {workdir / 'sta.log'}")
     m = re.search(r"WORST_SLACK\s+(-?[0-9.eE+-]+)", out)
     if r.returncode != 0 or not m:
         raise ToolError(f"OpenSTA failed on {top} (exit {r.returncode}); log {workdir / 'sta.log'}")

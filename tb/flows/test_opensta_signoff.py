@@ -109,6 +109,33 @@ def test_missing_opensta_names_the_package(monkeypatch):
         require_sta()
 
 
+def test_opensta_runs_take_turns_and_a_killed_run_says_why(monkeypatch, tmp_path):
+    """Each OpenSTA run holds the machine's OpenSTA lock while it runs (a second holder would wait),
+    releases it after, and a run the kernel killed (SIGKILL: the out-of-memory killer) fails naming
+    memory and the JOBS knob instead of a bare exit code."""
+    import fcntl
+    import subprocess
+
+    from flows.pnr import opensta
+
+    monkeypatch.setattr(opensta, "LOCK", tmp_path / "sta.lock")
+    calls = []
+
+    def killed(cmd, **kw):
+        with open(opensta.LOCK, "a") as fh, pytest.raises(BlockingIOError):
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, -9, "", "")
+
+    monkeypatch.setattr(opensta.subprocess, "run", killed)
+    with pytest.raises(tools.ToolError, match=r"out-of-memory killer.*JOBS=1"):
+        run_opensta(OSU, tmp_path / "n.v", "top", tmp_path / "w", period_ps=1000, inputs=["a"],
+                    input_slew_ps=10, output_load_pf=0.01)
+    assert calls == [["sta", "-no_init", "-exit", "sta.tcl"]]
+    with open(opensta.LOCK, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)      # free again
+
+
 def _port(direction, bits):
     return {"direction": direction, "bits": bits}
 
