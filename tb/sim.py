@@ -23,7 +23,6 @@ processes with an exclusive file lock; useful on a shared 2-core machine), ``HW_
 """
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -32,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+from flows.paths import exclusive
 from hw.clock_gate import with_cell_models
 
 REPO = Path(__file__).resolve().parent.parent
@@ -87,12 +87,8 @@ def verilator_env() -> dict:
 def _folder_lock(bdir: Path):
     """One user of a build folder at a time (pytest-xdist workers, or two suites sharing a build):
     the Verilog, the simulator and ``results.xml`` live there."""
-    with open(bdir / ".lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with exclusive(bdir / ".lock"):
+        yield
 
 
 @contextlib.contextmanager
@@ -101,12 +97,8 @@ def _build_lock():
     if not path:
         yield
         return
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with exclusive(path):
+        yield
 
 
 def _fst_available() -> bool:

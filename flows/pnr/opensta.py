@@ -17,32 +17,19 @@ machine take turns: each holds an exclusive ``flock`` on :data:`LOCK` (``$OPENST
 under ``make qor``'s two jobs on a 24 GB machine.
 """
 
-import contextlib
-import fcntl
 import os
 import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import BUILD
+from ..paths import BUILD, exclusive
 from .tools import ToolError
 
 __all__ = ["StaResult", "run_opensta", "LOCK"]
 
 #: The file whose ``flock`` OpenSTA runs take turns on (one machine: one OpenSTA at a time).
 LOCK = Path(os.environ.get("OPENSTA_LOCK") or BUILD / "opensta.lock")
-
-
-@contextlib.contextmanager
-def _one_at_a_time():
-    LOCK.parent.mkdir(parents=True, exist_ok=True)
-    with open(LOCK, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 @dataclass
@@ -96,7 +83,7 @@ def run_opensta(liberty, netlist_v: Path, top: str, workdir: Path, *, period_ps,
               "exit"]
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "sta.tcl").write_text("\n".join(lines) + "\n")
-    with _one_at_a_time():
+    with exclusive(LOCK):
         r = subprocess.run(["sta", "-no_init", "-exit", "sta.tcl"], cwd=workdir, capture_output=True,
                            text=True, timeout=timeout_s)
     out = r.stdout + r.stderr

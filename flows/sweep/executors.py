@@ -11,7 +11,6 @@ leaves its log on the machine that drives the sweep.
 
 import concurrent.futures as cf
 import contextlib
-import fcntl
 import importlib
 import json
 import multiprocessing
@@ -22,6 +21,8 @@ import sys
 import time
 import traceback
 from pathlib import Path
+
+from ..paths import exclusive
 
 __all__ = ["execute", "resolve", "LocalExecutor", "RayExecutor", "make_executor", "EXECUTORS"]
 
@@ -75,15 +76,11 @@ def _locked(path, log):
     if not path:
         yield
         return
-    with open(path, "a") as fd:
-        t0 = time.monotonic()
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    t0 = time.monotonic()
+    with exclusive(path):
         print(f"=== took lock {path} after {time.monotonic() - t0:.1f} s (unix time {time.time():.3f})",
               file=log)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        yield
 
 
 def execute(payload: dict) -> dict:
