@@ -22,6 +22,9 @@ export LIBERTY ?=
 export CLOCK_PS ?=
 # flat, hier (each marked block once, composed) or auto (hier when the design has marked blocks)
 export FLOW ?= auto
+# nets the drive repair buffers: liberty (over max_capacitance, the default) or tables (also past the
+# top of the driver's load tables)
+export DRIVE_LIMIT ?=
 export JOBS ?= 2
 PYTEST_WORKERS ?= 2
 
@@ -38,7 +41,7 @@ help:
 	@echo "make qor / qor-check / qor-update            cross-width report, regression gate, goldens"
 	@echo "make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=all] energy per MAC, gate-level on real tiles (PUBLISH=1 to reports/power/)"
 	@echo "make explore DESIGN=bf16_mul TRIALS=30       verified design-space search (SPACE= SAMPLER= EXECUTOR= STUDY= STORAGE= PUBLISH=1)"
-	@echo "  synth options: LIBERTY=cells.lib CLOCK_PS=period FLOW=auto|flat|hier PUBLISH=1 (to reports/qor/);"
+	@echo "  synth options: LIBERTY=cells.lib CLOCK_PS=period FLOW=auto|flat|hier DRIVE_LIMIT=liberty|tables PUBLISH=1 (to reports/qor/);"
 	@echo "  design options: $$($(PY) -m hw options --make-vars 2>/dev/null || echo 'see python -m hw list')"
 	@echo "  formats (FMT): $$($(PY) -m hw options --choices fmt 2>/dev/null || echo 'see python -m hw list')"
 	@echo "  BF16 side by side:"

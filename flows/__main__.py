@@ -2,14 +2,16 @@
 
 Commands
 --------
-``synth --design D [--set k=v ...] [--liberty F] [--clock-ps P] [--flow auto|flat|hier] [--yosys-booth]``
+``synth --design D [--set k=v ...] [--liberty F] [--clock-ps P] [--flow auto|flat|hier] [--yosys-booth]
+[--drive-limit liberty|tables]``
     Synthesize one registered design variant (``make synth``).
 ``synth --verilog FILE [--verilog FILE ...] --top NAME [...]``
     Synthesize user Verilog with the same library, STA and metrics (``make synth VERILOG=... TOP=...``).
     Reports go to ``build/reports/qor/<variant>/``; ``--publish`` writes the committed
     ``reports/qor/<variant>/``, ``--reports-dir DIR`` writes ``DIR/<variant>/``; the folder name
-    adds ``-flat`` / ``-hier`` (a flow other than the design's default) and ``-clk<ps>`` (a clock
-    target), so runs that can differ never share a folder.
+    adds ``-flat`` / ``-hier`` (a flow other than the design's default), ``-clk<ps>`` (a clock
+    target) and ``-tables`` (the drive repair also buffering nets past their driver's load tables,
+    :data:`flows.synth.repair.DRIVE_LIMITS`), so runs that can differ never share a folder.
 ``pnr --design D [--set k=v ...] [--util U] [--no-checks]`` or ``pnr --verilog FILE --top NAME``
     Synthesize (flat), place, route, check (DRC, LVS) and time one design with OpenSTA and the
     routed parasitics (``make pnr``); reports in ``build/reports/pnr/<variant>-u<percent>/``.
@@ -64,6 +66,8 @@ def _parse_sets(items):
 
 
 def _parser():
+    from .synth.repair import DRIVE_LIMITS
+
     p = argparse.ArgumentParser(prog="python -m flows", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("synth", help="synthesize a design variant or user Verilog, report area and timing")
@@ -78,6 +82,10 @@ def _parser():
     s.add_argument("--flow", choices=("auto", "flat", "hier"), default=os.environ.get("FLOW") or "auto",
                    help="flat, by blocks (hier) or auto: by blocks when the design has marked blocks")
     s.add_argument("--yosys-booth", action="store_true", help="map multipliers with Yosys's synth -booth")
+    s.add_argument("--drive-limit", choices=tuple(DRIVE_LIMITS),
+                   default=os.environ.get("DRIVE_LIMIT") or None,
+                   help="nets the drive repair buffers: over the liberty's max_capacitance (liberty, the "
+                        "default) or also past the top of the driver's load tables (tables; $DRIVE_LIMIT)")
     where = s.add_mutually_exclusive_group()
     where.add_argument("--publish", action="store_true",
                        help="write the committed reports/qor/<variant>/ "
@@ -131,10 +139,10 @@ def _synth(args):
         if args.set:
             raise ValueError("--set applies to registered designs; with --verilog, give --top only")
         run_verilog(args.verilog, args.top, liberty=args.liberty, clock_ps=clock, booth=args.yosys_booth,
-                    outdir=args.outdir, reports_dir=reports_dir)
+                    outdir=args.outdir, reports_dir=reports_dir, drive_limit=args.drive_limit)
         return 0
     run(args.design, _parse_sets(args.set), liberty=args.liberty, clock_ps=clock, flow=args.flow,
-        booth=args.yosys_booth, outdir=args.outdir, reports_dir=reports_dir)
+        booth=args.yosys_booth, outdir=args.outdir, reports_dir=reports_dir, drive_limit=args.drive_limit)
     return 0
 
 

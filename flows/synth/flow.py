@@ -35,7 +35,7 @@ from . import metrics as M
 from .hier import clock_gates, own_area, synth_hier
 from .liberty import NO_LIBERTY_NOTE, find_liberty, generic_library, load
 from .outputs import add_macros, compare_flows, compare_target, sta_defaults, summarize, write_reports
-from .repair import repair, write_repaired
+from .repair import check_drive_limit, repair, write_repaired
 from .sta import Sta
 from .wholepath import Row, whole_path
 from .yosys import SynthError, run_yosys
@@ -130,15 +130,17 @@ def check_clock(clock_ps):
     return v
 
 
-def run_name(variant, flow, default_flow, clock_ps) -> str:
+def run_name(variant, flow, default_flow, clock_ps, drive_limit="liberty") -> str:
     """The report folder's name: ``variant`` plus every run option that changes the result and is
-    not the default (the flow when it is not what ``auto`` picks, ``-clk<ps>`` for a target period).
+    not the default (the flow when it is not what ``auto`` picks, ``-clk<ps>`` for a target period,
+    ``-<limit>`` for a drive limit other than ``liberty``).
 
     The library and the generator options are in ``variant`` already, so a default run keeps the
     variant's name and no two runs that can differ share a folder.
     """
     return (variant + ("" if flow == default_flow else f"-{flow}")
-            + (f"-clk{float(clock_ps):g}" if clock_ps else ""))
+            + (f"-clk{float(clock_ps):g}" if clock_ps else "")
+            + ("" if drive_limit == "liberty" else f"-{drive_limit}"))
 
 
 def _dirs(name, outdir, reports_dir):
@@ -151,11 +153,12 @@ def _dirs(name, outdir, reports_dir):
     return Path(reports_dir or USER_QOR) / name, WORK / name
 
 
-def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb, sv=False) -> _Synthesized:
+def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb, sv=False, drive_limit="liberty"
+          ) -> _Synthesized:
     """One Yosys run of the whole design, timed flat (``sv``: read as SystemVerilog)."""
     r = run_yosys(verilog, top, work / "flat", lib, booth=booth, clock_ps=clock_ps, limit_mb=limit_mb,
                   sv=sv)
-    netlist, rep = repair(lib, r.netlist)
+    netlist, rep = repair(lib, r.netlist, within_tables=drive_limit == "tables")
     path = write_repaired(r.workdir, top, netlist)
     area, seq, cells = own_area(lib, netlist)
     worst = Sta(lib, netlist).run()
@@ -163,17 +166,25 @@ def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb, sv=False) -> _Synt
                         r.stat_text + "\n" + rep.line() + "\n", r.runtime_s, r.peak_mb, r.cached, [r.log],
                         notes=[] if lib.generic else [rep.line()], netlist_json=path,
                         repair={"nets": rep.nets, "buffers": rep.buffers, "area": rep.area,
-                                "cell": rep.cell, "max_levels": rep.max_levels},
+                                "cell": rep.cell, "max_levels": rep.max_levels,
+                                **_limit_key(drive_limit)},
                         path=[Row("", st.point, st.net, st.incr_ps) for st in worst.steps]
                         + ([Row("", f"setup of {worst.end}", "", worst.setup_ps)] if worst.setup_ps else []),
                         gates=clock_gates(lib, netlist))
 
 
-def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _Synthesized:
+def _limit_key(drive_limit) -> dict:
+    """The drive limit for ``flow__drive_repair`` (only when it is not the default, so the default
+    run's metrics read as before)."""
+    return {} if drive_limit == "liberty" else {"limit": drive_limit}
+
+
+def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros, drive_limit="liberty"
+               ) -> _Synthesized:
     """Each distinct block once (:func:`flows.synth.hier.synth_hier`), composed; per-block areas,
     statistics and timing sections for the reports."""
     h = synth_hier(netlist, lib, work / "hier", booth=booth, clock_ps=clock_ps, limit_mb=limit_mb,
-                   log=log, macros=macros)
+                   log=log, macros=macros, within_tables=drive_limit == "tables")
     block_areas = {b.name: b.area * b.instances for b in h.blocks.values() if b.name != h.top}
     block_areas[h.top] = h.blocks[h.top].area
     stat_text = "\n".join(
@@ -191,7 +202,8 @@ def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros) -> _S
            "buffers": sum(b.repair.buffers * max(b.instances, 1) for b in blocks),
            "area": sum(b.repair.area * max(b.instances, 1) for b in blocks),
            "cell": next((b.repair.cell for b in blocks if b.repair.cell), ""),
-           "max_levels": max((b.repair.max_levels for b in blocks), default=0)}
+           "max_levels": max((b.repair.max_levels for b in blocks), default=0),
+           **_limit_key(drive_limit)}
     if not lib.generic:
         notes.append(f"drive repair: {rep['nets']} net(s) over their driver's limit buffered with "
                      f"{rep['buffers']} {rep['cell'] or 'buffers'} ({rep['area']:.1f} um^2, counted in "
@@ -217,12 +229,13 @@ def netlist_sha(work: Path, flow: str) -> str:
 
 
 def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, booth, outdir, work, t0,
-            macros=(), module_names=(), log=print, name=None, twin=None, untargeted=None) -> RunOutput:
+            macros=(), module_names=(), log=print, name=None, twin=None, untargeted=None,
+            drive_limit="liberty") -> RunOutput:
     """Metrics of a synthesized design, its report files and summary (``name``: the run's folder
     name, :func:`run_name`; ``twin``: the folder of the same run in the other flow, compared with
     when it holds metrics; ``untargeted``: the folder of the run without ``clock_ps``, whose
     netlist hash tells whether the target changed the mapping)."""
-    sta_def = sta_defaults(lib)
+    sta_def = sta_defaults(lib, drive_limit)
     m = M.build(design=design, variant=variant, params=params, lib=lib, area=s.area, seq_area=s.seq,
                 cells=s.cells, worst=s.worst, ltp=s.ltp, runtime_s=time.monotonic() - t0,
                 peak_mb=s.peak_mb, flow=flow, block_areas=s.block_areas, clock_ps=clock_ps, booth=booth,
@@ -265,7 +278,7 @@ def _acc_line(params) -> str:
 
 
 def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", booth=False,
-        outdir=None, reports_dir=None, log=print, limit_mb=None, lib=None) -> RunOutput:
+        outdir=None, reports_dir=None, log=print, limit_mb=None, lib=None, drive_limit=None) -> RunOutput:
     """Synthesize and time one registered design variant and write its reports.
 
     Parameters
@@ -289,19 +302,23 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
         ``reports/qor`` to publish).
     lib : flows.synth.liberty.Library or None
         An already loaded library (overrides ``liberty``).
+    drive_limit : str or None
+        The drive repair's limit, :data:`flows.synth.repair.DRIVE_LIMITS` (None: ``liberty``;
+        ``tables`` adds ``-tables`` to the report folder's name).
 
     Raises
     ------
     hw.designs.OptionError, flows.synth.liberty.LibertyError, flows.synth.yosys.SynthError
         With messages naming the problem.
     ValueError
-        A bad ``clock_ps`` or ``flow``.
+        A bad ``clock_ps``, ``flow`` or ``drive_limit``.
     """
     from hw import hier
     from hw.designs import get_design
 
     t0 = time.monotonic()
     clock_ps = check_clock(clock_ps)
+    drive_limit = check_drive_limit(drive_limit)
     if flow not in ("flat", "hier", "auto"):
         raise ValueError(f"flow must be flat, hier or auto, not {flow!r}")
     design = get_design(design_name)
@@ -314,7 +331,7 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
     macros = component.macros() if hasattr(component, "macros") else []
     default_flow = "hier" if len(netlist.modules) > 1 else "flat"
     flow = default_flow if flow == "auto" else flow
-    name = run_name(variant, flow, default_flow, clock_ps)
+    name = run_name(variant, flow, default_flow, clock_ps, drive_limit)
     explicit = outdir is not None
     outdir, work = _dirs(name, outdir, reports_dir)
     if flow == "flat" and macros:
@@ -327,18 +344,20 @@ def run(design_name, given=None, *, liberty=None, clock_ps=None, flow="auto", bo
     if "acc" in params and "acc" not in (given or {}):
         log(f"{name}: {_acc_line(params)}")
     if flow == "flat":
-        s = _flat(netlist.verilog, netlist.top, work, lib, booth, clock_ps, limit_mb)
+        s = _flat(netlist.verilog, netlist.top, work, lib, booth, clock_ps, limit_mb,
+                  drive_limit=drive_limit)
     else:
         s = _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log,
-                       {mac["module"] for mac in macros})
+                       {mac["module"] for mac in macros}, drive_limit)
     other = "hier" if flow == "flat" else "flat"
     twin = None if explicit or (other == "hier" and default_flow == "flat") else \
-        outdir.parent / run_name(variant, other, default_flow, clock_ps)
+        outdir.parent / run_name(variant, other, default_flow, clock_ps, drive_limit)
     return _finish(s, design=design_name, variant=variant, params=params, lib=lib, flow=flow,
                    clock_ps=clock_ps, booth=booth, outdir=outdir, work=work, t0=t0, macros=macros,
                    module_names=set(netlist.modules), log=log, name=name, twin=twin,
                    untargeted=None if explicit else
-                   outdir.parent / run_name(variant, flow, default_flow, None))
+                   outdir.parent / run_name(variant, flow, default_flow, None, drive_limit),
+                   drive_limit=drive_limit)
 
 
 def read_verilog(files, top: str) -> tuple:
@@ -373,7 +392,7 @@ def read_verilog(files, top: str) -> tuple:
 
 
 def run_verilog(files, top: str, *, liberty=None, clock_ps=None, booth=False, outdir=None,
-                reports_dir=None, log=print, limit_mb=None, lib=None) -> RunOutput:
+                reports_dir=None, log=print, limit_mb=None, lib=None, drive_limit=None) -> RunOutput:
     """Synthesize and time user Verilog with the same library, STA and metrics as :func:`run`.
 
     The files (``.sv`` or plain Verilog) are read with Yosys's SystemVerilog front end
@@ -386,23 +405,24 @@ def run_verilog(files, top: str, *, liberty=None, clock_ps=None, booth=False, ou
     ------
     ValueError
         A missing or empty file, a top that none of the files defines, a synthesized design with
-        no cells, or a bad ``clock_ps``.
+        no cells, or a bad ``clock_ps`` or ``drive_limit``.
     flows.synth.yosys.SynthError
         Yosys rejected the Verilog (the message names the top, the files and the log).
     """
     t0 = time.monotonic()
     clock_ps = check_clock(clock_ps)
+    drive_limit = check_drive_limit(drive_limit)
     text, digest = read_verilog(files, top)
     lib = lib or resolve_library(liberty, log)
     variant = f"{top}-{digest}{'-ysbooth' if booth else ''}-{lib.short}"
-    name = run_name(variant, "flat", "flat", clock_ps)
+    name = run_name(variant, "flat", "flat", clock_ps, drive_limit)
     outdir_given = outdir is not None
     outdir, work = _dirs(name, outdir, reports_dir)
     names = ", ".join(str(f) for f in files)
     log(f"{name}: flat synthesis of {top} from {names} with {lib.name}"
         + (f", target {clock_ps} ps" if clock_ps else ""))
     try:
-        s = _flat(text, top, work, lib, booth, clock_ps, limit_mb, sv=True)
+        s = _flat(text, top, work, lib, booth, clock_ps, limit_mb, sv=True, drive_limit=drive_limit)
     except SynthError as e:
         raise SynthError(f"synthesis of top {top!r} from {names} failed: {e}") from None
     if s.cells == 0:
@@ -411,4 +431,6 @@ def run_verilog(files, top: str, *, liberty=None, clock_ps=None, booth=False, ou
     params = {"verilog": [str(f) for f in files], "top": top, "sha256_8": digest}
     return _finish(s, design=top, variant=variant, params=params, lib=lib, flow="flat", clock_ps=clock_ps,
                    booth=booth, outdir=outdir, work=work, t0=t0, log=log, name=name,
-                   untargeted=None if outdir_given else outdir.parent / variant)
+                   untargeted=None if outdir_given else
+                   outdir.parent / run_name(variant, "flat", "flat", None, drive_limit),
+                   drive_limit=drive_limit)

@@ -132,7 +132,7 @@ def _ideal_register_pins(model: BlockTiming, sta: Sta) -> BlockTiming:
 
 
 def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limit_mb=None,
-               sta_opts=None, log=print, macros=()) -> HierReport:
+               sta_opts=None, log=print, macros=(), within_tables=False) -> HierReport:
     """Synthesize every distinct module of ``netlist`` once and compose area and timing.
 
     Parameters
@@ -146,6 +146,8 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
     macros : iterable of str
         Black-box modules (empty placeholders whose area is modelled elsewhere); their pins are
         timed as ideal registers in the parent (:func:`_ideal_register_pins`).
+    within_tables : bool
+        The drive repair's ``tables`` limit (:func:`flows.synth.repair.repair`).
     """
     counts = netlist.instance_counts()
     models = {}
@@ -164,7 +166,8 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
                        children=kids, limit_mb=limit_mb)
         kid_models = {c: models[c] for c in bm.children}
         mapped, rep = repair(lib, r.netlist, models=kid_models, output_load=sta_opts.get("output_load"),
-                             wire_cap_per_fanout=sta_opts.get("wire_cap_per_fanout", 0.0))
+                             wire_cap_per_fanout=sta_opts.get("wire_cap_per_fanout", 0.0),
+                             within_tables=within_tables)
         write_repaired(r.workdir, name, mapped)
         area, seq, ncells = own_area(lib, mapped)
         sta = Sta(lib, mapped, models=kid_models, **sta_opts)

@@ -11,6 +11,7 @@ from pathlib import Path
 from .. import metric_keys as K
 from .hier import models_json
 from .liberty import NO_LIBERTY_NOTE
+from .repair import DRIVE_LIMITS
 from .wholepath import format_rows
 
 __all__ = ["write_reports", "summarize", "sta_defaults", "add_macros", "LOG_KEEP_BYTES", "compare_flows",
@@ -40,8 +41,9 @@ ABC_TARGET = ("CLOCK_PS is passed to ABC as its delay target (abc -D) and is the
 LOG_KEEP_BYTES = 2_000_000
 
 
-def sta_defaults(lib) -> dict:
-    """The STA's assumptions, written into ``metrics.json`` and ``timing.txt``."""
+def sta_defaults(lib, drive_limit="liberty") -> dict:
+    """The STA's assumptions, written into ``metrics.json`` and ``timing.txt`` (``drive_limit``: the
+    drive repair's, :data:`flows.synth.repair.DRIVE_LIMITS`)."""
     if lib.generic:
         return {"note": "generic library: 1 unit of delay per gate, no slews or loads"}
     return {"input_slew_ps": round(lib.default_input_slew() * lib.time_ps, 1),
@@ -49,9 +51,9 @@ def sta_defaults(lib) -> dict:
             "wire_cap_per_fanout_pf": 0.0,
             "clock": "ideal (arrival 0, slew = input slew)",
             "inputs": "arrive at 0 ps", "outputs": "end at their arrival (no output delay)",
-            "loads": "nets over their driver's liberty max_capacitance are buffered with real cells "
-                     "(area counted, levels on the paths); delay beyond a table is extrapolated "
-                     "linearly from its last segment"}
+            "loads": f"{DRIVE_LIMITS[drive_limit]} are buffered with real cells (area counted, "
+                     "levels on the paths); delay beyond a table is extrapolated linearly from its "
+                     "last segment"}
 
 
 def add_macros(m: dict, macros: list, module_names, block_areas: dict) -> None:

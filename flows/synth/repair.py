@@ -36,10 +36,35 @@ from pathlib import Path
 from .liberty import load_top
 from .sta import Sta
 
-__all__ = ["repair", "repair_buffer", "write_repaired", "RepairReport", "REPAIR_PREFIX"]
+__all__ = ["repair", "repair_buffer", "write_repaired", "RepairReport", "REPAIR_PREFIX", "DRIVE_LIMITS",
+           "check_drive_limit"]
 
 #: Instance-name prefix of the inserted buffers.
 REPAIR_PREFIX = "repair_buf_"
+
+#: The flow's drive limits (``DRIVE_LIMIT=``, ``--drive-limit``), the default first, and which nets
+#: each buffers.
+DRIVE_LIMITS = {
+    "liberty": "nets over their driver's liberty max_capacitance",
+    "tables": "nets over their driver's liberty max_capacitance or beyond the top of its load "
+              "tables (no delay extrapolated past the characterized loads)",
+}
+
+
+def check_drive_limit(limit) -> str:
+    """``limit`` (None: the default, ``liberty``), or a clear ``ValueError`` naming the choices.
+
+    Raises
+    ------
+    ValueError
+        ``limit`` is not one of :data:`DRIVE_LIMITS`.
+    """
+    if limit is None or limit == "":
+        return next(iter(DRIVE_LIMITS))
+    if limit not in DRIVE_LIMITS:
+        raise ValueError(f"drive limit must be one of {', '.join(DRIVE_LIMITS)}, not {limit!r} "
+                         "(DRIVE_LIMIT=tables, --drive-limit tables)")
+    return limit
 
 
 @dataclass
@@ -132,8 +157,9 @@ def repair(lib, module, models=None, output_load=None, wire_cap_per_fanout=0.0, 
     wire_cap_per_fanout : float
         The STA's optional wire capacitance per sink (library units).
     within_tables : bool
-        Also buffer nets beyond the top of their driver's load tables (no extrapolation at all);
-        the flow keeps the liberty's limits (False).
+        Also buffer nets beyond the top of their driver's load tables (no extrapolation at all):
+        the flow's ``tables`` drive limit (:data:`DRIVE_LIMITS`; its default keeps the liberty's
+        limits).
 
     Returns
     -------

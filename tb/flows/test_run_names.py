@@ -79,3 +79,24 @@ def test_rates_of_the_matrix_unit():
     m = {K.AREA: 10.0, K.FMAX: 50.0}
     add_rates(m, "slice", {})
     assert K.MACS not in m     # no MAC rate known: nothing made up
+
+
+@needs_osu
+@pytest.mark.quick
+def test_the_tables_drive_limit_buffers_more_in_its_own_folder(tmp_path):
+    """``drive_limit="tables"`` also buffers nets loaded past their driver's load tables (the BF16
+    bank has nets between a driver's table top and its liberty limit): more buffers, its own folder,
+    the limit in the metrics and in the STA's assumptions; a bad limit is refused by name."""
+    lib = L.load(OSU)
+    base = run("bf16_bank", PARAMS, lib=lib, reports_dir=tmp_path, log=quiet)
+    tab = run("bf16_bank", PARAMS, lib=lib, reports_dir=tmp_path, log=quiet, drive_limit="tables")
+    variant = base.metrics["variant"]
+    assert base.outdir.name == variant and tab.outdir.name == variant + "-tables"
+    rb, rt = base.metrics["flow__drive_repair"], tab.metrics["flow__drive_repair"]
+    assert "limit" not in rb and rt["limit"] == "tables"
+    assert rt["buffers"] > rb["buffers"], (rb, rt)
+    assert tab.metrics[K.AREA] - base.metrics[K.AREA] == pytest.approx(rt["area"] - rb["area"], abs=0.01)
+    assert "load tables" in (tab.outdir / "timing.txt").read_text()
+    assert "load tables" not in (base.outdir / "timing.txt").read_text()
+    with pytest.raises(ValueError, match=r"drive limit must be one of liberty, tables, not 'max'"):
+        run("bf16_bank", PARAMS, lib=lib, reports_dir=tmp_path, log=quiet, drive_limit="max")
