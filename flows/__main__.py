@@ -171,6 +171,13 @@ def _pnr(args):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    limit = os.environ.get("DRIVE_LIMIT") or "liberty"
+    if limit != "liberty" and argv[:1] != ["synth"] and "--help" not in argv and "-h" not in argv:
+        # the study, the gate, power and place and route run the default limit: never silently
+        print(f"python -m flows {argv[0] if argv else ''}: error: DRIVE_LIMIT={limit} applies to synth "
+              "(make synth) only; this command runs the default drive limit (unset DRIVE_LIMIT)",
+              file=sys.stderr)
+        return 2
     if argv and argv[0] in _DELEGATED:
         import importlib
 

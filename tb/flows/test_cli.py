@@ -44,3 +44,13 @@ def test_make_power_sample_zero_fails_with_the_range():
                        text=True, timeout=120)
     assert r.returncode != 0
     assert "SAMPLE (--sample) must be a number of columns from 1 to 8" in r.stderr
+
+
+@pytest.mark.parametrize("cmd", ["qor", "check", "power", "pnr"])
+def test_a_drive_limit_other_commands_do_not_take_is_refused(cmd, capsys, monkeypatch):
+    """DRIVE_LIMIT is a synth option: the study, the gate, power and place and route refuse it
+    rather than silently run the default limit."""
+    monkeypatch.setenv("DRIVE_LIMIT", "tables")
+    assert main([cmd]) == 2
+    err = capsys.readouterr().err
+    assert "DRIVE_LIMIT=tables applies to synth" in err and "unset DRIVE_LIMIT" in err
