@@ -122,11 +122,16 @@ def sig(v, n=3):
 
 def mu_grid(points, acc: str = "fp32") -> dict:
     """(D, fmt) -> Point for the study's matrix units of accumulate mode ``acc`` on the main library:
-    rows = 1 and the stages :func:`flows.qor_plan.qor_stages` gives the point."""
+    rows = 1 and the stages :func:`flows.qor_plan.qor_stages` gives the point. A run with a
+    non-default flow option (its ``flow__run`` folder name is not its ``variant``: ``-flat``,
+    ``-clk<ps>``, ``-tables``) is not the study's point and never stands in for it."""
     lib = main_library(points)
     grid = {}
     for p in points:
         q = p.params
+        run, variant = p.metrics.get("flow__run"), p.metrics.get("variant")
+        if run is not None and variant is not None and run != variant:
+            continue
         if (p.design == "mu" and lib_short(p) == lib and q.get("rows", 1) == 1 and "width" in q
                 and "fmt" in q and q.get("acc", "fp32") == acc
                 and q.get("stages", 2) == qor_stages(acc, q["fmt"], q["width"])):

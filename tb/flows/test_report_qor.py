@@ -281,3 +281,20 @@ def test_energy_section_rates_by_hand(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith("| 8 |"))
     assert "| 2 of 8 |" in row and "| 10.00 |" in row and "| 1.600 |" in row and "abcdef1" in row
     assert "No energy run" in "\n".join(energy_section(tmp_path / "none", lambda p: p))
+
+
+def test_a_run_with_a_non_default_flow_option_never_stands_in_for_the_study_point(tmp_path, qor,
+                                                                                  monkeypatch):
+    """A published ``-tables`` run (the same generator parameters as the study's D = 64 point,
+    sorted after it) is not the D = 64 point: the report keeps the default run's numbers."""
+    m = mu_metrics(64, 3.6e6, 24, 5000, 200.0)
+    d = qor / "mu-w64-fp8_e4m3-osu018"
+    (d / "metrics.json").write_text(json.dumps(dict(m, variant=d.name, flow__run=d.name)))
+    t = qor / "mu-w64-fp8_e4m3-osu018-tables"
+    t.mkdir()
+    (t / "metrics.json").write_text(json.dumps(dict(mu_metrics(64, 3.7e6, 22, 4444, 225.0),
+                                                    variant=d.name, flow__run=t.name)))
+    text = gen(tmp_path, qor, monkeypatch)
+    assert row(text, "| 64 | fp8_e4m3 | ", "Matrix unit")[2] == "3,600,000"
+    slope = row(text, "| fp8_e4m3 | 32, 64, 128 |")
+    assert slope[2] == "4.00" and slope[4] == "1,000"  # the default run's 5,000 ps, not 4,444
