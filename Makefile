@@ -22,8 +22,8 @@ export LIBERTY ?=
 export CLOCK_PS ?=
 # flat, hier (each marked block once, composed) or auto (hier when the design has marked blocks)
 export FLOW ?= auto
-# nets the drive repair buffers: liberty (over max_capacitance, the default) or tables (also past the
-# top of the driver's load tables)
+# synth's drive repair limit: liberty (the default) or tables (python -m flows synth --help says which
+# nets each buffers)
 export DRIVE_LIMIT ?=
 export JOBS ?= 2
 PYTEST_WORKERS ?= 2

@@ -54,6 +54,10 @@ _DELEGATED = {
 }
 
 
+#: Commands that take the drive limit (synth) or run no drive repair (they read metrics, or prove).
+_NO_REPAIR = ("synth", "report-qor", "bf16-compare", "prove")
+
+
 def _parse_sets(items):
     given = {}
     for it in items or []:
@@ -84,8 +88,9 @@ def _parser():
     s.add_argument("--yosys-booth", action="store_true", help="map multipliers with Yosys's synth -booth")
     s.add_argument("--drive-limit", choices=tuple(DRIVE_LIMITS),
                    default=os.environ.get("DRIVE_LIMIT") or None,
-                   help="nets the drive repair buffers: over the liberty's max_capacitance (liberty, the "
-                        "default) or also past the top of the driver's load tables (tables; $DRIVE_LIMIT)")
+                   help="nets the drive repair buffers ($DRIVE_LIMIT): "
+                        + "; ".join(f"{k}: {v}" for k, v in DRIVE_LIMITS.items()) + " (default "
+                        + next(iter(DRIVE_LIMITS)) + ")")
     where = s.add_mutually_exclusive_group()
     where.add_argument("--publish", action="store_true",
                        help="write the committed reports/qor/<variant>/ "
@@ -171,11 +176,14 @@ def _pnr(args):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    limit = os.environ.get("DRIVE_LIMIT") or "liberty"
-    if limit != "liberty" and argv[:1] != ["synth"] and "--help" not in argv and "-h" not in argv:
-        # the study, the gate, power and place and route run the default limit: never silently
-        print(f"python -m flows {argv[0] if argv else ''}: error: DRIVE_LIMIT={limit} applies to synth "
-              "(make synth) only; this command runs the default drive limit (unset DRIVE_LIMIT)",
+    from .synth.repair import DEFAULT_DRIVE_LIMIT
+
+    limit = os.environ.get("DRIVE_LIMIT") or DEFAULT_DRIVE_LIMIT
+    if (limit != DEFAULT_DRIVE_LIMIT and argv and argv[0] not in _NO_REPAIR
+            and "--help" not in argv and "-h" not in argv):
+        # the study, the gate, power and place and route repair with the default: never silently
+        print(f"python -m flows {argv[0]}: error: DRIVE_LIMIT={limit} applies to synth (make synth) "
+              "only; this command repairs with the default drive limit (unset DRIVE_LIMIT)",
               file=sys.stderr)
         return 2
     if argv and argv[0] in _DELEGATED:

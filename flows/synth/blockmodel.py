@@ -205,8 +205,9 @@ def trace_input(sta, bit: str, end: str) -> tuple:
                           sta.load.get(b, 0.0)))
 
 
-def extract_model(sta, name: str) -> tuple:
-    """Timing model of a block from its own netlist, plus its worst internal path.
+def extract_model(sta, name: str, within_tables: bool = False) -> tuple:
+    """Timing model of a block from its own netlist, plus its worst internal path (``within_tables``:
+    the drive repair's ``tables`` limit on the block's outputs, :mod:`flows.synth.repair`).
 
     Runs the analysis with only registers launching (reg->reg, reg->out), the per-bit input pass
     (:func:`required`) and once with only the inputs launching (the worst in->reg or in->out path).
@@ -227,7 +228,7 @@ def extract_model(sta, name: str) -> tuple:
             inst, pin = sta.driver.get(b, ("", "")) if isinstance(b, int) else ("", "")
             if inst and sta.cells[inst][2] != "macro" and not sta.lib.generic:
                 m.out_drive[bn] = [sta.drive_slope(inst, pin),
-                                   sta.lib.drive_limit(sta.cells[inst][0], pin)]
+                                   sta.lib.drive_limit(sta.cells[inst][0], pin, within_tables)]
     worst = sta.run(inputs=set(), regs=True)
     if sta.worst_reg_end:
         m.reg2reg = list(sta.worst_reg_end)

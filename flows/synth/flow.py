@@ -35,7 +35,7 @@ from . import metrics as M
 from .hier import clock_gates, own_area, synth_hier
 from .liberty import NO_LIBERTY_NOTE, find_liberty, generic_library, load
 from .outputs import add_macros, compare_flows, compare_target, sta_defaults, summarize, write_reports
-from .repair import check_drive_limit, repair, write_repaired
+from .repair import DEFAULT_DRIVE_LIMIT, check_drive_limit, repair, within_tables, write_repaired
 from .sta import Sta
 from .wholepath import Row, whole_path
 from .yosys import SynthError, run_yosys
@@ -130,7 +130,7 @@ def check_clock(clock_ps):
     return v
 
 
-def run_name(variant, flow, default_flow, clock_ps, drive_limit="liberty") -> str:
+def run_name(variant, flow, default_flow, clock_ps, drive_limit=DEFAULT_DRIVE_LIMIT) -> str:
     """The report folder's name: ``variant`` plus every run option that changes the result and is
     not the default (the flow when it is not what ``auto`` picks, ``-clk<ps>`` for a target period,
     ``-<limit>`` for a drive limit other than ``liberty``).
@@ -140,7 +140,7 @@ def run_name(variant, flow, default_flow, clock_ps, drive_limit="liberty") -> st
     """
     return (variant + ("" if flow == default_flow else f"-{flow}")
             + (f"-clk{float(clock_ps):g}" if clock_ps else "")
-            + ("" if drive_limit == "liberty" else f"-{drive_limit}"))
+            + ("" if drive_limit == DEFAULT_DRIVE_LIMIT else f"-{drive_limit}"))
 
 
 def _dirs(name, outdir, reports_dir):
@@ -153,12 +153,12 @@ def _dirs(name, outdir, reports_dir):
     return Path(reports_dir or USER_QOR) / name, WORK / name
 
 
-def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb, sv=False, drive_limit="liberty"
+def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb, sv=False, drive_limit=DEFAULT_DRIVE_LIMIT
           ) -> _Synthesized:
     """One Yosys run of the whole design, timed flat (``sv``: read as SystemVerilog)."""
     r = run_yosys(verilog, top, work / "flat", lib, booth=booth, clock_ps=clock_ps, limit_mb=limit_mb,
                   sv=sv)
-    netlist, rep = repair(lib, r.netlist, within_tables=drive_limit == "tables")
+    netlist, rep = repair(lib, r.netlist, within_tables=within_tables(drive_limit))
     path = write_repaired(r.workdir, top, netlist)
     area, seq, cells = own_area(lib, netlist)
     worst = Sta(lib, netlist).run()
@@ -176,15 +176,15 @@ def _flat(verilog, top, work, lib, booth, clock_ps, limit_mb, sv=False, drive_li
 def _limit_key(drive_limit) -> dict:
     """The drive limit for ``flow__drive_repair`` (only when it is not the default, so the default
     run's metrics read as before)."""
-    return {} if drive_limit == "liberty" else {"limit": drive_limit}
+    return {} if drive_limit == DEFAULT_DRIVE_LIMIT else {"limit": drive_limit}
 
 
-def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros, drive_limit="liberty"
+def _by_blocks(netlist, lib, work, booth, clock_ps, limit_mb, log, macros, drive_limit=DEFAULT_DRIVE_LIMIT
                ) -> _Synthesized:
     """Each distinct block once (:func:`flows.synth.hier.synth_hier`), composed; per-block areas,
     statistics and timing sections for the reports."""
     h = synth_hier(netlist, lib, work / "hier", booth=booth, clock_ps=clock_ps, limit_mb=limit_mb,
-                   log=log, macros=macros, within_tables=drive_limit == "tables")
+                   log=log, macros=macros, within_tables=within_tables(drive_limit))
     block_areas = {b.name: b.area * b.instances for b in h.blocks.values() if b.name != h.top}
     block_areas[h.top] = h.blocks[h.top].area
     stat_text = "\n".join(
@@ -230,7 +230,7 @@ def netlist_sha(work: Path, flow: str) -> str:
 
 def _finish(s: _Synthesized, *, design, variant, params, lib, flow, clock_ps, booth, outdir, work, t0,
             macros=(), module_names=(), log=print, name=None, twin=None, untargeted=None,
-            drive_limit="liberty") -> RunOutput:
+            drive_limit=DEFAULT_DRIVE_LIMIT) -> RunOutput:
     """Metrics of a synthesized design, its report files and summary (``name``: the run's folder
     name, :func:`run_name`; ``twin``: the folder of the same run in the other flow, compared with
     when it holds metrics; ``untargeted``: the folder of the run without ``clock_ps``, whose

@@ -147,7 +147,8 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
         Black-box modules (empty placeholders whose area is modelled elsewhere); their pins are
         timed as ideal registers in the parent (:func:`_ideal_register_pins`).
     within_tables : bool
-        The drive repair's ``tables`` limit (:func:`flows.synth.repair.repair`).
+        The drive repair's ``tables`` limit (:func:`flows.synth.repair.repair`), also on the
+        blocks' outputs in their parents (:func:`flows.synth.blockmodel.extract_model`).
     """
     counts = netlist.instance_counts()
     models = {}
@@ -178,7 +179,7 @@ def synth_hier(netlist, lib, workroot: Path, *, booth=False, clock_ps=None, limi
                           for c in bm.children}
             top_own = Sta(lib, mapped, models=own_models, **sta_opts).run()
         else:
-            model, worst = extract_model(sta, name)
+            model, worst = extract_model(sta, name, within_tables)
             if name in macros:
                 model = _ideal_register_pins(model, sta)
         models[name] = model

@@ -12,15 +12,24 @@ from importlib.metadata import PackageNotFoundError, version
 
 from .. import metric_keys as K
 from ..paths import REPO
+from .repair import DEFAULT_DRIVE_LIMIT, DRIVE_LIMITS
 from .sta import fmax_mhz
 
-__all__ = ["build", "tool_versions", "git_revision", "CAVEAT", "macs_per_cycle", "add_rates", "add_slack"]
+__all__ = ["build", "tool_versions", "git_revision", "CAVEAT", "caveat", "macs_per_cycle", "add_rates",
+           "add_slack"]
 
-#: What every number of this flow leaves out.
-CAVEAT = ("Yosys + ABC mapping, buffers inserted on nets over their driver's liberty max_capacitance, "
-          "and a simple NLDM STA: no placement, no routing, no wire load, ideal clock; "
-          "commercial synthesis is typically smaller (Yosys-only vs commercial on IHP 130nm: +53% "
-          "area, arXiv 2512.06122).")
+
+def caveat(drive_limit: str = DEFAULT_DRIVE_LIMIT) -> str:
+    """What every number of this flow leaves out, under drive limit ``drive_limit``
+    (:data:`flows.synth.repair.DRIVE_LIMITS`)."""
+    return (f"Yosys + ABC mapping, buffers inserted on {DRIVE_LIMITS[drive_limit]}, "
+            "and a simple NLDM STA: no placement, no routing, no wire load, ideal clock; "
+            "commercial synthesis is typically smaller (Yosys-only vs commercial on IHP 130nm: +53% "
+            "area, arXiv 2512.06122).")
+
+
+#: What every number of this flow leaves out (the default drive limit).
+CAVEAT = caveat()
 
 
 def macs_per_cycle(design: str, params: dict) -> int | None:
@@ -81,8 +90,9 @@ def build(*, design, variant, params, lib, area, seq_area, cells, worst, ltp, ru
     """Metrics dictionary of one run (see module docstring for units).
 
     ``hier`` (a :class:`flows.synth.hier.HierReport`) adds the top's own worst path; ``repair``
-    (nets, buffers, area, cell, max_levels of the drive repair, :mod:`flows.synth.repair`) is kept
-    as ``flow__drive_repair``: its buffers are already in the area and on the timed paths.
+    (nets, buffers, area, cell, max_levels of the drive repair, :mod:`flows.synth.repair`, and its
+    ``limit`` when not the default) is kept as ``flow__drive_repair``: its buffers are already in
+    the area and on the timed paths.
     ``gates`` (count, area) of the clock gates adds their metrics when there are any.
     """
     ge = lib.ge_area if not lib.generic else 1.0
@@ -125,7 +135,7 @@ def build(*, design, variant, params, lib, area, seq_area, cells, worst, ltp, ru
     m["flow__tools"] = tool_versions()
     m["flow__git_revision"] = git_revision()
     m["flow__date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    m["flow__caveat"] = CAVEAT
+    m["flow__caveat"] = caveat((repair or {}).get("limit", DEFAULT_DRIVE_LIMIT))
     if generic:
         m["flow__note"] = ("generic gate library: every area is in gate equivalents (not um^2) and "
                            "timing in logic levels (technology-independent)")

@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import metric_keys as K
 from .hier import models_json
 from .liberty import NO_LIBERTY_NOTE
-from .repair import DRIVE_LIMITS
+from .repair import DEFAULT_DRIVE_LIMIT, DRIVE_LIMITS, within_tables
 from .wholepath import format_rows
 
 __all__ = ["write_reports", "summarize", "sta_defaults", "add_macros", "LOG_KEEP_BYTES", "compare_flows",
@@ -41,7 +41,7 @@ ABC_TARGET = ("CLOCK_PS is passed to ABC as its delay target (abc -D) and is the
 LOG_KEEP_BYTES = 2_000_000
 
 
-def sta_defaults(lib, drive_limit="liberty") -> dict:
+def sta_defaults(lib, drive_limit=DEFAULT_DRIVE_LIMIT) -> dict:
     """The STA's assumptions, written into ``metrics.json`` and ``timing.txt`` (``drive_limit``: the
     drive repair's, :data:`flows.synth.repair.DRIVE_LIMITS`)."""
     if lib.generic:
@@ -52,8 +52,9 @@ def sta_defaults(lib, drive_limit="liberty") -> dict:
             "clock": "ideal (arrival 0, slew = input slew)",
             "inputs": "arrive at 0 ps", "outputs": "end at their arrival (no output delay)",
             "loads": f"{DRIVE_LIMITS[drive_limit]} are buffered with real cells (area counted, "
-                     "levels on the paths); delay beyond a table is extrapolated linearly from its "
-                     "last segment"}
+                     "levels on the paths); delay beyond a table"
+                     + ("'s slew axis" if within_tables(drive_limit) else "")
+                     + " is extrapolated linearly from its last segment"}
 
 
 def add_macros(m: dict, macros: list, module_names, block_areas: dict) -> None:

@@ -9,9 +9,11 @@ Limits (:meth:`flows.synth.liberty.Library.drive_limit`)
     A library cell's output pin may drive up to its liberty ``max_capacitance``; with a
     ``max_transition`` the load is also capped where the pin's output transition (at the default
     input slew) reaches it. A pin the liberty gives neither limit may drive up to the top of its
-    load tables. A block's output bit (hierarchical flow) may drive the limit of the cell driving
-    it inside the block (:attr:`flows.synth.blockmodel.BlockTiming.out_drive`); a primary input, or a
-    block output not driven by a library cell, is treated as driven by one repair buffer. Clock
+    load tables. The flow's ``tables`` drive limit (:data:`DRIVE_LIMITS`, ``within_tables``) caps
+    every pin at the top of its load tables too, so no delay is extrapolated past them. A block's
+    output bit (hierarchical flow) may drive the limit of the cell driving it inside the block
+    (:attr:`flows.synth.blockmodel.BlockTiming.out_drive`); a primary input, or a block output not
+    driven by a library cell, is treated as driven by one repair buffer. Clock
     nets are not repaired (the clock is ideal: clock tree synthesis is out of scope) and neither
     are nets without a driver.
 
@@ -37,7 +39,7 @@ from .liberty import load_top
 from .sta import Sta
 
 __all__ = ["repair", "repair_buffer", "write_repaired", "RepairReport", "REPAIR_PREFIX", "DRIVE_LIMITS",
-           "check_drive_limit"]
+           "DEFAULT_DRIVE_LIMIT", "check_drive_limit", "within_tables"]
 
 #: Instance-name prefix of the inserted buffers.
 REPAIR_PREFIX = "repair_buf_"
@@ -49,6 +51,13 @@ DRIVE_LIMITS = {
     "tables": "nets over their driver's liberty max_capacitance or beyond the top of its load "
               "tables (no delay extrapolated past the characterized loads)",
 }
+#: The flow's default drive limit.
+DEFAULT_DRIVE_LIMIT = next(iter(DRIVE_LIMITS))
+
+
+def within_tables(limit: str) -> bool:
+    """Whether drive limit ``limit`` (:data:`DRIVE_LIMITS`) also caps loads at the tables' top."""
+    return limit == "tables"
 
 
 def check_drive_limit(limit) -> str:
@@ -60,7 +69,7 @@ def check_drive_limit(limit) -> str:
         ``limit`` is not one of :data:`DRIVE_LIMITS`.
     """
     if limit is None or limit == "":
-        return next(iter(DRIVE_LIMITS))
+        return DEFAULT_DRIVE_LIMIT
     if limit not in DRIVE_LIMITS:
         raise ValueError(f"drive limit must be one of {', '.join(DRIVE_LIMITS)}, not {limit!r} "
                          "(DRIVE_LIMIT=tables, --drive-limit tables)")

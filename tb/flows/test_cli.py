@@ -46,11 +46,26 @@ def test_make_power_sample_zero_fails_with_the_range():
     assert "SAMPLE (--sample) must be a number of columns from 1 to 8" in r.stderr
 
 
-@pytest.mark.parametrize("cmd", ["qor", "check", "power", "pnr"])
+@pytest.mark.parametrize("cmd", ["qor", "check", "power", "pnr", "sweep", "explore"])
 def test_a_drive_limit_other_commands_do_not_take_is_refused(cmd, capsys, monkeypatch):
-    """DRIVE_LIMIT is a synth option: the study, the gate, power and place and route refuse it
-    rather than silently run the default limit."""
+    """DRIVE_LIMIT is a synth option: the study, the gate, power, place and route and the searches
+    refuse it rather than silently repair with the default limit (past the guard, every command
+    here fails at once instead of starting its jobs); synth takes it, help still answers."""
+    import flows.__main__ as cli
+
+    def bypassed(*a, **k):
+        raise AssertionError("the guard let it through")
+
+    monkeypatch.setattr(cli, "_DELEGATED", {k: ("tb.flows.no_such_module", v[1])
+                                            for k, v in cli._DELEGATED.items()})
+    monkeypatch.setattr(cli, "_parser", bypassed)
     monkeypatch.setenv("DRIVE_LIMIT", "tables")
     assert main([cmd]) == 2
     err = capsys.readouterr().err
     assert "DRIVE_LIMIT=tables applies to synth" in err and "unset DRIVE_LIMIT" in err
+    monkeypatch.undo()
+    monkeypatch.setenv("DRIVE_LIMIT", "tables")
+    assert cli._parser().parse_args(["synth", "--design", "mu"]).drive_limit == "tables"
+    with pytest.raises(SystemExit) as e:
+        main([cmd, "--help"])
+    assert e.value.code == 0

@@ -98,5 +98,12 @@ def test_the_tables_drive_limit_buffers_more_in_its_own_folder(tmp_path):
     assert tab.metrics[K.AREA] - base.metrics[K.AREA] == pytest.approx(rt["area"] - rb["area"], abs=0.01)
     assert "load tables" in (tab.outdir / "timing.txt").read_text()
     assert "load tables" not in (base.outdir / "timing.txt").read_text()
+    assert "load tables" in tab.metrics["flow__caveat"] and "load tables" not in base.metrics["flow__caveat"]
+    # the flat flow takes it too
+    fb = run("bf16_bank", PARAMS, flow="flat", lib=lib, reports_dir=tmp_path, log=quiet)
+    ft = run("bf16_bank", PARAMS, flow="flat", lib=lib, reports_dir=tmp_path, log=quiet,
+             drive_limit="tables")
+    assert ft.outdir.name == variant + "-flat-tables"
+    assert ft.metrics["flow__drive_repair"]["buffers"] > fb.metrics["flow__drive_repair"]["buffers"]
     with pytest.raises(ValueError, match=r"drive limit must be one of liberty, tables, not 'max'"):
         run("bf16_bank", PARAMS, lib=lib, reports_dir=tmp_path, log=quiet, drive_limit="max")
