@@ -70,7 +70,7 @@ def _parse_sets(items):
 
 
 def _parser():
-    from .synth.repair import DRIVE_LIMITS
+    from .synth.repair import DEFAULT_DRIVE_LIMIT, DRIVE_LIMITS
 
     p = argparse.ArgumentParser(prog="python -m flows", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -89,8 +89,8 @@ def _parser():
     s.add_argument("--drive-limit", choices=tuple(DRIVE_LIMITS),
                    default=os.environ.get("DRIVE_LIMIT") or None,
                    help="nets the drive repair buffers ($DRIVE_LIMIT): "
-                        + "; ".join(f"{k}: {v}" for k, v in DRIVE_LIMITS.items()) + " (default "
-                        + next(iter(DRIVE_LIMITS)) + ")")
+                        + "; ".join(f"{k}: {v}" for k, v in DRIVE_LIMITS.items())
+                        + f" (default {DEFAULT_DRIVE_LIMIT})")
     where = s.add_mutually_exclusive_group()
     where.add_argument("--publish", action="store_true",
                        help="write the committed reports/qor/<variant>/ "

@@ -15,6 +15,7 @@ from flows import metric_keys as K
 from flows.synth import liberty as L
 from flows.synth.flow import run
 from flows.synth.metrics import add_rates
+from flows.synth.sta import Sta
 from tb.flows import OSU, needs_osu, quiet
 
 PARAMS = {"lanes": 2, "stages": 0, "arch": "booth4"}
@@ -105,5 +106,18 @@ def test_the_tables_drive_limit_buffers_more_in_its_own_folder(tmp_path):
              drive_limit="tables")
     assert ft.outdir.name == variant + "-flat-tables"
     assert ft.metrics["flow__drive_repair"]["buffers"] > fb.metrics["flow__drive_repair"]["buffers"]
+    # what the limit promises, counted on the repaired netlist: no library cell drives a load past
+    # the top of its load tables (the default run has such nets)
+    assert _past_tables(lib, fb.netlist_json) > 0
+    assert _past_tables(lib, ft.netlist_json) == 0
     with pytest.raises(ValueError, match=r"drive limit must be one of liberty, tables, not 'max'"):
         run("bf16_bank", PARAMS, lib=lib, reports_dir=tmp_path, log=quiet, drive_limit="max")
+
+
+def _past_tables(lib, netlist_json) -> int:
+    """Nets of a flat repaired netlist whose load is past the top of their driver's load tables."""
+    mods = json.loads(netlist_json.read_text())["modules"]
+    sta = Sta(lib, next(iter(mods.values())))
+    return sum(1 for b, (inst, pin) in sta.driver.items()
+               if inst and b not in sta.clock_bits
+               and sta.load.get(b, 0.0) > L.load_top(lib.cell(sta.cells[inst][0]), pin) * (1 + 1e-9))
