@@ -13,7 +13,8 @@ __all__ = ["AREA", "GE", "CELLS", "SEQ", "CP_PS", "CP_LV", "CP_KIND", "DEPTH", "
            "ROUTE_SPEF_NETS",
            "ROUTE_WIRE_CAP", "DRC_ERRORS", "LVS_MATCH", "LVS_ERRORS", "ROUTE_WS", "ROUTE_CP_PS",
            "ROUTE_FMAX", "ROUTE_CP_PS_NOWIRE", "PNR_RUNTIME", "CP_PS_OPENSTA", "CP_DIFF_OPENSTA",
-           "OPENSTA_TIME", "OPENSTA_VERSION", "CLOCK_GATES", "CLOCK_GATE_AREA"]
+           "OPENSTA_TIME", "OPENSTA_VERSION", "OPENSTA_MACROS", "OPENSTA_SKIPPED", "CLOCK_GATES",
+           "CLOCK_GATE_AREA"]
 
 #: Standard-cell area of the whole design.
 AREA = "synth__design__instance__area__stdcell"
@@ -71,6 +72,10 @@ CP_DIFF_OPENSTA = "synth__timing__critical_path__diff_pct__opensta"
 OPENSTA_TIME = "synth__runtime__opensta_seconds"
 #: OpenSTA's version (``sta -version``).
 OPENSTA_VERSION = "flow__opensta__version"
+#: The black-box macros OpenSTA timed through their liberty model (:mod:`flows.pnr.macro_lib`).
+OPENSTA_MACROS = "flow__opensta__macro_models"
+#: Why OpenSTA could not time the point here (e.g. the flattened design exceeds the machine's memory).
+OPENSTA_SKIPPED = "flow__opensta__not_run"
 
 #: Setup slack of the worst path against ``CLOCK_PS`` (ps; negative: the target is missed).
 SETUP_WS = "synth__timing__setup__ws"

@@ -7,7 +7,9 @@ load: :func:`flows.synth.outputs.sta_defaults`) and compares the critical paths.
 interpolates the same NLDM tables but takes per-edge pin capacitances (rise/fall) where ours takes
 the pin's single ``capacitance``, and on a hierarchical netlist it times through the blocks where
 ours composes their timing models (:mod:`flows.synth.hier`), so the two are expected to agree
-closely, not exactly; :data:`TOLERANCE` is the agreement the flow asks for.
+closely, not exactly; :data:`TOLERANCE` is the agreement the flow asks for. A black-box macro (the
+slice's modelled SRAM) is timed through a liberty model restating our STA's assumption for it
+(:mod:`flows.pnr.macro_lib`), so both timers see the same paths into and out of it.
 
 :func:`run_netlists` finds the repaired netlists a flow run left in its work directory
 (``build/qor/<run>/flat/repaired.json`` or ``build/qor/<run>/hier/<block>/repaired.json``), so a
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..synth.outputs import sta_defaults
+from .macro_lib import macro_liberty
 from .opensta import run_opensta
 from .sta_netlist import clock_ports, input_ports, read_repaired, sta_verilog
 from .tools import ToolError
@@ -85,7 +88,7 @@ def run_netlists(work: Path, flow: str) -> list:
 
 
 def crosscheck(netlists, top: str, lib, ours_ps: float, workdir: Path, *,
-               tolerance=TOLERANCE) -> CrossCheck:
+               tolerance=TOLERANCE, macros=()) -> CrossCheck:
     """Time ``top`` of the repaired netlist(s) ``netlists`` with OpenSTA and compare with
     ``ours_ps`` (our STA's critical path of the same netlist).
 
@@ -102,6 +105,9 @@ def crosscheck(netlists, top: str, lib, ours_ps: float, workdir: Path, *,
         Where the Verilog, ``sta.tcl`` and ``sta.log`` go.
     tolerance : float or None
         The agreement required (:meth:`CrossCheck.require`); None only measures.
+    macros : list of dict
+        The black-box macros (``module``, ``area_um2``: the run's :data:`flows.metric_keys.MACROS`),
+        timed through :func:`flows.pnr.macro_lib.macro_liberty` (written as ``macros.lib``).
 
     Raises
     ------
@@ -115,12 +121,16 @@ def crosscheck(netlists, top: str, lib, ours_ps: float, workdir: Path, *,
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     v = workdir / f"{top}.v"
-    v.write_text(sta_verilog(modules, top))
+    v.write_text(sta_verilog(modules, top, [mac["module"] for mac in macros]))
     d = sta_defaults(lib)
+    extra = ()
+    if macros:      # their outputs launch at the slew OpenSTA's inputs and clock get
+        extra = (workdir / "macros.lib",)
+        extra[0].write_text(macro_liberty(modules, macros, slew_ps=d["input_slew_ps"]))
     t0 = time.monotonic()
     r = run_opensta(lib.path, v, top, workdir, period_ps=ours_ps, inputs=input_ports(modules[top]),
                     clocks=clock_ports(modules, top), input_slew_ps=d["input_slew_ps"],
-                    output_load_pf=d["output_load_pf"])
+                    output_load_pf=d["output_load_pf"], extra_liberty=extra)
     c = CrossCheck(ours_ps, r.critical_ps, time.monotonic() - t0, workdir / "sta.log", top)
     if tolerance is not None:
         c.require(tolerance)

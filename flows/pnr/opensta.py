@@ -51,9 +51,11 @@ class StaResult:
 
 
 def run_opensta(liberty, netlist_v: Path, top: str, workdir: Path, *, period_ps, inputs, clocks=(),
-                spef: Path | None = None, input_slew_ps, output_load_pf, timeout_s=1800) -> StaResult:
-    """Time ``netlist_v`` (module ``top``) with ``liberty`` and optional ``spef``; ``inputs`` are the
-    input port names, ``clocks`` those of them that clock flip-flops.
+                spef: Path | None = None, input_slew_ps, output_load_pf, timeout_s=1800,
+                extra_liberty=()) -> StaResult:
+    """Time ``netlist_v`` (module ``top``) with ``liberty`` (and the ``extra_liberty`` files, e.g.
+    macro models) and optional ``spef``; ``inputs`` are the input port names, ``clocks`` those of
+    them that clock flip-flops.
 
     Raises
     ------
@@ -62,7 +64,8 @@ def run_opensta(liberty, netlist_v: Path, top: str, workdir: Path, *, period_ps,
     """
     ns = 1e-3
     clk = " ".join(clocks)
-    lines = [f"read_liberty {liberty}", f"read_verilog {netlist_v}", f"link_design {top}"]
+    lines = [f"read_liberty {lib}" for lib in (liberty, *extra_liberty)]
+    lines += [f"read_verilog {netlist_v}", f"link_design {top}"]
     if spef:
         lines.append(f"read_spef {spef}")
     if clocks:

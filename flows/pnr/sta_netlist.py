@@ -6,6 +6,13 @@ instances). :func:`sta_verilog` writes every module of such a set into one Veril
 OpenSTA reads and links as a hierarchy, so it times the composed design, paths through and between
 blocks included, instead of the block models our STA composes.
 
+Black-box macros
+    A module named in ``macros`` (an empty placeholder whose area is modelled, e.g. the slice's
+    SRAM) is not written: its instances are cells of the liberty model
+    :func:`flows.pnr.macro_lib.macro_liberty` writes, each with that model's clock pin
+    (:data:`MACRO_CLOCK_PIN`) connected to
+    the clock input of the module holding it.
+
 Names
     Ports keep their names (non-identifier characters become ``_``) and their widths (``[w-1:0]``,
     a single bit a scalar); internal nets are ``n<bit>``. An output bit that is an input bit, another
@@ -17,14 +24,19 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["sta_verilog", "read_repaired", "clock_ports", "input_ports", "StaNetlistError"]
+__all__ = ["sta_verilog", "read_repaired", "clock_ports", "input_ports", "StaNetlistError", "MACRO_CLOCK_PIN",
+           "ident"]
+
+#: The clock pin of a black-box macro's timing model (the placeholder module has no clock port).
+MACRO_CLOCK_PIN = "CLK"
 
 
 class StaNetlistError(ValueError):
     """The netlist cannot be written for OpenSTA; the message says why and what to do."""
 
 
-def _ident(name: str) -> str:
+def ident(name: str) -> str:
+    """``name`` as a Verilog identifier (non-identifier characters become ``_``)."""
     s = re.sub(r"[^A-Za-z0-9_]", "_", name)
     return s if re.match(r"[A-Za-z_]", s) else "_" + s
 
@@ -54,15 +66,16 @@ def _port_names(module) -> dict:
     """``{port: identifier}``, refusing two ports that map to one identifier."""
     names = {}
     for p in module["ports"]:
-        n = _ident(p)
+        n = ident(p)
         if n in names.values():
             raise StaNetlistError(f"ports {p!r} and another both become {n!r}; rename one")
         names[p] = n
     return names
 
 
-def _module_text(name: str, module: dict, modules: dict) -> str:
-    """One module's Verilog (library cells and child-module instances)."""
+def _module_text(name: str, module: dict, modules: dict, macros=frozenset(), clock_bit=None) -> str:
+    """One module's Verilog (library cells and child-module instances); an instance of a module in
+    ``macros`` gets the macro model's clock pin on bit ``clock_bit``."""
     pnames = _port_names(module)
     bitname = {}                            # bit -> expression naming it
     decl, assigns = [], []
@@ -116,20 +129,27 @@ def _module_text(name: str, module: dict, modules: dict) -> str:
             elif len(bits) != 1:
                 raise StaNetlistError(f"{name}: cell {typ} pin {pin} has {len(bits)} bits; expected 1")
             conns.append(f".{pin}({expr(bits)})")
-        body.append(f"  {_ident(typ)} u{k} ({', '.join(conns)});")
-    return "\n".join([f"module {_ident(name)} ({', '.join(pnames.values())});", *decl,
+        if typ in macros:
+            conns.insert(0, f".{MACRO_CLOCK_PIN}({expr([clock_bit])})")
+        body.append(f"  {ident(typ)} u{k} ({', '.join(conns)});")
+    return "\n".join([f"module {ident(name)} ({', '.join(pnames.values())});", *decl,
                       *(f"  wire n{b};" for b in sorted(wires)), *body, *assigns, "endmodule"]) + "\n"
 
 
-def sta_verilog(modules: dict, top: str) -> str:
-    """Every module of ``modules`` reachable from ``top`` as one Verilog text (children first).
+def sta_verilog(modules: dict, top: str, macros=()) -> str:
+    """Every module of ``modules`` reachable from ``top`` as one Verilog text (children first);
+    the modules named in ``macros`` are left to their liberty model (module docstring).
 
     Raises
     ------
     StaNetlistError
         ``top`` missing, a cell that is neither a library cell nor a module, a port that is not an
-        input or output.
+        input or output, a macro held by a module without exactly one clock input.
     """
+    macros = frozenset(macros)
+    if top in macros:
+        raise StaNetlistError(f"the top module {top} is a black-box macro: nothing to time")
+    clocks = _clock_inputs(modules)
     if top not in modules:
         raise StaNetlistError(f"top module {top} is not among the netlists ({', '.join(modules)})")
     order, seen = [], set()
@@ -144,12 +164,26 @@ def sta_verilog(modules: dict, top: str) -> str:
         order.append(n)
 
     visit(top)
-    return "".join(_module_text(n, modules[n], modules) for n in order)
+    text = []
+    for n in order:
+        if n in macros:
+            continue
+        clock_bit = None
+        held = sorted({c["type"] for c in modules[n]["cells"].values()} & macros)
+        if held:
+            clk = sorted(clocks(n))
+            if len(clk) != 1:
+                raise StaNetlistError(f"module {n} holds the macro(s) {', '.join(held)} and has "
+                                      f"{len(clk)} clock inputs ({', '.join(clk) or 'none'}): the "
+                                      "macro model's clock needs exactly one")
+            clock_bit = modules[n]["ports"][clk[0]]["bits"][0]
+        text.append(_module_text(n, modules[n], modules, macros, clock_bit))
+    return "".join(text)
 
 
-def clock_ports(modules: dict, top: str, pin: str = "CLK") -> list:
-    """Input ports of ``top`` (as written by :func:`sta_verilog`) that reach a flip-flop or latch
-    clock pin ``pin``, directly or through child modules, sorted."""
+def _clock_inputs(modules: dict, pin: str = "CLK"):
+    """A function: module name -> its input ports (raw names) that reach a flip-flop or latch
+    clock pin ``pin``, directly or through child modules."""
     memo = {}
 
     def clocks(n):
@@ -165,8 +199,14 @@ def clock_ports(modules: dict, top: str, pin: str = "CLK") -> list:
                        if d["direction"] == "input" and bits & set(d["bits"])}
         return memo[n]
 
+    return clocks
+
+
+def clock_ports(modules: dict, top: str, pin: str = "CLK") -> list:
+    """Input ports of ``top`` (as written by :func:`sta_verilog`) that reach a flip-flop or latch
+    clock pin ``pin``, directly or through child modules, sorted."""
     names = _port_names(modules[top])
-    return sorted(names[p] for p in clocks(top))
+    return sorted(names[p] for p in _clock_inputs(modules, pin)(top))
 
 
 def input_ports(module: dict) -> list:

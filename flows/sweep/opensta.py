@@ -14,6 +14,7 @@ without synthesizing.
 """
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -32,7 +33,13 @@ HIER_NOTE = ("On a hierarchical point our STA composes per-input-bit block timin
              "output's delay follows the parent's load linearly; an entry is the worst of its bit's "
              "rising and falling edges (pessimistic). OpenSTA times every pin of the composed netlist")
 
-__all__ = ["HIER_NOTE", "check_point", "check_published", "netlist_totals", "top_module", "opensta_version"]
+#: OpenSTA's resident memory per cell instance of the flattened design (bytes), measured with
+#: OpenSTA 2.0.17 here: 3.41 GB for the 4-unit D = 32 slice (2.87 M instances), about 10 GB for the
+#: D = 128 E4M3 unit (9.8 M).
+OPENSTA_BYTES_PER_CELL = 1200
+
+__all__ = ["HIER_NOTE", "OPENSTA_BYTES_PER_CELL", "check_point", "machine_memory", "check_published",
+           "netlist_totals", "top_module", "opensta_version"]
 
 
 def top_module(modules: dict) -> str:
@@ -82,6 +89,29 @@ def opensta_version() -> str:
     return (r.stdout + r.stderr).strip().splitlines()[0] if (r.stdout + r.stderr).strip() else "unknown"
 
 
+def machine_memory() -> int:
+    """This machine's physical memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _fits(m: dict, f: Path, memory: int) -> None:
+    """Refuse (and record why in ``metrics.json`` ``f``) a point whose flattened instances would
+    need more memory in OpenSTA than the machine has: it would be killed after minutes."""
+    cells = m.get(K.CELLS) or 0
+    need = cells * OPENSTA_BYTES_PER_CELL
+    if need <= memory:
+        m.pop(K.OPENSTA_SKIPPED, None)
+        return
+    why = (f"OpenSTA holds the flattened design: {cells / 1e6:.1f} M cell instances need about "
+           f"{need / 2**30:.0f} GiB ({OPENSTA_BYTES_PER_CELL} bytes each, measured), this machine has "
+           f"{memory / 2**30:.0f} GiB")
+    m[K.OPENSTA_SKIPPED] = why
+    f.write_text(json.dumps(m, indent=2) + "\n")
+    raise ToolError(f"{why}: run `python -m flows qor --opensta-only --points {f.parent.name}` on a "
+                    f"machine with at least {need / 2**30 * 1.1:.0f} GiB (its work directory, "
+                    "build/qor/<run>, holds the netlist)")
+
+
 def _same_netlist(m: dict, modules: dict, top: str, lib, work: Path, metrics_path: Path) -> None:
     """Refuse a work directory whose netlist is not the one ``m`` was measured on."""
     from ..synth.flow import netlist_sha
@@ -98,7 +128,7 @@ def _same_netlist(m: dict, modules: dict, top: str, lib, work: Path, metrics_pat
 
 
 def check_point(outdir: Path, *, lib=None, work: Path | None = None, tolerance=TOLERANCE,
-                log=print):
+                log=print, memory: int | None = None):
     """Cross-check the point whose reports are in ``outdir`` and record the result in its
     ``metrics.json``.
 
@@ -110,6 +140,9 @@ def check_point(outdir: Path, *, lib=None, work: Path | None = None, tolerance=T
         The library the point was synthesized with (default: the one its metrics name).
     work : Path or None
         The flow run's work directory (default ``build/qor/<flow__run>``).
+    memory : int or None
+        The machine's memory in bytes (default :func:`machine_memory`): a point whose flattened
+        design needs more in OpenSTA (:data:`OPENSTA_BYTES_PER_CELL`) is refused, the reason recorded.
 
     Returns
     -------
@@ -119,8 +152,9 @@ def check_point(outdir: Path, *, lib=None, work: Path | None = None, tolerance=T
     Raises
     ------
     flows.pnr.tools.ToolError
-        OpenSTA missing or failing, a work directory holding another netlist, or a difference
-        beyond ``tolerance`` (recorded in ``metrics.json`` first).
+        OpenSTA missing or failing, a work directory holding another netlist, a design too large
+        for the machine's memory, or a difference beyond ``tolerance`` (the last two recorded in
+        ``metrics.json`` first).
     FileNotFoundError
         No repaired netlist in the work directory.
     """
@@ -133,17 +167,23 @@ def check_point(outdir: Path, *, lib=None, work: Path | None = None, tolerance=T
     if not isinstance(ours, (int, float)) or ours <= 0:
         return None
     require_sta()
+    _fits(m, f, machine_memory() if memory is None else memory)
     lib = lib or resolve_library((m.get("flow__liberty") or {}).get("path"), log)
     work = Path(work) if work else WORK / (m.get("flow__run") or outdir.name)
     paths = run_netlists(work, m.get("flow__mode", "flat"))
     modules = read_repaired(paths)
     top = top_module(modules)
     _same_netlist(m, modules, top, lib, work, f)
-    c = crosscheck(paths, top, lib, ours, work / "opensta", tolerance=None)
+    macros = m.get(K.MACROS) or []
+    c = crosscheck(paths, top, lib, ours, work / "opensta", tolerance=None, macros=macros)
     m[K.CP_PS_OPENSTA] = round(c.opensta_ps, 1)
     m[K.CP_DIFF_OPENSTA] = round(100 * c.rel_diff, 3)
     m[K.OPENSTA_TIME] = round(c.seconds, 2)
     m[K.OPENSTA_VERSION] = opensta_version()
+    if macros:
+        m[K.OPENSTA_MACROS] = [mac["module"] for mac in macros]
+    else:
+        m.pop(K.OPENSTA_MACROS, None)
     f.write_text(json.dumps(m, indent=2) + "\n")
     log(f"{outdir.name}: OpenSTA {c.opensta_ps:.1f} ps, our STA {ours:.1f} ps "
         f"({100 * c.rel_diff:+.2f}%), OpenSTA {c.seconds:.1f} s")

@@ -70,7 +70,7 @@ def test_disagreement_is_recorded_then_fails_with_both_numbers(d8, lib, tmp_path
 
     rep = _copy_point(d8, tmp_path)
     ours = d8.metrics[K.CP_PS]
-    monkeypatch.setattr(so, "crosscheck", lambda paths, top, lib, ours_ps, workdir, tolerance:
+    monkeypatch.setattr(so, "crosscheck", lambda paths, top, lib, ours_ps, workdir, tolerance, macros:
                         CrossCheck(ours_ps, 0.95 * ours_ps, 1.0, workdir / "sta.log", top))
     with pytest.raises(tools.ToolError) as e:
         check_point(rep, lib=lib, work=d8.work, log=lambda *_: None)
@@ -89,6 +89,26 @@ def test_work_dir_of_another_netlist_is_refused(d8, lib, tmp_path):
     f.write_text(json.dumps(m))
     with pytest.raises(tools.ToolError, match="is not the one .* synthesize the point again"):
         check_point(rep, lib=lib, work=d8.work, log=lambda *_: None)
+
+
+def test_a_point_too_large_for_the_machine_is_refused_and_says_why(d8, lib, tmp_path):
+    """A design whose flattened instances need more memory in OpenSTA than the machine has is not
+    started (it would be killed after minutes): the error and metrics.json say how much, and the
+    report's row says why it is not cross-checked; a later check that fits clears the reason."""
+    from flows.sweep.opensta import OPENSTA_BYTES_PER_CELL
+
+    rep = _copy_point(d8, tmp_path)
+    cells = d8.metrics[K.CELLS]
+    with pytest.raises(tools.ToolError, match=r"M cell instances need about .* GiB.*--points"):
+        check_point(rep, lib=lib, work=d8.work, log=lambda *_: None,
+                    memory=cells * OPENSTA_BYTES_PER_CELL - 1)
+    m = json.loads((rep / "metrics.json").read_text())
+    assert "cell instances need about" in m[K.OPENSTA_SKIPPED] and K.CP_PS_OPENSTA not in m
+    text = "\n".join(opensta_section(load_points(tmp_path)))
+    assert f"| rep | {m[K.CP_PS]:,.1f} | not cross-checked: OpenSTA holds the flattened design" in text
+    check_point(rep, lib=lib, work=d8.work, log=lambda *_: None, memory=cells * OPENSTA_BYTES_PER_CELL)
+    m = json.loads((rep / "metrics.json").read_text())
+    assert K.OPENSTA_SKIPPED not in m and K.CP_PS_OPENSTA in m
 
 
 def test_composed_totals_are_the_flows(d8, lib):
@@ -165,12 +185,87 @@ def test_hand_made_hierarchy_links_in_opensta(lib, tmp_path):
     assert not r.warnings and 0 < r.critical_ps < 5000
 
 
-def _point(tmp_path, name, ours, theirs=None, macro_area=None):
+def _sram_design(into: int, out_of: int):
+    """A top whose flip-flop drives a black-box ``sram``'s input through ``into`` inverters and whose
+    other flip-flop takes the sram's output bit 1 through ``out_of`` inverters; the sram is an empty
+    placeholder (outputs tied to 0), as the flow keeps the slice's scratchpad."""
+    sram = {"ports": {"a": _port("input", [2]), "y": _port("output", ["0", "0"])}, "cells": {}}
+    cells = {"f0": _cell("DFFPOSX1", CLK=2, D=3, Q=10), "f1": _cell("DFFPOSX1", CLK=2, D=40, Q=4),
+             "m": _cell("sram", a=10 + into, y=[5, 30])}
+    for k in range(into):
+        cells[f"a{k}"] = _cell("INVX1", A=10 + k, Y=11 + k)
+    for k in range(out_of):
+        cells[f"b{k}"] = _cell("INVX1", A=30 + k, Y=31 + k)
+    cells["b_last"] = _cell("NAND2X1", A=30 + out_of, B=5, Y=40)
+    top = {"ports": {"clk": _port("input", [2]), "x": _port("input", [3]), "q": _port("output", [4])},
+           "cells": cells}
+    return {"sram": sram, "top": top}
+
+
+@pytest.mark.parametrize("into,out_of,start", [(2, 9, "m"), (12, 1, "f0")])
+def test_black_box_macro_is_timed_by_both_as_ideal_registers(lib, tmp_path, into, out_of, start):
+    """The macro's liberty model makes OpenSTA time the paths out of and into the black box as our
+    STA does (outputs launch at clock-to-output 0, inputs end with setup 0): on a design whose
+    critical path starts at the macro, and on one where it ends there, the two agree within the
+    tolerance and OpenSTA's worst path starts (ends) at the macro instance. Without the model the
+    placeholder's constant outputs would leave OpenSTA neither path."""
+    from flows.pnr.crosscheck import crosscheck
+    from flows.synth.blockmodel import BlockTiming
+    from flows.synth.hier import _ideal_register_pins
+    from flows.synth.sta import Sta
+
+    modules = _sram_design(into, out_of)
+    model = _ideal_register_pins(BlockTiming("sram"), Sta(lib, modules["sram"]))
+    ours = Sta(lib, modules["top"], models={"sram": model}).run()
+    assert (ours.start.split()[0] == "m") == (start == "m") and ours.kind == "reg->reg"
+    f = tmp_path / "repaired.json"
+    f.write_text(json.dumps({"modules": modules}))
+    c = crosscheck([f], "top", lib, ours.delay_ps, tmp_path / "sta",
+                   macros=[{"module": "sram", "area_um2": 1000.0}])
+    assert abs(c.rel_diff) <= TOLERANCE
+    log = c.log.read_text()
+    assert "Warning" not in log and "Error" not in log
+    name = {c: f"u{k}" for k, c in enumerate(sorted(modules["top"]["cells"]))}  # sta_verilog's names
+    assert log.split("Startpoint:")[1].split()[0] == name[start]
+    assert log.split("Endpoint:")[1].split()[0] == name["m" if start == "f0" else "f1"]
+    assert "cell (sram)" in (tmp_path / "sta" / "macros.lib").read_text()
+
+
+def test_black_box_macro_model_refuses_what_it_cannot_state(lib, tmp_path):
+    from flows.pnr.macro_lib import macro_liberty
+    from flows.pnr.sta_netlist import StaNetlistError
+
+    modules = _sram_design(2, 2)
+    mac = [{"module": "sram", "area_um2": 10.0}]
+    with pytest.raises(StaNetlistError, match="slew"):
+        macro_liberty(modules, mac, slew_ps=0)
+    with pytest.raises(StaNetlistError, match="macro nope is not a module"):
+        macro_liberty(modules, [{"module": "nope", "area_um2": 1.0}], slew_ps=100)
+    logic = dict(modules, sram=dict(modules["sram"], cells={"i": _cell("INVX1", A=2, Y=3)}))
+    with pytest.raises(StaNetlistError, match="has 1 cell.*black box"):
+        macro_liberty(logic, mac, slew_ps=100)
+    ports = dict(modules["sram"]["ports"], CLK=_port("input", [9]))
+    clk = dict(modules, sram=dict(modules["sram"], ports=ports))
+    with pytest.raises(StaNetlistError, match="port 'CLK'.*rename"):
+        macro_liberty(clk, mac, slew_ps=100)
+    unclocked = dict(modules, top=dict(modules["top"], cells={k: v for k, v in modules["top"]["cells"].items()
+                                                              if not k.startswith("f")}))
+    with pytest.raises(StaNetlistError, match="holds the macro.*0 clock inputs"):
+        sta_verilog(unclocked, "top", ["sram"])
+    with pytest.raises(StaNetlistError, match="top module sram is a black-box macro"):
+        sta_verilog(modules, "sram", ["sram"])
+    text = sta_verilog(modules, "top", ["sram"])
+    assert "module sram" not in text and "sram u" in text and ".CLK(clk)" in text
+
+
+def _point(tmp_path, name, ours, theirs=None, macro_area=None, modelled=True):
     d = tmp_path / name
     d.mkdir()
     m = {"design": "mu", "design__params": {"width": 8}, "variant": name, K.CP_PS: ours}
     if macro_area is not None:
         m[K.MACRO_AREA] = macro_area
+        if modelled and theirs is not None:
+            m[K.OPENSTA_MACROS] = ["sram"]
     if theirs is not None:
         m.update({K.CP_PS_OPENSTA: theirs, K.CP_DIFF_OPENSTA: round(100 * (theirs - ours) / ours, 3),
                   K.OPENSTA_TIME: 1.5, K.OPENSTA_VERSION: "2.0.17"})
@@ -191,16 +286,20 @@ def test_report_section_lists_both_numbers_and_flags(tmp_path):
     assert "(macro)" not in text
 
 
-def test_report_section_says_why_a_macro_point_differs(tmp_path):
+def test_report_section_says_how_a_macro_point_was_timed(tmp_path):
     """A point with a black-box macro is marked, within the tolerance or beyond it (then still
-    flagged), and the section says why its two numbers time different paths."""
+    flagged); the section says both timers took the macro as ideal registers when OpenSTA had its
+    model, and that the two numbers time different paths when a point was checked without it."""
     _point(tmp_path, "s-sram", 20000.0, 6000.0, macro_area=1e7)
     _point(tmp_path, "t-sram-ok", 1000.0, 1005.0, macro_area=1e7)
+    _point(tmp_path, "u-sram-old", 1000.0, 1010.0, macro_area=1e7, modelled=False)
     text = "\n".join(opensta_section(load_points(tmp_path)))
     assert "| s-sram | 20,000.0 | 6,000.0 | -70.00% **beyond** (macro) |" in text
     assert "1 beyond 2%: s-sram." in text
     assert "| t-sram-ok | 1,000.0 | 1,005.0 | +0.50% (macro) |" in text
-    assert "(macro): s-sram, t-sram-ok hold a black-box macro" in text
+    assert "| u-sram-old | 1,000.0 | 1,010.0 | +1.00% (macro, no model) |" in text
+    assert "(macro): s-sram, t-sram-ok hold a black-box macro" in text and "same paths" in text
+    assert "(macro, no model): u-sram-old hold" in text and "different path sets" in text
 
 
 def test_qor_options_and_jobs():
