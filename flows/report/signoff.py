@@ -38,13 +38,15 @@ def opensta_section(points) -> list[str]:
          "routing are not in these numbers.", "",
          "| point | our STA (ps) | OpenSTA (ps) | difference | OpenSTA time (s) |",
          "|---|---:|---:|---:|---:|"]
-    checked, beyond, versions, macro, unmodelled = 0, [], set(), [], []
+    checked, beyond, versions, macro, unmodelled, too_large = 0, [], set(), [], [], []
     for p in sorted(points, key=lambda p: p.variant):
         ours, theirs, diff = p.get(CP_PS), p.get(CP_PS_OPENSTA), p.get(CP_DIFF_OPENSTA)
         if ours is None:
             continue
         if theirs is None or diff is None:
             why = p.metrics.get(OPENSTA_SKIPPED)
+            if why:
+                too_large.append(p.variant)
             L.append(f"| {p.variant} | {ours:,.1f} | "
                      f"{f'not cross-checked: {why}' if why else NOT_CHECKED} | | |")
             continue
@@ -71,6 +73,9 @@ def opensta_section(points) -> list[str]:
         verdict = f"{len(beyond)} beyond {tol:.0f}%: {', '.join(beyond)}."
     else:
         verdict = f"all checked points within {tol:.0f}%."
+    if too_large:
+        verdict += (f" Not checkable on the machine that ran the check: {', '.join(too_large)} "
+                    "(its row says why).")
     L += ["", f"{checked} of {total} timed point(s) cross-checked"
           + (f" (OpenSTA {', '.join(sorted(versions))})" if versions else "") + "; " + verdict, ""]
     ideal = ("Our STA times its pins as ideal registers (inputs end paths with setup 0, outputs start "

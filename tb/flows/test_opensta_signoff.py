@@ -106,6 +106,7 @@ def test_a_point_too_large_for_the_machine_is_refused_and_says_why(d8, lib, tmp_
     assert "cell instances need about" in m[K.OPENSTA_SKIPPED] and K.CP_PS_OPENSTA not in m
     text = "\n".join(opensta_section(load_points(tmp_path)))
     assert f"| rep | {m[K.CP_PS]:,.1f} | not cross-checked: OpenSTA holds the flattened design" in text
+    assert "Not checkable on the machine that ran the check: rep (its row says why)." in text
     check_point(rep, lib=lib, work=d8.work, log=lambda *_: None, memory=cells * OPENSTA_BYTES_PER_CELL)
     m = json.loads((rep / "metrics.json").read_text())
     assert K.OPENSTA_SKIPPED not in m and K.CP_PS_OPENSTA in m
