@@ -9,7 +9,8 @@ __all__ = ["AREA", "GE", "CELLS", "SEQ", "CP_PS", "CP_LV", "CP_KIND", "DEPTH", "
            "RUNTIME", "MEMORY", "CACHE_HIT", "BLOCK_AREA", "block_area", "MACRO_AREA", "AREA_WITH_MACROS",
            "MACROS", "CP_PS_TOP_OWN", "CP_LV_TOP_OWN", "SETUP_WS", "SETUP_STATUS", "MACS",
            "AREA_PER_MAC", "PEAK_GMACS", "NETLIST_SHA", "PNR_TARGET_UTIL", "DIE_AREA", "CORE_AREA",
-           "UTIL", "ROUTE_WL", "ROUTE_VIAS", "ROUTE_FAILED", "ROUTE_FAILED_STAGE1", "ROUTE_NETS",
+           "UTIL", "DIE_WIDTH", "DIE_HEIGHT", "X_PIN_LOADS", "ROUTE_UNROUTED",
+           "ROUTE_WL", "ROUTE_VIAS", "ROUTE_FAILED", "ROUTE_FAILED_STAGE1", "ROUTE_NETS",
            "ROUTE_SPEF_NETS",
            "ROUTE_WIRE_CAP", "DRC_ERRORS", "LVS_MATCH", "LVS_ERRORS", "ROUTE_WS", "ROUTE_CP_PS",
            "ROUTE_FMAX", "ROUTE_CP_PS_NOWIRE", "PNR_RUNTIME", "CP_PS_OPENSTA", "CP_DIFF_OPENSTA",
@@ -99,6 +100,14 @@ DIE_AREA = "place__design__die__area"
 CORE_AREA = "place__design__core__area"
 #: Cell area (LEF footprints, fill cells excluded) / core area.
 UTIL = "place__design__instance__utilization"
+#: The die's width and height (the DEF's DIEAREA), um.
+DIE_WIDTH = "place__design__die__width_um"
+DIE_HEIGHT = "place__design__die__height_um"
+#: Per bit of a column macro's activation input ``x``: the load it presents inside the routed macro
+#: (its net's routed wire capacitance plus its sinks' pin capacitances), pF.
+X_PIN_LOADS = "route__port__x__load_pf"
+#: Names of the nets qrouter left unrouted (its ``fail.out``).
+ROUTE_UNROUTED = "route__net__unrouted_names"
 #: Total routed wire length of the signal nets, um.
 ROUTE_WL = "route__wirelength"
 #: Vias on the signal nets.

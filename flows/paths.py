@@ -1,19 +1,22 @@
 """Where the flows read and write: the repository, the committed reports and the build tree.
 
 ``reports/`` is committed and refreshed only by the commands that publish (``make qor``,
-``make qor-update``, ``bf16-compare``, or ``--publish``); everything else writes below ``build/``
-(git-ignored). :func:`exclusive` is the lock file by which heavy steps take turns.
+``make qor-update``, ``make pnr-study``, ``bf16-compare``, or ``--publish``); everything else writes
+below ``build/`` (git-ignored). :func:`exclusive` is the lock file by which heavy steps take turns.
 """
 
 import contextlib
 import fcntl
 from pathlib import Path
 
-__all__ = ["REPO", "PUBLISHED_QOR", "BUILD", "USER_QOR", "USER_PNR", "exclusive"]
+__all__ = ["REPO", "PUBLISHED_QOR", "PUBLISHED_PNR", "BUILD", "USER_QOR", "USER_PNR", "exclusive"]
 
 REPO = Path(__file__).resolve().parent.parent
 #: Committed QoR reports, one folder per variant.
 PUBLISHED_QOR = REPO / "reports" / "qor"
+#: Committed place-and-route study runs (``make pnr-study``), one folder per run: its metrics and
+#: the facts the report takes from its layout files.
+PUBLISHED_PNR = REPO / "reports" / "pnr"
 #: Work directories and caches.
 BUILD = REPO / "build"
 #: Reports of a user's ``make synth`` run (not committed), one folder per variant.

@@ -1,27 +1,34 @@
-"""``python -m flows pnr-study``: place and route the matrix unit's ``exact`` columns, write
-``reports/physical.md``.
+"""``python -m flows pnr-study``: place and route the matrix unit's ``exact`` columns, publish the
+runs, write ``reports/physical.md``.
 
-Without ``--run`` the command only regenerates the report from the runs already under
-``build/reports/pnr/`` (:func:`flows.report.physical.load_runs`). With ``--run FMT:D`` (repeatable) it
-first places and routes those columns one after the other (``--place-fast``, ``--util``,
-``--graywolf-groute``, ``--route-cleanup``, ``--route-clock``, ``--step-timeout``; DRC and LVS are
-skipped on these large macros), each exactly as ``python -m flows pnr --design mu --set width=D
---set fmt=FMT --set acc=exact --block mu_col --no-checks`` would.
+With ``--run FMT:D`` (repeatable) it first places and routes those columns one after the other
+(``--place-fast``, ``--util``, ``--graywolf-groute``, ``--route-cleanup``, ``--route-clock``,
+``--step-timeout``; DRC and LVS are skipped on these large macros), each exactly as ``python -m
+flows pnr --design mu --set width=D --set fmt=FMT --set acc=exact --block mu_col --no-checks``
+would. Every column run under ``build/reports/pnr/`` is then published (:func:`publish`): its
+``metrics.json`` goes to ``reports/pnr/<run>/`` (committed) with the facts the report takes from
+its layout files (die width and height from the routed DEF, the load of each activation input bit
+from the SPEF and the routed netlist, the nets left unrouted), so the report is rendered from
+committed files only and any clone can regenerate it; a published run that is no longer in the
+build tree stays published.
 """
 
 import argparse
 import datetime
+import json
 import subprocess
 import sys
+from pathlib import Path
 from statistics import mean
 
-from .paths import REPO, USER_PNR
+from . import metric_keys as K
+from .paths import PUBLISHED_PNR, REPO, USER_PNR
 from .pnr.tools import TECH, ToolError
 from .pnr.wires import broadcast, lef_layers
-from .report.physical import FORMATS, WIDTHS, choose, load_runs, port_load, render
+from .report.physical import FORMATS, WIDTHS, choose, load_runs, port_load, render, unrouted_names
 from .synth.metrics import git_revision
 
-__all__ = ["main", "estimate", "provenance", "REPORT"]
+__all__ = ["main", "estimate", "layout_facts", "publish", "provenance", "REPORT"]
 
 #: The committed report.
 REPORT = REPO / "reports" / "physical.md"
@@ -32,21 +39,67 @@ ROW_LAYER = "metal5"
 CONTROL_NETS = 6
 
 
-def estimate(run, lib, layers) -> dict:
-    """The top-level wire estimate of one routed column run (see
-    :func:`flows.report.physical.wires_section`)."""
-    from hw.formats import get_format
+def layout_facts(run, lib) -> dict:
+    """What the report needs from a run's layout files, as metrics: the nets qrouter left unrouted
+    and, for a routed run, the die's width and height (routed DEF) and each activation input bit's
+    load (:func:`flows.report.physical.port_load`: SPEF and routed netlist).
 
+    Raises
+    ------
+    ValueError
+        A routed run whose DEF, SPEF or routed netlist is missing, or whose SPEF has no ``x`` input.
+    """
     from .pnr.layout import die_size
 
+    facts = {K.ROUTE_UNROUTED: unrouted_names(run.metrics.get("route__project"))}
+    if not run.routed:
+        return facts
     top = run.metrics["design__params"]["top"]
-    w, h = die_size((run.folder / f"{top}.def").read_text())
-    loads = port_load((run.folder / f"{top}.spef").read_text(), (run.folder / f"{top}.routed.v").read_text(),
-                      lib, "x_")
-    d, b = run.width, get_format(run.fmt).bits
+    files = {ext: run.folder / f"{top}.{ext}" for ext in ("def", "spef", "routed.v")}
+    missing = [str(f) for f in files.values() if not f.is_file()]
+    if missing:
+        raise ValueError(f"run {run.folder.name} is timed but its layout files are missing "
+                         f"({', '.join(missing)}): rerun it (python -m flows pnr-study --run "
+                         f"{run.fmt}:{run.width}) or remove its folder")
+    w, h = die_size(files["def"].read_text())
+    loads = port_load(files["spef"].read_text(), files["routed.v"].read_text(), lib, "x_")
     if not loads:
-        raise ValueError(f"{run.folder}: no activation input net x_<i>_ in the SPEF (expected up to D x b = "
-                         f"{d * b}); was it written by this flow?")
+        raise ValueError(f"{run.folder}: no activation input net x_<i>_ in the SPEF; was it written by "
+                         "this flow?")
+    return {**facts, K.DIE_WIDTH: w, K.DIE_HEIGHT: h, K.X_PIN_LOADS: [round(c, 7) for c in loads]}
+
+
+def publish(runs, lib, out=PUBLISHED_PNR) -> list:
+    """Write each run's metrics with its :func:`layout_facts` to ``out/<run folder>/metrics.json``
+    (nothing when any run's facts cannot be read); returns the files written."""
+    facts = [layout_facts(r, lib) for r in runs]
+    written = []
+    for r, fact in zip(runs, facts, strict=True):
+        m = {**r.metrics, **fact}
+        f = Path(out) / r.folder.name / "metrics.json"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(m, indent=2) + "\n")
+        written.append(f)
+    return written
+
+
+def estimate(run, lib, layers) -> dict:
+    """The top-level wire estimate of one routed, published column run (see
+    :func:`flows.report.physical.wires_section`).
+
+    Raises
+    ------
+    ValueError
+        The run's metrics lack the layout facts :func:`publish` adds.
+    """
+    from hw.formats import get_format
+
+    m = run.metrics
+    if not all(k in m for k in (K.DIE_WIDTH, K.DIE_HEIGHT, K.X_PIN_LOADS)):
+        raise ValueError(f"run {run.folder.name}: its metrics have no die size or input loads; publish "
+                         "it with python -m flows pnr-study on the machine that holds its build folder")
+    w, h, loads = m[K.DIE_WIDTH], m[K.DIE_HEIGHT], m[K.X_PIN_LOADS]
+    d, b = run.width, get_format(run.fmt).bits
     c_in = mean(loads)
     rc = layers[ROW_LAYER]
     length = d * w
@@ -105,6 +158,8 @@ def main(argv=None) -> int:
                    help="wall-clock limit of each qflow step (default 3600); a point past it is "
                    "stopped, recorded as not routed with how far it got, and the study goes on")
     p.add_argument("--out", default=str(REPORT), help="report path (default reports/physical.md)")
+    p.add_argument("--published", type=Path, default=PUBLISHED_PNR,
+                   help="where the runs are published and the report reads them (default reports/pnr)")
     a = p.parse_args(argv)
     from .pnr.flow import check_step_timeout, run_pnr
 
@@ -125,12 +180,19 @@ def main(argv=None) -> int:
                     **({"step_timeout_s": a.step_timeout} if a.step_timeout is not None else {}))
         except ToolError as e:   # failed routes and timeouts are results (metrics.json says so); go on
             print(f"pnr-study: {item}: {e}", file=sys.stderr)
-    runs = load_runs(USER_PNR)
-    if not runs:
-        raise SystemExit(f"no column runs under {USER_PNR}: run with --run fp8_e4m3:32 first")
     from .synth.liberty import load
 
     lib = load(TECH / "osu018_stdcells.lib")
+    try:
+        done = publish(load_runs(USER_PNR), lib, a.published)
+    except ValueError as e:
+        raise SystemExit(f"pnr-study: {e}") from None
+    if done:
+        print(f"published {len(done)} run(s) under {a.published}")
+    runs = load_runs(a.published)
+    if not runs:
+        raise SystemExit(f"no column runs under {a.published} or {USER_PNR}: run with --run fp8_e4m3:32 "
+                         "first")
     layers = lef_layers((TECH / "osu018_stdcells.lef").read_text())
     est = {k: estimate(r, lib, layers) for k, r in choose(runs).items()}
     text = render(runs, est, provenance(runs))

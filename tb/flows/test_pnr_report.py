@@ -56,6 +56,8 @@ def test_claims_on_two_widths():
     assert "(4.00 per doubling;" in text          # 24 - 20 levels over one doubling
     assert "post-route delay 250 ps per doubling" in text
     assert "*64 beats 128 at equal silicon*: D = 128 not routed: not decided" in text
+    first = text.split("## Provenance")[0]
+    assert "**Partial**: no run at all of fp8_e4m3 D = 128, fp4_e2m1 D = 32" in first
     assert "| fp8_e4m3 | 128 | 128,000 (D=64: 64,000) | 20 min (D=64: 10.0 min) |" in text
     assert "The clock is ideal" in text
 
@@ -190,3 +192,85 @@ def test_a_point_stopped_at_its_limit_says_how_far_it_got():
     assert said in row
     missing = next(ln for ln in text.splitlines() if ln.startswith("| fp8_e4m3 | 128 | 128,000 (D=64"))
     assert missing.endswith(f"| {said} (place 2,862 s, revision abc) |")
+
+
+def _study_run(tmp_path, d=32):
+    """A timed column run's build folder: metrics, routed DEF (a 400 x 250 um die), SPEF (two ``x``
+    bits) and routed netlist, and a qrouter project whose fail.out names one net."""
+    import json
+
+    from flows.report.physical import load_runs
+
+    build = tmp_path / "build"
+    folder = build / f"mu-w{d}-run"
+    proj = tmp_path / "proj"
+    (proj / "layout").mkdir(parents=True)
+    (proj / "layout" / "fail.out").write_text("Failed nets\nn9\n")
+    folder.mkdir(parents=True)
+    m = dict(_run(d).metrics, route__project=str(proj))
+    (folder / "metrics.json").write_text(json.dumps(m))
+    (folder / "c.def").write_text("UNITS DISTANCE MICRONS 100 ;\nDIEAREA ( 0 0 ) ( 40000 25000 ) ;\n")
+    (folder / "c.spef").write_text("*D_NET x_0_ 0.005\n*CONN\n*I u1:A I\n*CAP\n*END\n\n"
+                                   "*D_NET x_1_ 0.007\n*CONN\n*I u1:B I\n*CAP\n*END\n")
+    (folder / "c.routed.v").write_text("module c (x_0_, x_1_);\n  NAND2X1 u1 (.A(x_0_), .B(x_1_), .Y(n7));\n")
+    return build, load_runs(build)
+
+
+def test_published_runs_carry_their_layout_facts_and_need_no_build_folder(tmp_path):
+    """``pnr-study`` publishes each run's metrics with the die size, the activation input loads and
+    the unrouted nets read from its layout files; the report's estimate then reads the published
+    copy alone (the build folder removed), and a run never published says how to publish it."""
+    import shutil
+
+    from flows.pnr.wires import lef_layers as layers_of
+    from flows.pnr_study import estimate, publish
+    from flows.report.physical import load_runs
+    from flows.synth import liberty
+
+    lib = liberty.load("/usr/share/qflow/tech/osu018/osu018_stdcells.lib")
+    build, runs = _study_run(tmp_path)
+    with pytest.raises(ValueError, match="no die size or input loads; publish it"):
+        estimate(runs[0], lib, {})
+    (f,) = publish(runs, lib, tmp_path / "pub")
+    shutil.rmtree(build)
+    (run,) = load_runs(tmp_path / "pub")
+    m = run.metrics
+    assert f == tmp_path / "pub" / "mu-w32-run" / "metrics.json"
+    assert (m[K.DIE_WIDTH], m[K.DIE_HEIGHT]) == (400.0, 250.0)
+    pins = lib.cell("NAND2X1").inputs
+    assert m[K.X_PIN_LOADS] == pytest.approx([0.005 + pins["A"] * lib.cap_pf, 0.007 + pins["B"] * lib.cap_pf])
+    assert m[K.ROUTE_UNROUTED] == ["n9"] and run.extra["unrouted"] == ["n9"]
+    shutil.rmtree(tmp_path / "proj")                       # the published list outlives the project
+    assert load_runs(tmp_path / "pub")[0].extra["unrouted"] == ["n9"]
+    way = {1: "HORIZONTAL", 0: "VERTICAL"}
+    lef = "\n".join(f"LAYER metal{i}\n  TYPE ROUTING ;\n  DIRECTION {way[i % 2]} ;\n"
+                    "  WIDTH 0.3 ;\n  RESISTANCE RPERSQ 0.07 ;\n  CAPACITANCE CPERSQDIST 4e-05 ;\n"
+                    "  EDGECAPACITANCE 4e-05 ;\nEND metal" + str(i) for i in range(1, 7))
+    est = estimate(run, lib, layers_of(lef))
+    assert (est["w"], est["h"], est["length"]) == (400.0, 250.0, 32 * 400.0)
+    assert est["c_in"] == pytest.approx(sum(m[K.X_PIN_LOADS]) / 2)
+
+
+def test_a_timed_run_without_its_layout_files_is_not_published(tmp_path):
+    from flows.pnr_study import publish
+    from flows.synth import liberty
+
+    lib = liberty.load("/usr/share/qflow/tech/osu018/osu018_stdcells.lib")
+    build, runs = _study_run(tmp_path)
+    (build / "mu-w32-run" / "c.spef").unlink()
+    with pytest.raises(ValueError, match=r"layout files are missing .*c\.spef.*--run fp8_e4m3:32"):
+        publish(runs, lib, tmp_path / "pub")
+    assert not (tmp_path / "pub").exists()
+
+
+def test_a_report_of_every_study_point_is_not_marked_partial():
+    """One run per study point (one of them stopped at its limit: tried, so not absent): no
+    **Partial** line; drop one point and the line names it."""
+    from flows.report.physical import FORMATS, WIDTHS
+
+    runs = [_run(d, fmt=f) for f in FORMATS for d in WIDTHS]
+    stop = {"step": "route", "limit_seconds": 3600.0}
+    runs[-1].metrics.update(route__status="timeout", route__timeout=stop)
+    assert "**Partial**" not in render(runs, {}, ["- provenance"])
+    text = render(runs[1:], {}, ["- provenance"])
+    assert f"**Partial**: no run at all of {FORMATS[0]} D = {WIDTHS[0]} (neither" in text
