@@ -92,7 +92,7 @@ else
 	$(PY) -m flows pnr --design $(DESIGN) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(BLOCK),--block $(BLOCK)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
 endif
 
-# make pnr-study [RUN="fp8_e4m3:32 fp4_e2m1:32"] [PLACE_FAST=4] [UTIL=0.5] [STEP_TIMEOUT=3600]: place and route those exact
+# make pnr-study [RUN="fp8_e4m3:32 fp4_e2m1:32"] [PLACE_FAST=4] [UTIL=0.7] [STEP_TIMEOUT=3600]: place and route those exact
 # columns first (one after the other), then write reports/physical.md from every column run found
 RUN ?=
 pnr-study: $(STAMP)
