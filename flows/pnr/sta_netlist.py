@@ -10,8 +10,7 @@ Black-box macros
     A module named in ``macros`` (an empty placeholder whose area is modelled, e.g. the slice's
     SRAM) is not written: its instances are cells of the liberty model
     :func:`flows.pnr.macro_lib.macro_liberty` writes, each with that model's clock pin
-    (:data:`MACRO_CLOCK_PIN`) connected to
-    the clock input of the module holding it.
+    (:data:`MACRO_CLOCK_PIN`) connected to the clock input of the module holding it.
 
 Names
     Ports keep their names (non-identifier characters become ``_``) and their widths (``[w-1:0]``,
