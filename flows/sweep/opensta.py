@@ -109,7 +109,7 @@ def _fits(m: dict, f: Path, memory: int) -> None:
     f.write_text(json.dumps(m, indent=2) + "\n")
     raise ToolError(f"{why}: run `python -m flows qor --opensta-only --points {f.parent.name}` on a "
                     f"machine with at least {need / 2**30 * 1.1:.0f} GiB (its work directory, "
-                    "build/qor/<run>, holds the netlist)")
+                    "build/qor/<run>, holds the netlist), or synthesize without the check (--no-opensta)")
 
 
 def _same_netlist(m: dict, modules: dict, top: str, lib, work: Path, metrics_path: Path) -> None:
