@@ -34,6 +34,7 @@ help:
 	@echo "make synth DESIGN=mu WIDTH=64 FMT=fp8_e4m3   synthesize, report area/timing (build/reports/qor/)"
 	@echo "make synth VERILOG=my.sv TOP=my_top          the same flow on your own (System)Verilog"
 	@echo "make pnr DESIGN=bf16_mul [UTIL=0.6]           place, route, DRC/LVS, post-route timing (build/reports/pnr/)"
+	@echo "make pnr DESIGN=bf16_bank HIER=1              hierarchical: the block once as a macro, the top routed around it"
 	@echo "make pnr-study [RUN=\"fp8_e4m3:32 ...\"]     routed exact columns, reports/physical.md (RUN: place and route first)"
 	@echo "make test                                    lint + unit tests + quick regression"
 	@echo "make test-full                               the whole regression"
@@ -89,7 +90,7 @@ pnr: $(STAMP)
 ifneq ($(strip $(VERILOG)),)
 	$(PY) -m flows pnr $(foreach f,$(VERILOG),--verilog $(f)) $(if $(TOP),--top $(TOP)) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
 else
-	$(PY) -m flows pnr --design $(DESIGN) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(BLOCK),--block $(BLOCK)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
+	$(PY) -m flows pnr --design $(DESIGN) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(BLOCK),--block $(BLOCK)) $(if $(HIER),--hier) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
 endif
 
 # make pnr-study [RUN="fp8_e4m3:32 fp4_e2m1:32"] [PLACE_FAST=4] [UTIL=0.7] [STEP_TIMEOUT=3600]: place and route those exact

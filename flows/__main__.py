@@ -109,6 +109,13 @@ def _parser():
                    help="target utilization setting the die size (default 0.6)")
     r.add_argument("--block", default=os.environ.get("BLOCK") or None,
                    help="place and route one module of the hierarchy (name or unique prefix, e.g. mu_col)")
+    r.add_argument("--hier", action="store_true", default=bool(os.environ.get("HIER")),
+                   help="hierarchical: the top's one block type laid out once as a macro, the top placed "
+                   "and routed around its copies (e.g. bf16_bank, mu)")
+    r.add_argument("--top-util", default=os.environ.get("TOP_UTIL") or None,
+                   help="with --hier: target utilization of the top's cell rows (default 0.5)")
+    r.add_argument("--gap", default=os.environ.get("GAP") or None,
+                   help="with --hier: space between neighbouring macros in um (default 0: abutted)")
     r.add_argument("--place-fast", type=int, default=int(os.environ.get("PLACE_FAST") or 0) or None,
                    help="graywolf effort divisor TWSC*fast (large blocks; default: its full effort)")
     r.add_argument("--no-graywolf-groute", action="store_true",
@@ -151,13 +158,32 @@ def _synth(args):
     return 0
 
 
+def _number(value, option):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{option} must be a number, not {value!r}") from None
+
+
 def _pnr(args):
     from .pnr.flow import DEFAULT_UTIL, run_pnr
 
     clock = args.clock_ps if args.clock_ps is not None else os.environ.get("CLOCK_PS") or None
     util = args.util if args.util is not None else DEFAULT_UTIL
     timeout = {"step_timeout_s": args.step_timeout} if args.step_timeout is not None else {}
-    if args.verilog or args.top:
+    if args.hier:
+        from .pnr.hierflow import run_pnr_hier
+
+        if args.verilog or args.top or args.block or args.liberty or clock:
+            raise ValueError("--hier places and routes a registered design (--design, --set) with the OSU "
+                             "cells; leave out --verilog, --top, --block, --liberty and --clock-ps")
+        extra = {k: _number(v, name) for k, v, name in (("top_util", args.top_util, "--top-util"),
+                                                        ("gap", args.gap, "--gap")) if v is not None}
+        run_pnr_hier(args.design, _parse_sets(args.set), util=_number(util, "--util"), fast=args.place_fast,
+                     groute=not args.no_graywolf_groute, route_clock=not args.no_route_clock,
+                     checks=not args.no_checks, outdir=args.outdir, reuse=args.reuse_layout, **extra,
+                     **timeout)
+    elif args.verilog or args.top:
         if args.set:
             raise ValueError("--set applies to registered designs; with --verilog, give --top only")
         run_pnr(verilog=args.verilog, top=args.top, util=util, liberty=args.liberty, clock_ps=clock,

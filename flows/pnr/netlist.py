@@ -41,6 +41,8 @@ class Physical:
         ``{(port, index): name}``: how the original bus bits were renamed.
     buffers : int
         Buffers added between feed-through or shared output pins.
+    constant_outputs : dict
+        ``{output bit: "0" | "1"}`` left out of the layout (``drop_constants``).
     """
 
     top: str
@@ -49,6 +51,7 @@ class Physical:
     cells: list = field(default_factory=list)
     port_bits: dict = field(default_factory=dict)
     buffers: int = 0
+    constant_outputs: dict = field(default_factory=dict)
 
     def clock_inputs(self, pin="CLK") -> list:
         """Input ports wired to a flip-flop clock pin (``pin``), sorted."""
@@ -76,8 +79,14 @@ class Physical:
         return "\n".join(out) + "\n"
 
 
-def physical(module: dict, top: str, buffer=("BUFX2", "A", "Y")) -> Physical:
+def physical(module: dict, top: str, buffer=("BUFX2", "A", "Y"), macros=None,
+             drop_constants=False) -> Physical:
     """Rename a mapped module (``json["modules"][top]``) to tool-safe names (see module docstring).
+
+    ``macros``: ``{cell type: {(port, bit): pin}}`` of the blocks the module instantiates (each
+    block's own :attr:`Physical.port_bits`), whose bus ports are split into the blocks' pin names.
+    ``drop_constants``: leave constant output bits out of the layout (listed in
+    :attr:`Physical.constant_outputs`) instead of refusing them.
 
     Raises
     ------
@@ -116,6 +125,10 @@ def physical(module: dict, top: str, buffer=("BUFX2", "A", "Y")) -> Physical:
     bufcell, bin_, bout = buffer
     feeds = []
     for name, b in out_bits:
+        if isinstance(b, str) and drop_constants:
+            ph.outputs.remove(name)
+            ph.constant_outputs[name] = b
+            continue
         if isinstance(b, str):
             raise PnrNetlistError(f"output {name} is the constant {b}: the library has no tie cell, so a "
                                   "constant output cannot be laid out; drive it from logic or remove it")
@@ -133,6 +146,15 @@ def physical(module: dict, top: str, buffer=("BUFX2", "A", "Y")) -> Physical:
         if c["type"].startswith("$"):
             raise PnrNetlistError(f"cell type {c['type']} is not a library cell: map the netlist first")
         pins = {}
+        if macros and c["type"] in macros:
+            names_of = macros[c["type"]]
+            for p, bits in c["connections"].items():
+                for i, b in enumerate(bits):
+                    if (p, i) not in names_of:
+                        raise PnrNetlistError(f"block {c['type']} has no pin {p}[{i}]")
+                    pins[names_of[(p, i)]] = net(b)
+            ph.cells.append((f"u{k}", c["type"], pins))
+            continue
         for p, bits in c["connections"].items():
             if len(bits) != 1:
                 raise PnrNetlistError(f"cell {c['type']} pin {p} has {len(bits)} bits; expected 1")

@@ -178,6 +178,38 @@ def _project_vars(density, extra) -> str:
     return "\n".join(lines) + "\n"
 
 
+MIN_AREA_LOOP = r"""drc on
+select top cell
+expand
+drc check
+drc catchup
+set n 0
+set left 0
+foreach {rule boxes} [drc listall why] {
+  if {![regexp {^Metal(\d) area < ([0-9.]+)} $rule -> layer amin]} continue
+  foreach b $boxes {
+    lassign $b x1 y1 x2 y2
+    set gx [expr {max(1, int(ceil($amin / double($y2 - $y1) - ($x2 - $x1))))}]
+    set gy [expr {max(1, int(ceil($amin / double($x2 - $x1) - ($y2 - $y1))))}]
+    set ok 0
+    foreach {dir g} [list e $gx w $gx n $gy s $gy] {
+      box values $x1 $y1 $x2 $y2
+      box grow $dir $g
+      paint metal$layer
+      box grow c 8
+      drc check
+      drc catchup
+      if {[llength [drc listall why]] == 0} { set ok 1; break }
+      undo
+    }
+    if {$ok} { incr n } else { incr left }
+  }
+}
+puts stdout "min_area_patches = $n"
+puts stdout "min_area_unpatched = $left"
+"""
+
+
 def min_area_script(top: str) -> str:
     """magic script run on the migrated layout before DRC: every routing-metal piece below the
     minimum area (magic's rule "Metal<n> area < A", which qrouter can leave where a via lands with
@@ -186,40 +218,8 @@ def min_area_script(top: str) -> str:
     anything was painted. It prints ``min_area_patches = N`` and ``min_area_unpatched = M``. DRC
     then checks the whole patched layout and qflow's ``lvs``, seeing a layout newer than its
     extracted netlist, extracts it again: a patch that touched another net fails LVS."""
-    return rf"""lef read {TECH / "osu018_stdcells.lef"}
-load {top}
-drc on
-select top cell
-expand
-drc check
-drc catchup
-set n 0
-set left 0
-foreach {{rule boxes}} [drc listall why] {{
-  if {{![regexp {{^Metal(\d) area < ([0-9.]+)}} $rule -> layer amin]}} continue
-  foreach b $boxes {{
-    lassign $b x1 y1 x2 y2
-    set gx [expr {{max(1, int(ceil($amin / double($y2 - $y1) - ($x2 - $x1))))}}]
-    set gy [expr {{max(1, int(ceil($amin / double($x2 - $x1) - ($y2 - $y1))))}}]
-    set ok 0
-    foreach {{dir g}} [list e $gx w $gx n $gy s $gy] {{
-      box values $x1 $y1 $x2 $y2
-      box grow $dir $g
-      paint metal$layer
-      box grow c 8
-      drc check
-      drc catchup
-      if {{[llength [drc listall why]] == 0}} {{ set ok 1; break }}
-      undo
-    }}
-    if {{$ok}} {{ incr n }} else {{ incr left }}
-  }}
-}}
-puts stdout "min_area_patches = $n"
-puts stdout "min_area_unpatched = $left"
-if {{$n > 0}} {{ save {top} }}
-quit -noprompt
-"""
+    return (f"lef read {TECH / 'osu018_stdcells.lef'}\nload {top}\n" + MIN_AREA_LOOP
+            + f"if {{$n > 0}} {{ save {top} }}\nquit -noprompt\n")
 
 
 def _patch_min_area(project: Path, top: str, timeout_s: float) -> int:
@@ -258,7 +258,8 @@ def logged_steps(project: Path) -> dict:
 
 
 def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanup=True, checks=True,
-              ignore=(), extra_vars=None, timeout_s=3600, reuse=False, log=print) -> QflowResult:
+              ignore=(), extra_vars=None, timeout_s=3600, reuse=False, after_place=None,
+              log=print) -> QflowResult:
     """Place and route ``ph`` in the qflow project directory ``project`` (made afresh).
 
     Parameters
@@ -288,6 +289,9 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
     reuse : bool
         Keep a project already placed and routed with the same settings: read its results again
         (its step times are lost) instead of running qflow. Its netlist must be ``ph``'s.
+    after_place : callable or None
+        Called with the project directory between placement and routing (e.g. to move the pins:
+        :func:`flows.pnr.abstract.plan_pins`).
 
     Raises
     ------
@@ -347,6 +351,8 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
             raise ToolError(f"qflow {step} failed on {top} (output {project / f'qflow_{step}.out'}, "
                             f"logs in {project / 'log'}):\n{tail}")
         log(f"  {step}: {seconds[step]:.1f} s")
+        if step == "place" and after_place is not None:
+            after_place(project)
         if step == "migrate":
             t0 = time.monotonic()
             try:
