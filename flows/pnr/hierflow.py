@@ -48,7 +48,16 @@ from .opensta import run_opensta
 from .parasitics import read_rc, write_spef
 from .qflow import StepTimeout, _run_limited, run_qflow, tech_lef
 from .tools import ToolError, require, versions
-from .top import check_script, floorplan, macro_pin_x, place_cells, read_check, top_def, top_route_script
+from .top import (
+    check_script,
+    floorplan,
+    macro_pin_x,
+    place_cells,
+    port_slots,
+    read_check,
+    top_def,
+    top_route_script,
+)
 
 __all__ = ["run_pnr_hier", "tie_offs", "unread_outputs", "wrapper_verilog"]
 
@@ -246,9 +255,16 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, route_cl
         for pin, n in pins.items():
             anchors.setdefault(n, []).append(x + px.get(pin, msize[0] / 2))
     placed = place_cells(cells, anchors, sizes, fp)
+    # each port above what it connects to (placed cells' centres and macro pins)
+    at = {n: list(xs) for n, xs in anchors.items()}
+    for inst, cell, pins in cells:
+        for n in pins.values():
+            at.setdefault(n, []).append(placed[inst][0] + sizes[cell][0] / 2)
+    want = {p: sum(at[p]) / len(at[p]) if at.get(p) else fp.width / 2 for p in ph.inputs + ph.outputs}
     tdir = work / "top"
     tdir.mkdir(parents=True, exist_ok=True)
-    (tdir / f"{top}.def").write_text(top_def(top, fp, hard, placed, cells, macros, ph.inputs, ph.outputs))
+    (tdir / f"{top}.def").write_text(top_def(top, fp, hard, placed, cells, macros, ph.inputs, ph.outputs,
+                                             port_slots(want, fp)))
     ignore = () if route_clock else tuple(clocks)
     place_s = round(time.monotonic() - t, 2)
     script = top_route_script(top, [tech_lef(), b.lef], fp, ignore=ignore)

@@ -38,8 +38,8 @@ from pathlib import Path
 from .defdb import lef_macros
 from .qflow import MIN_AREA_LOOP
 
-__all__ = ["Floorplan", "floorplan", "place_cells", "top_def", "top_route_script", "check_script",
-           "read_check", "TopCheck", "connectivity", "macro_pin_x", "ROW_HEIGHT", "SITE"]
+__all__ = ["Floorplan", "floorplan", "place_cells", "port_slots", "top_def", "top_route_script",
+           "check_script", "read_check", "TopCheck", "connectivity", "macro_pin_x", "ROW_HEIGHT", "SITE"]
 
 #: The OSU 0.18 um standard-cell row height and site width (um).
 ROW_HEIGHT, SITE = 10.0, 0.8
@@ -147,11 +147,35 @@ def place_cells(cells, fixed_pins: dict, sizes: dict, fp: Floorplan, *, iteratio
     return out
 
 
-def top_def(design: str, fp: Floorplan, macro: str, placed: dict, cells, macro_conns, inputs, outputs) -> str:
+def port_slots(want: dict, fp: Floorplan) -> dict:
+    """``{port: x}``: the ports on the upper edge's slots (every other metal2 track between the
+    margins), each as near the x it wants (``want``) as the order of the wanted x's allows.
+
+    Raises
+    ------
+    ValueError
+        More ports than slots.
+    """
+    x0 = math.ceil(fp.margin / 1.6 - 1e-9) * 1.6      # every other metal2 track (0.8 um from 0)
+    count = int((fp.width - fp.margin - x0) / 1.6 + 1e-9) + 1
+    if count < len(want):
+        raise ValueError(f"{len(want)} top-level ports but {count} pin slots on the die's upper edge")
+    order = sorted(want, key=lambda p: (want[p], p))
+    idx = []
+    for p in order:
+        k = min(max(round((want[p] - x0) / 1.6), 0), count - 1)
+        idx.append(max(k, idx[-1] + 1) if idx else k)
+    for j in range(len(idx) - 1, -1, -1):   # pushed past the end: shift back, keeping the order
+        idx[j] = min(idx[j], count - len(idx) + j, idx[j + 1] - 1 if j + 1 < len(idx) else count - 1)
+    return {p: round(x0 + 1.6 * k, 3) for p, k in zip(order, idx, strict=True)}
+
+
+def top_def(design: str, fp: Floorplan, macro: str, placed: dict, cells, macro_conns, inputs, outputs,
+            ports_at: dict) -> str:
     """The unrouted top DEF: die, tracks from its corner, components (macros FIXED, cells PLACED),
-    the ports on the upper edge (metal2, every other track), and the nets, one connection per line
-    (qrouter's DEF writer finds a net's line by its name and stops at the first ``;``: a net on one
-    line loses its routes).
+    the ports on the upper edge at ``ports_at`` (:func:`port_slots`; metal2), and the nets, one
+    connection per line (qrouter's DEF writer finds a net's line by its name and stops at the first
+    ``;``: a net on one line loses its routes).
 
     ``macro_conns``: ``[(instance, {pin: net})]`` of the macros, in floorplan order.
     """
@@ -168,12 +192,9 @@ def top_def(design: str, fp: Floorplan, macro: str, placed: dict, cells, macro_c
         x, y, o = placed[inst]
         d.append(f"- {inst} {cell} + PLACED ( {round(x * u)} {round(y * u)} ) {o} ;")
     ports = [(p, "INPUT") for p in inputs] + [(p, "OUTPUT") for p in outputs]
-    slots = [v for v in (fp.margin + 2 * 0.8 * k for k in range(int((fp.width - 2 * fp.margin) / 1.6)))]
-    if len(slots) < len(ports):
-        raise ValueError(f"{len(ports)} top-level ports but {len(slots)} pin slots on the die's upper edge")
     d += ["END COMPONENTS", "", f"PINS {len(ports)} ;"]
-    for j, (p, direction) in enumerate(ports):
-        x = _snap(slots[int((j + 0.5) * len(slots) / len(ports))], 0.8)
+    for p, direction in ports:
+        x = ports_at[p]
         d.append(f"- {p} + NET {p} + DIRECTION {direction} + LAYER metal2 ( -15 -15 ) ( 15 15 ) "
                  f"+ PLACED ( {round(x * u)} {round(fp.height * u)} ) N ;")
     d += ["END PINS", ""]

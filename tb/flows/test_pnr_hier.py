@@ -22,7 +22,7 @@ from flows.pnr.abstract import PinPlanError, lef_abstract, plan_pins
 from flows.pnr.defdb import Def, lef_macros
 from flows.pnr.extract import extract
 from flows.pnr.hierflow import tie_offs, unread_outputs, wrapper_verilog
-from flows.pnr.top import connectivity, floorplan, place_cells
+from flows.pnr.top import connectivity, floorplan, place_cells, port_slots
 
 pytestmark = pytest.mark.quick
 
@@ -198,6 +198,19 @@ def test_placement_is_legal_and_follows_the_anchors():
         place_cells(cells, {}, sizes, tight)
     with pytest.raises(ValueError, match="utilization"):
         floorplan(["m0"], (20.0, 20.0), 16.0, util=0)
+
+
+def test_ports_sit_above_what_they_connect_to():
+    """Each port takes the upper-edge slot nearest the x it wants; ports wanting the same x line up
+    side by side in order; ports pushed past the die's end shift back; more ports than slots is an
+    error."""
+    fp = floorplan(["m0"], (100.0, 50.0), 0.0, util=0.5)            # slots at 11.2 + 1.6 k
+    at = port_slots({"a": 50.0, "b": 50.0, "c": 20.5, "z": 500.0, "y": 499.0}, fp)
+    assert [at[p] for p in "cab"] == pytest.approx([20.8, 49.6, 51.2])
+    assert at["y"] < at["z"] <= fp.width - fp.margin
+    assert len(set(at.values())) == 5 and all(round(x / 1.6, 6) % 1 == 0 for x in at.values())
+    with pytest.raises(ValueError, match="pin slots"):
+        port_slots({f"p{k}": 0.0 for k in range(100)}, fp)
 
 
 def _cell(typ, **conn):
