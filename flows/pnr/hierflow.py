@@ -29,6 +29,7 @@ post-route numbers, reported next to it.
 import datetime
 import json
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -298,7 +299,9 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, route_cl
 def _check_top(s, b, t, work: Path, timeout_s):
     """magic's DRC and connectivity check of the routed top with the block's real layout."""
     cdir = work / "check"
-    cdir.mkdir(parents=True, exist_ok=True)
+    if cdir.exists():   # magic would load the last run's saved top and read the DEF into it again
+        shutil.rmtree(cdir)
+    cdir.mkdir(parents=True)
     (cdir / ".magicrc").write_text((b.q.project / "layout" / ".magicrc").read_text())
     routed = (t.dir / f"{s.top}_route.def").resolve()
     script = check_script(tech_lef(), b.q.project / "layout", s.hard, b.die, routed, s.top)
