@@ -177,7 +177,9 @@ def _synthesize(netlist, block: str, lib, work: Path) -> SimpleNamespace:
                    children={block: netlist.modules[block].verilog})
     ties = tie_offs(rt.netlist, block)
     name, text = _block_verilog(netlist, block)
-    ports = run_yosys(text, name, work / "synth-block-ports", lib).netlist["ports"]
+    own = netlist.modules[block]   # its own logic only, children as black boxes: the ports, cheaply
+    ports = run_yosys(own.verilog, block, work / "synth-block-ports", lib,
+                      children={c: netlist.modules[c].verilog for c in own.children}).netlist["ports"]
     bports = {p: {"direction": d["direction"], "bits": d["bits"]} for p, d in ports.items()}
     unread = unread_outputs(rt.netlist, block, bports)
     hard, wtext = wrapper_verilog(name, bports, ties, unread)
