@@ -20,6 +20,14 @@ columns), :func:`run_pnr_hier`
    liberty, the block's model, the top's SPEF) with and without wires, and checks it in magic with
    the block's real layout (:func:`flows.pnr.top.check_script`: DRC and signal connectivity).
 
+What it suits: a top of registers and buffers around the blocks (the BF16 bank: 209 cells; it
+routes with no failed net and passes the checks). The top's cells are placed by a one-dimensional
+placer (:func:`flows.pnr.top.place_cells`: graywolf cannot place around fixed macros), which does not
+route a top of thousands of cells of control logic: the matrix unit's top at D = 8 (5,312 cells,
+5,641 nets) left 2,482 nets unrouted after qrouter's first stage at top utilization 0.5 and 1,983
+at 0.25. Laying such a top out needs a real placer around the macros (or the control hardened as a
+second macro).
+
 The timing is the top's paths with the blocks as timing models: paths into a block end at its
 input's setup requirement, paths out of it start at its clock-to-output delay, both measured with
 the block's own routed wires; the block's internal reg-to-reg paths are the block run's own
@@ -274,7 +282,9 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, route_cl
     failed, route_s = _qrouter(script, tdir, top, timeout_s)
     if failed:
         raise ToolError(f"qrouter left {failed} net(s) of the top {top} unrouted (log {tdir / 'route.log'}): "
-                        "lower the top's utilization (TOP_UTIL=) or space the macros (GAP=)")
+                        "lower the top's utilization (TOP_UTIL=) or space the macros (GAP=); the top's own "
+                        f"{len(cells)} cells are placed by a one-dimensional placer, which suits a top of "
+                        "registers and buffers, not thousands of cells of control logic")
     routed = Def.read(tdir / f"{top}_route.def")
     ex = extract(routed, tech_text, [lef_text], design=top)
     if ex.unattached:

@@ -15,7 +15,9 @@ Placement
     graywolf cannot place cells around fixed macros (it parses a fixed hard cell's position and
     drops it), so the top's cells are placed here: each cell's x is the mean of the centres of its
     nets, the nets' centres taking their fixed pins (macro pins, ports) as anchors, iterated to a
-    fixed point; the cells are then laid into the rows in order of x, each where it moves least.
+    fixed point; the cells are then spread along x so that no stretch of the rows holds them above
+    the target utilization (cells that want the same x would otherwise pack a stretch of rows solid,
+    where qrouter fails), and laid into the rows in order of x, each where it moves least.
     The rows alternate N and FS; cells sit half a track pitch off the tracks, as qflow places them
     (on the tracks, a flip-flop's D pin has no grid point). No fill cells: the top has no power
     grid (the cells' rails are not joined up), which the magic check ignores by comparing signal
@@ -55,7 +57,8 @@ def _snap(v: float, g: float) -> float:
 
 @dataclass
 class Floorplan:
-    """Die and positions (um): ``macros`` ``[(instance, x, y)]``, ``rows`` ``[(y, orientation)]``."""
+    """Die and positions (um): ``macros`` ``[(instance, x, y)]``, ``rows`` ``[(y, orientation)]``;
+    ``util``: the rows' target utilization."""
 
     width: float
     height: float
@@ -63,6 +66,7 @@ class Floorplan:
     macros: list
     rows: list
     margin: float
+    util: float = 1.0
 
 
 def floorplan(instances, macro_size, cell_area: float, *, util: float, gap: float = 0.0,
@@ -83,11 +87,11 @@ def floorplan(instances, macro_size, cell_area: float, *, util: float, gap: floa
     macros = [(inst, round(x0 + k * step, 3), y0) for k, inst in enumerate(instances)]
     width = _snap(x0 + (n - 1) * step + mw + margin + 0.8, 1.6)
     usable = width - 2 * margin
-    nrows = max(1, -(-cell_area // (usable * ROW_HEIGHT * util))) if cell_area else 0
+    nrows = 1 + -(-cell_area // (usable * ROW_HEIGHT * util)) if cell_area else 0   # one spare row
     first = _snap(y0 + mh + channel, ROW_HEIGHT)
     rows = [(first + r * ROW_HEIGHT, "N" if r % 2 == 0 else "FS") for r in range(int(nrows))]
     height = _snap((rows[-1][0] + ROW_HEIGHT if rows else y0 + mh) + channel, 1.0)
-    return Floorplan(width, height, macro_size, macros, rows, margin)
+    return Floorplan(width, height, macro_size, macros, rows, margin, util)
 
 
 def place_cells(cells, fixed_pins: dict, sizes: dict, fp: Floorplan, *, iterations: int = 30) -> dict:
@@ -121,11 +125,26 @@ def place_cells(cells, fixed_pins: dict, sizes: dict, fp: Floorplan, *, iteratio
         x = {inst: (sum(centre[n] for n in nets) / len(nets) if nets else x[inst])
              for inst, nets in nets_of.items()}
     lo, hi = fp.margin, fp.width - fp.margin
+    order = sorted(cells, key=lambda c: (x[c[0]], c[0]))
+    # spread: in x order, each cell takes w / (rows x util) of the die's width, the rows together
+    # holding the cells at the target density; cells pushed past the right end shift back
+    share = [sizes[c][0] / (max(len(fp.rows), 1) * fp.util) for _, c, _ in order]
+    spread, end = [], lo
+    for (inst, cell, _), s in zip(order, share, strict=True):
+        spread.append(max(x[inst] - sizes[cell][0] / 2, end))
+        end = spread[-1] + s
+    limit = hi
+    for i in range(len(order) - 1, -1, -1):
+        spread[i] = min(spread[i], limit - share[i])
+        limit = spread[i]
+    if order and spread[0] < lo - 1e-6:
+        raise ValueError(f"the top's cells do not fit in its {len(fp.rows)} rows: lower the top-level "
+                         "utilization")
     cursor = [lo] * len(fp.rows)
     out = {}
-    for inst, cell, _ in sorted(cells, key=lambda c: (x[c[0]], c[0])):
+    for (inst, cell, _), at_x in zip(order, spread, strict=True):
         w = sizes[cell][0]
-        want = min(max(x[inst] - w / 2, lo), hi - w)
+        want = min(max(at_x, lo), hi - w)
         best = None
         for r, at in enumerate(cursor):
             pos = max(at, want)
