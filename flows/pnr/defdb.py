@@ -181,6 +181,18 @@ class MacroPin:
     shapes: tuple
 
 
+def _rects(body: str) -> list:
+    """``[(layer, x0, y0, x1, y1), ...]``: the RECTs of a LEF block, each on the LAYER before it."""
+    out, layer = [], None
+    for line in body.splitlines():
+        w = line.split()
+        if w[:1] == ["LAYER"]:
+            layer = w[1]
+        elif w[:1] == ["RECT"]:
+            out.append((layer, *map(float, w[1:5])))
+    return out
+
+
 def lef_macros(text: str) -> dict:
     """``{macro: ((width, height), {pin: MacroPin})}`` of a LEF's MACROs."""
     out = {}
@@ -189,31 +201,14 @@ def lef_macros(text: str) -> dict:
         pins = {}
         for p in re.finditer(r"^\s*PIN\s+(\S+)\s*\n(.*?)^\s*END\s+\1\s*$", m[2], re.S | re.M):
             d = re.search(r"DIRECTION\s+(\S+)", p[2])
-            shapes, layer = [], None
-            for line in p[2].splitlines():
-                w = line.split()
-                if w[:1] == ["LAYER"]:
-                    layer = w[1]
-                elif w[:1] == ["RECT"]:
-                    shapes.append((layer, *map(float, w[1:5])))
-            pins[p[1]] = MacroPin(d[1] if d else "INOUT", tuple(shapes))
+            pins[p[1]] = MacroPin(d[1] if d else "INOUT", tuple(_rects(p[2])))
         out[m[1]] = ((float(size[1]), float(size[2])) if size else (0.0, 0.0), pins)
     return out
 
 
 def lef_vias(text: str) -> dict:
     """``{via: [(layer, x0, y0, x1, y1), ...]}`` of a LEF's VIA definitions."""
-    vias = {}
-    for m in re.finditer(r"^VIA\s+(\S+).*?\n(.*?)^END\s+\1", text, re.S | re.M):
-        geo, layer = [], None
-        for line in m[2].splitlines():
-            w = line.split()
-            if w[:1] == ["LAYER"]:
-                layer = w[1]
-            elif w[:1] == ["RECT"]:
-                geo.append((layer, *map(float, w[1:5])))
-        vias[m[1]] = geo
-    return vias
+    return {m[1]: _rects(m[2]) for m in re.finditer(r"^VIA\s+(\S+).*?\n(.*?)^END\s+\1", text, re.S | re.M)}
 
 
 def cell_overhang(text: str) -> dict:

@@ -25,8 +25,8 @@ routes with no failed net and passes the checks). The top's cells are placed by 
 placer (:func:`flows.pnr.top.place_cells`: graywolf cannot place around fixed macros), which does not
 route a top of thousands of cells of control logic: the matrix unit's top at D = 8 (5,312 cells,
 5,641 nets) left 1,983 nets unrouted after qrouter's first stage at top utilization 0.25 (2,482 at
-0.5 before the placer spread its cells). Laying such a top out needs a real placer around the macros (or the control hardened as a
-second macro).
+0.5 before the placer spread its cells). Laying such a top out needs a real placer around the
+macros (or the control hardened as a second macro).
 
 The timing is the top's paths with the blocks as timing models: paths into a block end at its
 input's setup requirement, paths out of it start at its clock-to-output delay, both measured with
