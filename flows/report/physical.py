@@ -39,7 +39,10 @@ LEAVES_OUT = [
     "Only the column macro is placed and routed. The unit's top-level wires (activation broadcast, "
     "weight rows, results, control) are **estimated** analytically from the macro's routed size "
     "(section 4), not routed; the top's own logic (control, feed registers, result skid buffer) is "
-    "not laid out, and unit silicon below is D x the column's die.",
+    "not laid out, and unit silicon below is D x the column's die. The hierarchical flow (`make pnr "
+    "HIER=1`: the column hardened once, the top placed and routed around its copies) does not route "
+    "the unit's top yet: its one-dimensional placer leaves 1,983 of the 5,641 top nets of the E2M1 "
+    "D = 8 unit unrouted after qrouter's first stage (README).",
     "Inputs arrive at 0 ps at the macro's pins and outputs end at the pins (no input or output "
     "delay); the pins are spread on the die edge by qflow's `arrangepins`, not floorplanned.",
     "No timing-driven placement, no resizing or buffering after placement: the routed netlist is "
