@@ -254,6 +254,17 @@ Xu2 n3 n2 vdd gnd INVX1
     assert connectivity(spice, "top", {("u0", "A"): "a", ("u0", "Y"): "b"}) == ([], {}, {})
 
 
+@pytest.mark.parametrize("args, says", [(["--verilog", "x.v"], "leave out --verilog"),
+                                        (["--top-util", "lots"], "--top-util must be a number"),
+                                        (["--gap", "-3"], "gap between macros must be >= 0")])
+def test_hier_cli_refuses_bad_input(args, says, capsys):
+    """Refused before anything is synthesized, naming the option and the fix."""
+    from flows.__main__ import main
+
+    assert main(["pnr", "--hier", "--design", "bf16_bank"] + args) == 2
+    assert says in capsys.readouterr().err
+
+
 def test_hierarchical_bf16_bank(tmp_path):
     """Four BF16 multipliers laid out once and routed as macros in the top: block DRC/LVS clean, top
     routed with no failed net, DRC-clean and connected as its netlist says in magic with the block's
