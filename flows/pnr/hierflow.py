@@ -222,8 +222,14 @@ def _harden(s, lib, work: Path, outdir: Path, *, util, fast, groute, route_clock
     d = Def.read(q.routed_def)
     lef = outdir / f"{hard}.lef"
     lef.write_text(lef_abstract(d, hard, ph.inputs, ph.outputs, tech_text))
+    rc = read_rc(q.rc.read_text())
+    named = {n.name for n in rc}
+    missing = [n for n, c in d.nets.items() if len(c) > 1 and n not in named and n not in q.ignored]
+    if missing:   # its model would time them without wire
+        raise ToolError(f"qrouter's RC file of block {hard} lacks {len(missing)} routed net(s), e.g. "
+                        f"{missing[:3]} ({q.rc}): the block's model would time them without wires")
     spef = outdir / f"{hard}.spef"
-    spef.write_text(write_spef(read_rc(q.rc.read_text()), hard))
+    spef.write_text(write_spef(rc, hard))
     net = outdir / f"{hard}.routed.v"
     net.write_text(_no_fill(q.netlist_v.read_text()))
     defaults = sta_defaults(lib)
