@@ -171,6 +171,17 @@ def _qrouter(script: str, workdir: Path, design: str, timeout_s: float) -> tuple
     return (0 if m[-1][0].startswith("No") else int(m[-1][1])), round(time.monotonic() - t0, 2)
 
 
+def _top_nets(ph) -> list:
+    """Connections per net of a physical netlist (ports count as one each)."""
+    count = {}
+    for _, _, pins in ph.cells:
+        for n in pins.values():
+            count[n] = count.get(n, 0) + 1
+    for p in ph.inputs + ph.outputs:
+        count[p] = count.get(p, 0) + 1
+    return list(count.values())
+
+
 def _synthesize(netlist, block: str, lib, work: Path) -> SimpleNamespace:
     """The top (block as a black box, repaired) and the block (with the top's ties, flat, repaired),
     the block's timing model and the top's pre-route critical path with it."""
@@ -284,11 +295,15 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, route_cl
                                              port_slots(want, fp)))
     ignore = () if route_clock else tuple(clocks)
     place_s = round(time.monotonic() - t, 2)
-    script = top_route_script(top, [tech_lef(), b.lef], fp, ignore=ignore)
+    nets = sum(1 for c in _top_nets(ph) if c > 1)
+    script = top_route_script(top, [tech_lef(), b.lef], fp, ignore=ignore, give_up=max(20, nets // 10))
     failed, route_s = _qrouter(script, tdir, top, timeout_s)
     if failed:
-        raise ToolError(f"qrouter left {failed} net(s) of the top {top} unrouted (log {tdir / 'route.log'}): "
-                        "lower the top's utilization (TOP_UTIL=) or space the macros (GAP=); the top's own "
+        skipped = "no rip-up" in (tdir / "route.log").read_text(errors="replace")
+        how = "; its first stage left more than a tenth of them: no rip-up pass was run" if skipped else ""
+        raise ToolError(f"qrouter left {failed} of the top {top}'s {nets} nets unrouted (log "
+                        f"{tdir / 'route.log'}{how}): lower the top's utilization (TOP_UTIL=) or space the "
+                        "macros (GAP=); the top's own "
                         f"{len(cells)} cells are placed by a one-dimensional placer, which suits a top of "
                         "registers and buffers, not thousands of cells of control logic")
     routed = Def.read(tdir / f"{top}_route.def")

@@ -233,10 +233,11 @@ def top_def(design: str, fp: Floorplan, macro: str, placed: dict, cells, macro_c
     return "\n".join(d)
 
 
-def top_route_script(design: str, lefs, fp: Floorplan, *, ignore=(), cleanup=False) -> str:
+def top_route_script(design: str, lefs, fp: Floorplan, *, ignore=(), give_up: int) -> str:
     """qrouter's script for the top: the LEFs, six layers, the die-edge obstruction strips qflow's
-    own scripts write, the DEF, then the bounded route (stage 1 and two stage-2 passes; with
-    ``cleanup`` qflow's full ``standard_route``), the routed DEF and a ``Final:`` line."""
+    own scripts write, the DEF, then the bounded route (stage 1 and two stage-2 passes; the stage-2
+    passes are skipped when stage 1 leaves more than ``give_up`` nets unrouted, a layout their
+    rip-up would spend hours on), the routed DEF and a ``Final:`` line."""
     w, h, e = fp.width, fp.height, 0.5
     r = ["verbose 1", *(f"read_lef {p}" for p in lefs), "catch {layers 6}", "via stack 1", "vdd vdd",
          "gnd gnd"]
@@ -247,15 +248,13 @@ def top_route_script(design: str, lefs, fp: Floorplan, *, ignore=(), cleanup=Fal
     r.append(f"read_def {design}.def")
     if ignore:
         r.append(f"ignore {' '.join(ignore)}")
-    if cleanup:
-        r.append(f"qrouter::standard_route {design}_route.def false")
-    else:
-        r += ['puts stdout "*** Running stage1 routing with defaults"', "set result [stage1]",
-              "if {$result > 0} { set result [stage2 mask 10 effort 10] }",
-              "if {$result > 0} { set result [stage2 mask none effort 50] }", "cleanup all",
-              f"write_def {design}_route.def",
-              'if {$result > 0} { puts stdout "Final: Failed net routes: $result" } '
-              'else { puts stdout "Final: No failed routes!" }']
+    r += ['puts stdout "*** Running stage1 routing with defaults"', "set result [stage1]",
+          f'if {{$result > {int(give_up)}}} {{ puts stdout "Stage 1 left $result nets: no rip-up" }} else {{',
+          "if {$result > 0} { set result [stage2 mask 10 effort 10] }",
+          "if {$result > 0} { set result [stage2 mask none effort 50] }", "}", "cleanup all",
+          f"write_def {design}_route.def",
+          'if {$result > 0} { puts stdout "Final: Failed net routes: $result" } '
+          'else { puts stdout "Final: No failed routes!" }']
     r.append("quit")
     return "\n".join(r) + "\n"
 

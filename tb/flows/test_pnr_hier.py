@@ -22,7 +22,7 @@ from flows.pnr.abstract import PinPlanError, lef_abstract, plan_pins
 from flows.pnr.defdb import Def, lef_macros
 from flows.pnr.extract import extract
 from flows.pnr.hierflow import tie_offs, unread_outputs, wrapper_verilog
-from flows.pnr.top import connectivity, floorplan, place_cells, port_slots
+from flows.pnr.top import connectivity, floorplan, place_cells, port_slots, top_route_script
 
 pytestmark = pytest.mark.quick
 
@@ -211,6 +211,19 @@ def test_ports_sit_above_what_they_connect_to():
     assert len(set(at.values())) == 5 and all(round(x / 1.6, 6) % 1 == 0 for x in at.values())
     with pytest.raises(ValueError, match="pin slots"):
         port_slots({f"p{k}": 0.0 for k in range(100)}, fp)
+
+
+def test_top_route_gives_up_on_a_hopeless_first_stage():
+    """The rip-up passes run only when the first stage leaves at most ``give_up`` nets unrouted (a
+    top that fails thousands of nets would spend hours in them); the routed DEF and the Final line
+    are written either way."""
+    fp = floorplan(["m0"], (100.0, 50.0), 0.0, util=0.5)
+    script = top_route_script("t", ["a.lef"], fp, ignore=("clk",), give_up=37)
+    lines = script.splitlines()
+    gate = next(i for i, ln in enumerate(lines) if ln.startswith("if {$result > 37}"))
+    stage2 = lines.index("if {$result > 0} { set result [stage2 mask 10 effort 10] }")
+    assert lines.index("set result [stage1]") < gate < stage2
+    assert lines.index("}") > gate and "write_def t_route.def" in lines and "ignore clk" in lines
 
 
 def _cell(typ, **conn):
