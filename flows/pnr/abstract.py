@@ -26,8 +26,9 @@ import re
 from pathlib import Path
 
 from .defdb import Def, Via, Wire, cell_overhang, lef_macros, lef_vias
+from .wires import lef_layers
 
-__all__ = ["plan_pins", "lef_abstract", "PinPlanError", "ROUTING_LAYERS", "half_width"]
+__all__ = ["plan_pins", "lef_abstract", "PinPlanError", "ROUTING_LAYERS"]
 
 #: The routing layers of the OSU 0.18 um technology, bottom up.
 ROUTING_LAYERS = ("metal1", "metal2", "metal3", "metal4", "metal5", "metal6")
@@ -37,15 +38,6 @@ STRIPE_CLEARANCE = 2.0
 
 class PinPlanError(ValueError):
     """The block's pins do not fit on the edges asked for; the message says how many do."""
-
-
-def half_width(layer: str, tech_text: str) -> float:
-    """Half the default wire width of a routing layer in the technology LEF."""
-    m = re.search(rf"^LAYER\s+{layer}\b(.*?)^END\s+{layer}", tech_text, re.S | re.M)
-    w = re.search(r"^\s*WIDTH\s+([\d.]+)", m[1], re.M) if m else None
-    if not w:
-        raise ValueError(f"technology LEF: no WIDTH for layer {layer}")
-    return float(w[1]) / 2
 
 
 def plan_pins(def_paths, sides="*=T") -> dict:
@@ -147,7 +139,7 @@ def lef_abstract(d: Def, macro: str, inputs, outputs, tech_text: str, core_layer
     vias = {**lef_vias(tech_text), **d.vias}
     sizes = {c: sz for c, (sz, _) in lef_macros(tech_text).items()}
     over = cell_overhang(tech_text)
-    half = {layer: half_width(layer, tech_text) for layer in ROUTING_LAYERS}
+    half = {layer: rc.width_um / 2 for layer, rc in lef_layers(tech_text).items()}
     x0, y0, x1, y1 = d.die
     if not d.components:
         raise ValueError(f"block {macro}: its DEF has no components")

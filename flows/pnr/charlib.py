@@ -19,13 +19,11 @@ slew (measured at the default input slew only); hold checks are not modelled.
 """
 
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import exclusive
-from .opensta import LOCK
-from .tools import ToolError
+from .macro_lib import liberty_head
+from .opensta import run_script
 
 __all__ = ["block_liberty", "BlockArcs", "LOADS_PF"]
 
@@ -64,19 +62,7 @@ def _measure(netlist_v, top, spef, liberty, inputs, outputs, clock, workdir: Pat
     t += [f"puts \"REPORT {p}\"\nreport_checks -to [get_ports {p}] -fields {{slew}} -digits 5"
           for p in outputs]
     t.append("exit")
-    workdir.mkdir(parents=True, exist_ok=True)
-    script = workdir / f"measure_{load:g}.tcl"
-    script.write_text("\n".join(x for x in t if x) + "\n")
-    with exclusive(LOCK):
-        r = subprocess.run(["sta", "-no_init", "-exit", script.name], cwd=workdir, capture_output=True,
-                           text=True, timeout=3600)
-    out = r.stdout + r.stderr
-    (workdir / f"measure_{load:g}.log").write_text(out)
-    warns = [ln for ln in out.splitlines() if re.match(r"\s*(Warning|Error)", ln)]
-    if r.returncode != 0 or warns:
-        raise ToolError(f"OpenSTA failed measuring block {top} (log {workdir / f'measure_{load:g}.log'}): "
-                        + "; ".join(warns[:3]))
-    return out
+    return run_script([x for x in t if x], workdir, top, name=f"measure_{load:g}", timeout_s=3600)
 
 
 def block_liberty(netlist_v: Path, top: str, spef: Path, liberty, lib_caps: dict, inputs, outputs,
@@ -123,14 +109,7 @@ def _table(name, values):
 
 def _write(top, a: BlockArcs, inputs, outputs, clock) -> str:
     loads = ", ".join(f"{x:g}" for x in LOADS_PF)
-    out = [f"library ({top}_macro) {{", "  delay_model : table_lookup;", '  time_unit : "1ns";',
-           '  voltage_unit : "1V";', '  current_unit : "1uA";', "  capacitive_load_unit (1, pf);",
-           '  pulling_resistance_unit : "1kohm";', '  leakage_power_unit : "1nW";',
-           "  nom_voltage : 1.8; nom_temperature : 27; nom_process : 1;",
-           "  input_threshold_pct_rise : 50; input_threshold_pct_fall : 50;",
-           "  output_threshold_pct_rise : 50; output_threshold_pct_fall : 50;",
-           "  slew_lower_threshold_pct_rise : 20; slew_upper_threshold_pct_rise : 80;",
-           "  slew_lower_threshold_pct_fall : 20; slew_upper_threshold_pct_fall : 80;",
+    out = [liberty_head(f"{top}_macro").rstrip("\n"),
            "  lu_table_template (load2) { variable_1 : total_output_net_capacitance; "
            f'index_1 ("{loads}"); }}',
            f"  cell ({top}) {{", "    area : 0;", "    interface_timing : true;"]

@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from .defdb import Def, Via, Wire, lef_macros, lef_vias, placed_rect
+from .wires import lef_layers
 
 __all__ = ["extract", "Extraction", "ExtractionError"]
 
@@ -41,19 +42,6 @@ class Extraction:
     unattached: list = field(default_factory=list)
 
 
-def _layers(tech_text: str) -> dict:
-    out = {}
-    for m in re.finditer(r"^LAYER\s+(\S+)\s*\n(.*?)^END\s+\1", tech_text, re.S | re.M):
-        if not re.search(r"TYPE\s+ROUTING", m[2]):
-            continue
-
-        def num(pat, body=m[2]):
-            v = re.search(pat + r"\s+([-\d.eE+]+)", body, re.M)
-            return float(v[1]) if v else 0.0
-        out[m[1]] = (num(r"^\s*WIDTH"), num(r"RPERSQ"), num(r"CPERSQDIST"), num(r"EDGECAPACITANCE"))
-    return out
-
-
 def _layer_index(name: str) -> int:
     m = re.search(r"(\d+)$", name)
     return int(m[1]) if m else 0
@@ -71,7 +59,7 @@ def extract(d: Def, tech_text: str, macro_lefs=(), *, design: str) -> Extraction
     ExtractionError
         A component of a cell no LEF defines, or a pin its LEF macro lacks.
     """
-    layers = _layers(tech_text)
+    layers = lef_layers(tech_text)
     vias = lef_vias(tech_text)
     macros = lef_macros(tech_text)
     for text in macro_lefs:
@@ -90,7 +78,7 @@ def extract(d: Def, tech_text: str, macro_lefs=(), *, design: str) -> Extraction
         pieces, points, edges = [], defaultdict(set), []
         for it in items:
             if isinstance(it, Wire):
-                w = it.width or layers[it.layer][0]
+                w = it.width or layers[it.layer].width_um
                 pieces += [(it.layer, a, b, w) for a, b in zip(it.points, it.points[1:], strict=False)]
                 points[it.layer].update(it.points)
             elif isinstance(it, Via):
@@ -102,7 +90,7 @@ def extract(d: Def, tech_text: str, macro_lefs=(), *, design: str) -> Extraction
             out.unrouted.append(net)
             continue
         for layer, a, b, w in pieces:
-            _, rsq, carea, cedge = layers[layer]
+            rsq, carea, cedge = layers[layer].rpersq, layers[layer].carea, layers[layer].cedge
             on = sorted((q for q in points[layer]
                          if min(a[0], b[0]) - 1e-6 <= q[0] <= max(a[0], b[0]) + 1e-6
                          and min(a[1], b[1]) - 1e-6 <= q[1] <= max(a[1], b[1]) + 1e-6),

@@ -48,10 +48,10 @@ from ..paths import USER_PNR
 from ..synth.outputs import sta_defaults
 from .abstract import lef_abstract, plan_pins
 from .charlib import block_liberty
-from .defdb import Def, lef_macros
+from .defdb import Def
 from .extract import extract
 from .flow import DEFAULT_STEP_TIMEOUT_S, WORK, _check_util, _lib_of, _no_fill, check_step_timeout
-from .layout import read_def
+from .layout import lef_sizes, read_def
 from .netlist import physical
 from .opensta import run_opensta
 from .parasitics import read_rc, write_spef
@@ -254,7 +254,7 @@ def _harden(s, lib, work: Path, outdir: Path, *, util, fast, groute, route_clock
     sta = run_opensta(lib.path, net, hard, outdir / "sta_block", period_ps=s.bworst.delay_ps,
                       inputs=ph.inputs, clocks=clocks, spef=spef, input_slew_ps=defaults["input_slew_ps"],
                       output_load_pf=defaults["output_load_pf"])
-    sizes = {c: sz for c, (sz, _) in lef_macros(tech_text).items()}
+    sizes = lef_sizes(tech_text)
     wire = read_def(q.routed_def.read_text(), sizes).wirelength
     return SimpleNamespace(q=q, ph=ph, clocks=clocks, die=d.die, lef=lef, lib=outdir / f"{hard}.lib", sta=sta,
                            wirelength=wire, seconds={**{f"block_{k}": v for k, v in q.seconds.items()},
@@ -271,8 +271,8 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, route_cl
     ph = physical(s.tmod, top, macros={hard: b.ph.port_bits}, drop_constants=True)
     clocks = ph.clock_inputs() or sorted({pins[c] for _, typ, pins in ph.cells if typ == hard
                                           for c in b.clocks if c in pins} & set(ph.inputs))
-    sizes = {c: sz for c, (sz, _) in lef_macros(tech_text).items()}
-    msize = lef_macros(lef_text)[hard][0]
+    sizes = lef_sizes(tech_text)
+    msize = lef_sizes(lef_text)[hard]
     macros = [(inst, pins) for inst, typ, pins in ph.cells if typ == hard]
     cells = [c for c in ph.cells if c[1] != hard]
     fp = floorplan([i for i, _ in macros], msize, sum(sizes[c][0] * sizes[c][1] for _, c, _ in cells),

@@ -19,7 +19,7 @@ includes the macro's own access or setup time (no datasheet; :data:`hw.slice.scr
 
 from .sta_netlist import MACRO_CLOCK_PIN, StaNetlistError, ident
 
-__all__ = ["macro_liberty", "LIBRARY"]
+__all__ = ["macro_liberty", "liberty_head", "LIBRARY"]
 
 #: The liberty library's name.
 LIBRARY = "blackbox_macros"
@@ -41,6 +41,12 @@ _HEAD = """library ({name}) {{
   slew_lower_threshold_pct_fall : 20;
   slew_upper_threshold_pct_fall : 80;
 """
+
+def liberty_head(name: str) -> str:
+    """The opening of a liberty library of macro models (units ns, pF, kohm; 50% delay and 20-80%
+    slew thresholds, as the OSU cells'); the caller writes its cells and closes it with ``}``."""
+    return _HEAD.format(name=name)
+
 
 _SETUP = ('direction : input; capacitance : 0;\n'
           '      timing () {{ related_pin : "{clk}"; timing_type : setup_rising;\n'

@@ -26,7 +26,7 @@ from pathlib import Path
 from ..paths import BUILD, exclusive
 from .tools import ToolError
 
-__all__ = ["StaResult", "run_opensta", "LOCK"]
+__all__ = ["StaResult", "run_opensta", "run_script", "LOCK"]
 
 #: The file whose ``flock`` OpenSTA runs take turns on (one machine: one OpenSTA at a time).
 LOCK = Path(os.environ.get("OPENSTA_LOCK") or BUILD / "opensta.lock")
@@ -84,24 +84,39 @@ def run_opensta(liberty, netlist_v: Path, top: str, workdir: Path, *, period_ps,
               "report_checks -path_delay max -digits 4 -fields {slew cap input_pins}",
               "puts \"WORST_SLACK [sta::worst_slack -max]\"",
               "exit"]
+    out = run_script(lines, workdir, top, timeout_s=timeout_s)
+    m = re.search(r"WORST_SLACK\s+(-?[0-9.eE+-]+)", out)
+    if not m:
+        raise ToolError(f"OpenSTA printed no slack for {top}; log {workdir / 'sta.log'}")
+    return StaResult(period_ps, float(m[1]) / ns, out, [])
+
+
+def run_script(lines, workdir: Path, top: str, *, name: str = "sta", timeout_s=1800) -> str:
+    """Run OpenSTA on the script ``lines`` (``workdir/<name>.tcl``, its output in ``<name>.log``),
+    holding :data:`LOCK`; its output.
+
+    Raises
+    ------
+    ToolError
+        OpenSTA warned (an unannotated name, an unread file), was killed, or exited with an error.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "sta.tcl").write_text("\n".join(lines) + "\n")
+    (workdir / f"{name}.tcl").write_text("\n".join(lines) + "\n")
+    log = workdir / f"{name}.log"
     with exclusive(LOCK):
-        r = subprocess.run(["sta", "-no_init", "-exit", "sta.tcl"], cwd=workdir, capture_output=True,
+        r = subprocess.run(["sta", "-no_init", "-exit", f"{name}.tcl"], cwd=workdir, capture_output=True,
                            text=True, timeout=timeout_s)
     out = r.stdout + r.stderr
-    (workdir / "sta.log").write_text(out)
+    log.write_text(out)
     warns = [ln for ln in out.splitlines() if re.match(r"\s*(Warning|Error)", ln)]
     if warns:
-        raise ToolError(f"OpenSTA warned on {top} ({len(warns)} line(s); log {workdir / 'sta.log'}): "
-                        + "; ".join(warns[:5]))
+        raise ToolError(f"OpenSTA warned on {top} ({len(warns)} line(s); log {log}): " + "; ".join(warns[:5]))
     if r.returncode < 0:
         raise ToolError(f"OpenSTA on {top} was killed by signal {-r.returncode}"
                         + (" (SIGKILL: most likely the kernel's out-of-memory killer; OpenSTA holds the "
                            "whole flat netlist, about 10 GB at D = 128: free memory or run fewer jobs, "
                            "JOBS=1 / --jobs 1)" if r.returncode == -9 else "")
-                        + f"; log {workdir / 'sta.log'}")
-    m = re.search(r"WORST_SLACK\s+(-?[0-9.eE+-]+)", out)
-    if r.returncode != 0 or not m:
-        raise ToolError(f"OpenSTA failed on {top} (exit {r.returncode}); log {workdir / 'sta.log'}")
-    return StaResult(period_ps, float(m[1]) / ns, out, warns)
+                        + f"; log {log}")
+    if r.returncode != 0:
+        raise ToolError(f"OpenSTA failed on {top} (exit {r.returncode}); log {log}")
+    return out

@@ -29,12 +29,18 @@ __all__ = ["WireRC", "lef_layers", "Broadcast", "broadcast", "strongest_buffer"]
 
 @dataclass(frozen=True)
 class WireRC:
-    """One routing layer's wire of minimum width: resistance (ohm/um) and capacitance (pF/um)."""
+    """One routing layer's wire of minimum width: resistance (ohm/um) and capacitance (pF/um); and
+    the LEF's own values: default width (um), RPERSQ (ohm), CPERSQDIST (pF/um^2), EDGECAPACITANCE
+    (pF/um)."""
 
     layer: str
     direction: str
     r_ohm_um: float
     c_pf_um: float
+    width_um: float = 0.0
+    rpersq: float = 0.0
+    carea: float = 0.0
+    cedge: float = 0.0
 
 
 def lef_layers(lef_text: str) -> dict:
@@ -61,8 +67,10 @@ def lef_layers(lef_text: str) -> dict:
         width = num(r"WIDTH")
         edge = re.search(r"EDGECAPACITANCE\s+([-0-9.eE+]+)", body)
         d = re.search(r"DIRECTION\s+(\w+)", body)
-        out[m[1]] = WireRC(m[1], d[1].lower() if d else "?", num(r"RESISTANCE\s+RPERSQ") / width,
-                           num(r"CAPACITANCE\s+CPERSQDIST") * width + 2 * (float(edge[1]) if edge else 0.0))
+        rsq, carea = num(r"RESISTANCE\s+RPERSQ"), num(r"CAPACITANCE\s+CPERSQDIST")
+        cedge = float(edge[1]) if edge else 0.0
+        out[m[1]] = WireRC(m[1], d[1].lower() if d else "?", rsq / width, carea * width + 2 * cedge,
+                           width, rsq, carea, cedge)
     return out
 
 
