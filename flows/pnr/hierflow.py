@@ -13,20 +13,17 @@ columns), :func:`run_pnr_hier`
 3. writes the block's LEF abstract (:func:`flows.pnr.abstract.lef_abstract`) and its liberty timing
    model measured by OpenSTA on the routed block with its parasitics
    (:func:`flows.pnr.charlib.block_liberty`);
-4. floorplans and places the top (:mod:`flows.pnr.top`): the D macros FIXED in a row, the top's own
-   cells (repaired: the drive repair's buffer trees included) in rows above them, and routes it with
-   qrouter;
+4. floorplans the top (:mod:`flows.pnr.top`): the D macros FIXED in a row, the top's own cells
+   (repaired: the drive repair's buffer trees included) in rows above them, placed by our own
+   quadratic placer (:mod:`flows.pnr.place`: graywolf cannot place around fixed macros), and routes
+   it with qrouter;
 5. extracts the routed top (:func:`flows.pnr.extract.extract`), times it with OpenSTA (the cells'
    liberty, the block's model, the top's SPEF) with and without wires, and checks it in magic with
    the block's real layout (:func:`flows.pnr.top.check_script`: DRC and signal connectivity).
 
-What it suits: a top of registers and buffers around the blocks (the BF16 bank: 209 cells; it
-routes with no failed net and passes the checks). The top's cells are placed by a one-dimensional
-placer (:func:`flows.pnr.top.place_cells`: graywolf cannot place around fixed macros), which does not
-route a top of thousands of cells of control logic: the matrix unit's top at D = 8 (5,312 cells,
-5,641 nets) left 1,983 nets unrouted after qrouter's first stage at top utilization 0.25 (2,482 at
-0.5 before the placer spread its cells). Laying such a top out needs a real placer around the
-macros (or the control hardened as a second macro).
+Laid out so: the BF16 bank (209 top cells) and the matrix unit (E2M1 D = 8: 5,312 top cells of
+control, feed registers and buffers, 5,641 nets, routed with no failed net, DRC-clean, every signal
+pin on its net).
 
 The timing is the top's paths with the blocks as timing models: paths into a block end at its
 input's setup requirement, paths out of it start at its clock-to-output delay, both measured with
@@ -55,13 +52,13 @@ from .layout import lef_sizes, read_def
 from .netlist import physical
 from .opensta import run_opensta
 from .parasitics import read_rc, write_spef
+from .place import place_cells
 from .qflow import StepTimeout, _run_limited, run_qflow, tech_lef
 from .tools import ToolError, require, versions
 from .top import (
     check_script,
     floorplan,
     macro_pin_x,
-    place_cells,
     port_slots,
     read_check,
     top_def,
@@ -279,12 +276,12 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, route_cl
                    util=top_util, gap=gap)
     px = macro_pin_x(lef_text, hard)
     anchors = {}
-    for (_, pins), (_, x, _) in zip(macros, fp.macros, strict=True):
+    for (_, pins), (_, x, y) in zip(macros, fp.macros, strict=True):
         for pin, n in pins.items():
-            anchors.setdefault(n, []).append(x + px.get(pin, msize[0] / 2))
-    placed = place_cells(cells, anchors, sizes, fp)
+            anchors.setdefault(n, []).append((x + px.get(pin, msize[0] / 2), y + msize[1]))
+    placed = place_cells(cells, anchors, sizes, fp, ports=ph.inputs + ph.outputs)
     # each port above what it connects to (placed cells' centres and macro pins)
-    at = {n: list(xs) for n, xs in anchors.items()}
+    at = {n: [x for x, _ in xs] for n, xs in anchors.items()}
     for inst, cell, pins in cells:
         for n in pins.values():
             at.setdefault(n, []).append(placed[inst][0] + sizes[cell][0] / 2)
@@ -302,10 +299,8 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, route_cl
         skipped = "no rip-up" in (tdir / "route.log").read_text(errors="replace")
         how = "; its first stage left more than a tenth of them: no rip-up pass was run" if skipped else ""
         raise ToolError(f"qrouter left {failed} of the top {top}'s {nets} nets unrouted (log "
-                        f"{tdir / 'route.log'}{how}): lower the top's utilization (TOP_UTIL=) or space the "
-                        "macros (GAP=); the top's own "
-                        f"{len(cells)} cells are placed by a one-dimensional placer, which suits a top of "
-                        "registers and buffers, not thousands of cells of control logic")
+                        f"{tdir / 'route.log'}{how}): lower the top's utilization (TOP_UTIL=, its "
+                        f"{len(cells)} cells at {top_util:g} now) or space the macros (GAP=)")
     routed = Def.read(tdir / f"{top}_route.def")
     ex = extract(routed, tech_text, [lef_text], design=top)
     if ex.unattached:

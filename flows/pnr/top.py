@@ -12,16 +12,10 @@ Floorplan
     metal1-4; their power stripes on metal6 are obstructions).
 
 Placement
-    graywolf cannot place cells around fixed macros (it parses a fixed hard cell's position and
-    drops it), so the top's cells are placed here: each cell's x is the mean of the centres of its
-    nets, the nets' centres taking their fixed pins (macro pins, ports) as anchors, iterated to a
-    fixed point; the cells are then spread along x so that no stretch of the rows holds them above
-    the target utilization (cells that want the same x would otherwise pack a stretch of rows solid,
-    where qrouter fails), and laid into the rows in order of x, each where it moves least.
-    The rows alternate N and FS; cells sit half a track pitch off the tracks, as qflow places them
-    (on the tracks, a flip-flop's D pin has no grid point). No fill cells: the top has no power
-    grid (the cells' rails are not joined up), which the magic check ignores by comparing signal
-    connectivity only.
+    The top's own cells are placed by :func:`flows.pnr.place.place_cells` (quadratic placement
+    around the fixed macro pins, spread to the rows' target utilization, legalized into the rows).
+    No fill cells: the top has no power grid (the cells' rails are not joined up), which the magic
+    check ignores by comparing signal connectivity only.
 
 Check
     :func:`check_top` loads each block's real layout (magic's ``.mag`` from qflow's migrate step,
@@ -40,7 +34,7 @@ from pathlib import Path
 from .defdb import lef_macros
 from .qflow import MIN_AREA_LOOP
 
-__all__ = ["Floorplan", "floorplan", "place_cells", "port_slots", "top_def", "top_route_script",
+__all__ = ["Floorplan", "floorplan", "port_slots", "top_def", "top_route_script",
            "check_script", "read_check", "TopCheck", "connectivity", "macro_pin_x", "ROW_HEIGHT", "SITE"]
 
 #: The OSU 0.18 um standard-cell row height and site width (um).
@@ -92,78 +86,6 @@ def floorplan(instances, macro_size, cell_area: float, *, util: float, gap: floa
     rows = [(first + r * ROW_HEIGHT, "N" if r % 2 == 0 else "FS") for r in range(int(nrows))]
     height = _snap((rows[-1][0] + ROW_HEIGHT if rows else y0 + mh) + channel, 1.0)
     return Floorplan(width, height, macro_size, macros, rows, margin, util)
-
-
-def place_cells(cells, fixed_pins: dict, sizes: dict, fp: Floorplan, *, iterations: int = 30) -> dict:
-    """Place the top's cells in the floorplan's rows: ``{instance: (x, y, orientation)}``.
-
-    Parameters
-    ----------
-    cells : list
-        ``(instance, cell, {pin: net})`` of the standard cells to place.
-    fixed_pins : dict
-        ``{net: [x, ...]}``: the x of every fixed pin on the net (macro pins, ports).
-    sizes : dict
-        ``{cell: (width, height)}`` from the cells' LEF.
-
-    Raises
-    ------
-    ValueError
-        The cells do not fit in the rows.
-    """
-    nets_of = {inst: sorted(set(pins.values())) for inst, _, pins in cells}
-    members = {}
-    for inst, nets in nets_of.items():
-        for n in nets:
-            members.setdefault(n, []).append(inst)
-    x = {inst: fp.width / 2 for inst in nets_of}
-    for _ in range(iterations):
-        centre = {}
-        for n, insts in members.items():
-            xs = [x[i] for i in insts] + fixed_pins.get(n, [])
-            centre[n] = sum(xs) / len(xs)
-        x = {inst: (sum(centre[n] for n in nets) / len(nets) if nets else x[inst])
-             for inst, nets in nets_of.items()}
-    lo, hi = fp.margin, fp.width - fp.margin
-    order = sorted(cells, key=lambda c: (x[c[0]], c[0]))
-    # spread: in x order, each cell takes w / (rows x util) of the die's width, the rows together
-    # holding the cells at the target density; cells pushed past the right end shift back
-    share = [sizes[c][0] / (max(len(fp.rows), 1) * fp.util) for _, c, _ in order]
-    spread, end = [], lo
-    for (inst, cell, _), s in zip(order, share, strict=True):
-        spread.append(max(x[inst] - sizes[cell][0] / 2, end))
-        end = spread[-1] + s
-    limit = hi
-    for i in range(len(order) - 1, -1, -1):
-        spread[i] = min(spread[i], limit - share[i])
-        limit = spread[i]
-    if order and spread[0] < lo - 1e-6:
-        raise ValueError(f"the top's cells do not fit in its {len(fp.rows)} rows: lower the top-level "
-                         "utilization")
-    cursor = [lo] * len(fp.rows)
-    out = {}
-    for (inst, cell, _), at_x in zip(order, spread, strict=True):
-        w = sizes[cell][0]
-        want = min(max(at_x, lo), hi - w)
-        best = None
-        for r, at in enumerate(cursor):
-            pos = max(at, want)
-            if pos + w > hi:
-                continue
-            cost = abs(pos - want) + ROW_HEIGHT * abs(r - len(cursor) / 2) * 0.01
-            if best is None or cost < best[0]:
-                best = (cost, r, pos)
-        if best is None:
-            raise ValueError(f"the top's cells do not fit in its {len(fp.rows)} rows: lower the top-level "
-                             "utilization")
-        _, r, pos = best
-        px = _snap(pos - SITE / 2, SITE) + SITE / 2      # half a track pitch off the metal2 tracks
-        if px < pos - 1e-6:
-            px += SITE
-        cursor[r] = px + w
-        y, orient = fp.rows[r]
-        out[inst] = (round(px, 3), y + 0.5, orient)    # and half a metal1 pitch off its tracks
-    return out
 
 
 def port_slots(want: dict, fp: Floorplan) -> dict:

@@ -22,7 +22,7 @@ from flows.pnr.abstract import PinPlanError, lef_abstract, plan_pins
 from flows.pnr.defdb import Def, lef_macros
 from flows.pnr.extract import extract
 from flows.pnr.hierflow import tie_offs, unread_outputs, wrapper_verilog
-from flows.pnr.top import connectivity, floorplan, place_cells, port_slots, top_route_script
+from flows.pnr.top import connectivity, floorplan, port_slots, top_route_script
 
 pytestmark = pytest.mark.quick
 
@@ -167,37 +167,6 @@ def test_pin_plan_moves_pins_to_the_upper_edge(tmp_path):
     narrow.write_text(BLOCK.replace("TRACKS X 0 DO 51", "TRACKS X 0 DO 5"))
     with pytest.raises(PinPlanError, match="2 pins for side T but 1 free metal2 track slots"):
         plan_pins([narrow])
-
-
-def test_placement_is_legal_and_follows_the_anchors():
-    """Cells land in the rows, half a pitch off the tracks, without overlaps, inside the die, each
-    near the macro pins its nets reach; cells that cannot fit are a clear error."""
-    fp = floorplan(["m0", "m1", "m2", "m3"], (100.0, 80.0), 40 * 16.0 * 10, util=0.5)
-    xs = [x for _, x, _ in fp.macros]
-    assert xs == pytest.approx([9.6, 110.4, 211.2, 312.0])     # on the 1.6 um grid, none overlapping
-    assert fp.width >= xs[-1] + 100 + fp.margin
-    cells = [(f"c{k}", "INVX1", {"A": f"n{k}", "Y": f"o{k}"}) for k in range(40)]
-    anchors = {f"n{k}": [fp.macros[k % 4][1] + 50] for k in range(40)}
-    sizes = {"INVX1": (1.6, 10.0)}
-    placed = place_cells(cells, anchors, sizes, fp)
-    rows = {y - 0.5 for y, _ in ((p[1], p[2]) for p in placed.values())}
-    assert rows <= {y for y, _ in fp.rows}
-    for x, y, _ in placed.values():
-        assert (x - 0.4) / 0.8 == pytest.approx(round((x - 0.4) / 0.8), abs=1e-6)
-        assert fp.margin <= x and x + 1.6 <= fp.width - fp.margin and y + 10 <= fp.height
-    by_row = {}
-    for x, y, _ in placed.values():
-        by_row.setdefault(y, []).append(x)
-    for xs in by_row.values():
-        xs.sort()
-        assert all(b - a >= 1.6 - 1e-6 for a, b in zip(xs, xs[1:], strict=False))
-    for k in range(40):      # within a few cell widths of its anchor
-        assert abs(placed[f"c{k}"][0] + 0.8 - anchors[f"n{k}"][0]) < 20
-    tight = floorplan(["m0"], (20.0, 20.0), 16.0, util=1.0)
-    with pytest.raises(ValueError, match="do not fit"):
-        place_cells(cells, {}, sizes, tight)
-    with pytest.raises(ValueError, match="utilization"):
-        floorplan(["m0"], (20.0, 20.0), 16.0, util=0)
 
 
 def test_ports_sit_above_what_they_connect_to():
