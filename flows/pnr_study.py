@@ -5,7 +5,10 @@ With ``--run FMT:D`` (repeatable) it first places and routes those columns one a
 (``--place-fast``, ``--util``, ``--graywolf-groute``, ``--route-cleanup``, ``--route-clock``,
 ``--step-timeout``; DRC and LVS are skipped on these large macros), each exactly as ``python -m
 flows pnr --design mu --set width=D --set fmt=FMT --set acc=exact --block mu_col --no-checks``
-would. Every column run under ``build/reports/pnr/`` is then published (:func:`publish`): its
+would. With ``--unit FMT:D`` it lays out the whole unit hierarchically (``make pnr DESIGN=mu
+HIER=1``, :func:`flows.pnr.hierflow.run_pnr_hier`, with the same effort and clock options; the
+column's and the top's utilization at that flow's defaults). Every column and whole-unit run
+under ``build/reports/pnr/`` is then published (:func:`publish`): its
 ``metrics.json`` goes to ``reports/pnr/<run>/`` (committed) with the facts the report takes from
 its layout files (die width and height from the routed DEF, the load of each activation input bit
 from the SPEF and the routed netlist, the nets left unrouted), so the report is rendered from
@@ -24,8 +27,8 @@ from statistics import mean
 from . import metric_keys as K
 from .paths import PUBLISHED_PNR, REPO, USER_PNR
 from .pnr.tools import TECH, ToolError
-from .pnr.wires import broadcast, lef_layers
-from .report.physical import FORMATS, WIDTHS, choose, load_runs, port_load, render, unrouted_names
+from .pnr.wires import broadcast, lef_layers, top_wirelength
+from .report.physical import FORMATS, WIDTHS, choose, load_runs, load_units, port_load, render, unrouted_names
 from .synth.metrics import git_revision
 
 __all__ = ["main", "estimate", "layout_facts", "publish", "provenance", "REPORT"]
@@ -34,9 +37,6 @@ __all__ = ["main", "estimate", "layout_facts", "publish", "provenance", "REPORT"
 REPORT = REPO / "reports" / "physical.md"
 #: Layer of the top-level row nets (the horizontal layer with the least capacitance per um).
 ROW_LAYER = "metal5"
-#: Control nets every column reads besides ``x`` and ``we`` (en_next, swap_req, swap_ok_next, and
-#: the accumulate control record of a rows = 1 unit: valid, first, last).
-CONTROL_NETS = 6
 
 
 def layout_facts(run, lib) -> dict:
@@ -51,6 +51,8 @@ def layout_facts(run, lib) -> dict:
     """
     from .pnr.layout import die_size
 
+    if run.metrics.get("flow__hierarchical"):    # a whole-unit run: its metrics hold what the report needs
+        return {}
     facts = {K.ROUTE_UNROUTED: unrouted_names(run.metrics.get("route__project"))}
     if not run.routed:
         return facts
@@ -104,8 +106,7 @@ def estimate(run, lib, layers) -> dict:
     rc = layers[ROW_LAYER]
     length = d * w
     bc = broadcast(length, d, c_in, rc, lib)
-    broadcast_nets = d * b + d + CONTROL_NETS
-    top_wl = broadcast_nets * length + d * (b + 32) * length / 2
+    top_wl = top_wirelength(d, w, b)
     return {"w": w, "h": h, "c_in": c_in, "layer": rc.layer, "length": length, "wire_c": bc.wire_cap_pf,
             "elmore_ps": bc.elmore_ps, "repeated_ps": bc.repeated_ps, "repeaters": bc.repeaters,
             "buffer": bc.buffer, "top_wl": top_wl, "bits": b}
@@ -144,6 +145,9 @@ def main(argv=None) -> int:
     p.add_argument("--run", action="append", default=[], metavar="FMT:D",
                    help=f"place and route this column first (formats {', '.join(FORMATS)}; D in "
                    f"{', '.join(map(str, WIDTHS))}); repeatable")
+    p.add_argument("--unit", action="append", default=[], metavar="FMT:D",
+                   help="lay out this whole unit hierarchically first (make pnr DESIGN=mu HIER=1: the column "
+                   "once as a macro, the top routed around its copies; D a power of two from 8); repeatable")
     p.add_argument("--place-fast", type=int, default=4, help="graywolf effort divisor (default 4)")
     p.add_argument("--graywolf-groute", choices=("on", "off"), default="off",
                    help="graywolf's own global routing (default off: qrouter routes everything)")
@@ -164,6 +168,7 @@ def main(argv=None) -> int:
                    help="where the runs are published and the report reads them (default reports/pnr)")
     a = p.parse_args(argv)
     from .pnr.flow import check_step_timeout, run_pnr
+    from .pnr.hierflow import run_pnr_hier
 
     if a.step_timeout is not None:
         try:
@@ -171,6 +176,13 @@ def main(argv=None) -> int:
         except ValueError as e:
             raise SystemExit(f"--step-timeout: {e}") from None
 
+    units = []
+    for item in a.unit:
+        fmt, _, d = item.partition(":")
+        if fmt not in FORMATS or not d.isdigit() or int(d) < 8 or int(d) & (int(d) - 1):
+            raise SystemExit(f"--unit {item!r}: expected FMT:D with FMT in {FORMATS} and D a power of two "
+                             "from 8")
+        units.append((fmt, int(d)))
     for item in a.run:
         fmt, _, d = item.partition(":")
         if fmt not in FORMATS or not d.isdigit() or int(d) not in WIDTHS:
@@ -182,11 +194,18 @@ def main(argv=None) -> int:
                     **({"step_timeout_s": a.step_timeout} if a.step_timeout is not None else {}))
         except ToolError as e:   # failed routes and timeouts are results (metrics.json says so); go on
             print(f"pnr-study: {item}: {e}", file=sys.stderr)
+    for fmt, d in units:
+        try:
+            run_pnr_hier("mu", {"width": d, "fmt": fmt, "acc": "exact"}, fast=a.place_fast,
+                         groute=a.graywolf_groute == "on", route_clock=a.route_clock == "on",
+                         **({"step_timeout_s": a.step_timeout} if a.step_timeout is not None else {}))
+        except ToolError as e:   # a unit that does not lay out leaves no metrics: say so and go on
+            print(f"pnr-study: unit {fmt}:{d}: {e}", file=sys.stderr)
     from .synth.liberty import load
 
     lib = load(TECH / "osu018_stdcells.lib")
     try:
-        done = publish(load_runs(USER_PNR), lib, a.published)
+        done = publish(load_runs(USER_PNR) + load_units(USER_PNR), lib, a.published)
     except ValueError as e:
         raise SystemExit(f"pnr-study: {e}") from None
     if done:
@@ -197,7 +216,8 @@ def main(argv=None) -> int:
                          "first")
     layers = lef_layers((TECH / "osu018_stdcells.lef").read_text())
     est = {k: estimate(r, lib, layers) for k, r in choose(runs).items()}
-    text = render(runs, est, provenance(runs))
+    units = load_units(a.published)
+    text = render(runs, est, provenance(runs + units), units)
     with open(a.out, "w") as f:
         f.write(text)
     routed = sum(1 for f, d in choose(runs) if f in FORMATS and d in WIDTHS)   # the study's points only

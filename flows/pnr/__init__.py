@@ -10,6 +10,7 @@ cross-check of our STA; black-box macros through :mod:`~flows.pnr.macro_lib`),
 :mod:`~flows.pnr.flow` (one run, ``make pnr``) and :mod:`~flows.pnr.hierflow` (``make pnr HIER=1``:
 a block hardened once into a macro, :mod:`~flows.pnr.abstract` for its pins and LEF abstract,
 :mod:`~flows.pnr.charlib` for its timing model, :mod:`~flows.pnr.top` for the top's floorplan
-and check, :mod:`~flows.pnr.place` for its placement, :mod:`~flows.pnr.extract` for the top's parasitics, :mod:`~flows.pnr.defdb`
-reading DEF and LEF geometry). Layer: above :mod:`flows.synth`, below the reports.
+and check, :mod:`~flows.pnr.place` for its placement, :mod:`~flows.pnr.extract` for the top's
+parasitics, :mod:`~flows.pnr.defdb` reading DEF and LEF geometry). Layer: above
+:mod:`flows.synth`, below the reports.
 """

@@ -155,78 +155,76 @@ def place_cells(cells, fixed_pins: dict, sizes: dict, fp, *, ports=(), max_fanou
         return {}
     if not fp.rows:
         raise ValueError(f"the top's {len(cells)} cells have no rows: lower the top-level utilization")
-    lo, hi = fp.margin, fp.width - fp.margin
-    ylo, yhi = fp.rows[0][0], fp.rows[-1][0] + ROW_HEIGHT
-    index = {inst: k for k, (inst, _, _) in enumerate(cells)}
+    m = len(cells)
+    box = (fp.margin, fp.width - fp.margin, fp.rows[0][0], fp.rows[-1][0] + ROW_HEIGHT)
+    sx, sy = _springs(cells, fixed_pins, ports, fp.height, max_fanout, ((box[0] + box[1]) / 2,
+                                                                         (box[2] + box[3]) / 2))
     width = np.array([sizes[c][0] for _, c, _ in cells])
+    area = width * ROW_HEIGHT
+    x = sx.solve(np.full(sx.n, (box[0] + box[1]) / 2))
+    y = sy.solve(np.full(sy.n, (box[2] + box[3]) / 2))
+    tx, ty = _spread(x[:m], y[:m], area, box, fp.util)
+    mean_w = float(np.mean(sx.diag[:m]))
+    for it in range(iterations):      # anchor springs to the spread positions, stiffer each time
+        alpha = np.zeros(sx.n)
+        alpha[:m] = mean_w * 0.01 * 1.3 ** it
+        x = sx.solve(x, alpha, alpha * np.concatenate([tx, np.zeros(sx.n - m)]))
+        y = sy.solve(y, alpha, alpha * np.concatenate([ty, np.zeros(sy.n - m)]))
+        tx, ty = _spread(x[:m], y[:m], area, box, fp.util)
+        if np.mean(np.abs(x[:m] - tx) + np.abs(y[:m] - ty)) < ROW_HEIGHT:
+            break
+    return _legalize(cells, tx - width / 2, ty - ROW_HEIGHT / 2, width, fp)
+
+
+def _springs(cells, fixed_pins: dict, ports, top_y: float, max_fanout: int, centre) -> tuple:
+    """The x and y spring systems of :func:`place_cells` (nodes: the cells in order, then the
+    ports, then the stars' centres)."""
+    m = len(cells)
     members = {}
-    for inst, _, pins in cells:
-        for n in set(pins.values()):
-            members.setdefault(n, []).append(index[inst])
-    port_node = {}
-    n = len(cells)
-    for p in ports:
-        if p in members:
-            port_node[p] = n
-            n += 1
+    for k, (_, _, pins) in enumerate(cells):
+        for n in sorted(set(pins.values())):
+            members.setdefault(n, []).append(k)
+    node = {p: m + k for k, p in enumerate(p for p in dict.fromkeys(ports) if p in members)}
+    count = {net: len(ins) + len(fixed_pins.get(net, ())) + (net in node) for net, ins in members.items()}
     star = {}
-    for net, ins in members.items():
-        p = len(ins) + len(fixed_pins.get(net, ())) + (net in port_node)
+    for net, p in count.items():
         if 3 <= p <= max_fanout:
-            star[net] = n
-            n += 1
-    sx, sy = _System(n), _System(n)
+            star[net] = m + len(node) + len(star)
+    sx, sy = _System(m + len(node) + len(star)), _System(m + len(node) + len(star))
     for net, ins in members.items():
-        fixed = fixed_pins.get(net, ())
-        p = len(ins) + len(fixed) + (net in port_node)
+        p, fixed = count[net], fixed_pins.get(net, ())
         if p < 2 or p > max_fanout:
             continue
-        w = p / (p - 1)
-        free = list(ins) + ([port_node[net]] if net in port_node else [])
+        free = ins + ([node[net]] if net in node else [])
         if net in star:
-            c = star[net]
+            c, w = star[net], p / (p - 1)
             for i in free:
                 sx.spring(i, c, w)
-                if i < len(cells):
+                if i < m:
                     sy.spring(i, c, w)
-                else:
-                    sy.anchor(c, fp.height, w)
+                else:                         # the port: on the upper edge
+                    sy.anchor(c, top_y, w)
             for fx, fy in fixed:
                 sx.anchor(c, fx, w)
                 sy.anchor(c, fy, w)
-        elif len(free) == 2:
+        elif len(free) == 2:                  # two cells, or a cell and a port
             sx.spring(free[0], free[1], 1.0)
-            if net in port_node:
-                sy.anchor(ins[0], fp.height, 1.0)
+            if net in node:
+                sy.anchor(ins[0], top_y, 1.0)
             else:
                 sy.spring(free[0], free[1], 1.0)
         else:                                 # one cell, one macro pin
             (fx, fy), = fixed
             sx.anchor(free[0], fx, 1.0)
             sy.anchor(free[0], fy, 1.0)
-    for k in range(len(port_node)):          # a port's own y is the edge
-        sy.anchor(len(cells) + k, fp.height, 1.0)
-    centre = ((lo + hi) / 2, (ylo + yhi) / 2)
-    for i in range(n):                        # a weak pull to the centre: no cell left undetermined
+    for i in node.values():                   # a port's own y is the edge
+        sy.anchor(i, top_y, 1.0)
+    for i in range(sx.n):                     # a weak pull to the centre: no node left undetermined
         sx.anchor(i, centre[0], 1e-4)
         sy.anchor(i, centre[1], 1e-4)
     sx.freeze()
     sy.freeze()
-    x = sx.solve(np.full(n, centre[0]))
-    y = sy.solve(np.full(n, centre[1]))
-    area = width * ROW_HEIGHT
-    box = (lo, hi, ylo, yhi)
-    mean_w = float(np.mean(sx.diag[:len(cells)]))
-    tx, ty = _spread(x[:len(cells)], y[:len(cells)], area, box, fp.util)
-    for it in range(iterations):
-        alpha = np.zeros(n)
-        alpha[:len(cells)] = mean_w * 0.01 * 1.3 ** it
-        x = sx.solve(x, alpha, alpha * np.concatenate([tx, np.zeros(n - len(cells))]))
-        y = sy.solve(y, alpha, alpha * np.concatenate([ty, np.zeros(n - len(cells))]))
-        tx, ty = _spread(x[:len(cells)], y[:len(cells)], area, box, fp.util)
-        if np.mean(np.abs(x[:len(cells)] - tx) + np.abs(y[:len(cells)] - ty)) < ROW_HEIGHT:
-            break
-    return _legalize(cells, tx - width / 2, ty - ROW_HEIGHT / 2, width, fp)
+    return sx, sy
 
 
 def _legalize(cells, want_x, want_y, width, fp) -> dict:

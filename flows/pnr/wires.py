@@ -24,7 +24,20 @@ import math
 import re
 from dataclasses import dataclass
 
-__all__ = ["WireRC", "lef_layers", "Broadcast", "broadcast", "strongest_buffer"]
+__all__ = ["WireRC", "lef_layers", "Broadcast", "broadcast", "strongest_buffer", "top_wirelength",
+           "CONTROL_NETS"]
+
+#: Control nets every column reads besides ``x`` and ``we`` (en_next, swap_req, swap_ok_next, and
+#: the accumulate control record of a rows = 1 unit: valid, first, last).
+CONTROL_NETS = 6
+
+
+def top_wirelength(d: int, width_um: float, bits: int) -> float:
+    """Estimated um of the unit's top-level nets for ``d`` macros ``width_um`` wide abutted in a
+    row, ``bits``-bit activations: every broadcast net the row's length, every point-to-point net
+    half of it (the module's floorplan)."""
+    length = d * width_um
+    return (d * bits + d + CONTROL_NETS) * length + d * (bits + 32) * length / 2
 
 
 @dataclass(frozen=True)

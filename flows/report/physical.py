@@ -22,8 +22,8 @@ from .. import metric_keys as K
 from .common import Point, fit_slope, read_metrics
 from .silicon import model_costs, model_perf
 
-__all__ = ["Run", "load_runs", "point_of", "choose", "render", "port_load", "LEAVES_OUT", "FORMATS",
-           "WIDTHS"]
+__all__ = ["Run", "load_runs", "load_units", "point_of", "unit_of", "choose", "render", "port_load",
+           "LEAVES_OUT", "FORMATS", "WIDTHS"]
 
 #: Element formats and widths the study places and routes (``acc = exact`` columns).
 FORMATS = ("fp8_e4m3", "fp4_e2m1")
@@ -36,13 +36,12 @@ LEAVES_OUT = [
     "does not enter an ideal clock's timing, so a `clk` left unrouted (failed, or left out of the route "
     "on purpose: section 1) changes no delay here; left out, its tracks are free for the signal nets "
     "(a little less congestion than a routed clock tree would leave).",
-    "Only the column macro is placed and routed. The unit's top-level wires (activation broadcast, "
-    "weight rows, results, control) are **estimated** analytically from the macro's routed size "
-    "(section 4), not routed; the top's own logic (control, feed registers, result skid buffer) is "
-    "not laid out, and unit silicon below is D x the column's die. The hierarchical flow (`make pnr "
-    "HIER=1`: the column hardened once, the top placed and routed around its copies) does not route "
-    "the unit's top yet: its one-dimensional placer leaves 1,983 of the 5,641 top nets of the E2M1 "
-    "D = 8 unit unrouted after qrouter's first stage (README).",
+    "Sections 1-4 place and route the column macro alone. There the unit's top-level wires "
+    "(activation broadcast, weight rows, results, control) are **estimated** analytically from the "
+    "macro's routed size (section 4), not routed; the top's own logic (control, feed registers, "
+    "result skid buffer) is not laid out, and unit silicon is D x the column's die. Section 5 lays "
+    "the whole unit out hierarchically at the widths listed there (the top with no power grid, "
+    "the clock ideal and left unrouted).",
     "Inputs arrive at 0 ps at the macro's pins and outputs end at the pins (no input or output "
     "delay); the pins are spread on the die edge by qflow's `arrangepins`, not floorplanned.",
     "No timing-driven placement, no resizing or buffering after placement: the routed netlist is "
@@ -82,6 +81,20 @@ def point_of(m: dict):
     if m.get("design") != "mu" or p.get("acc") != "exact" or not str(p.get("block", "")).startswith("mu_col"):
         return None
     return p.get("fmt"), int(p["width"])
+
+
+def unit_of(m: dict):
+    """``(fmt, D)`` of a hierarchical run of the whole ``exact`` matrix unit, else None."""
+    p = m.get("design__params") or {}
+    if m.get("design") != "mu" or p.get("acc") != "exact" or not m.get("flow__hierarchical"):
+        return None
+    return p.get("fmt"), int(p["width"])
+
+
+def load_units(pnr_dir: Path) -> list:
+    """Every whole-unit hierarchical run (:func:`unit_of`) under ``pnr_dir/*/metrics.json``."""
+    found = read_metrics(pnr_dir, "rerun that place-and-route point")
+    return [Run(m, f.parent, *unit_of(m)) for f, m in found if unit_of(m)]
 
 
 def load_runs(pnr_dir: Path) -> list:
@@ -332,6 +345,57 @@ def claims_section(chosen, est) -> list:
     return L
 
 
+def units_section(units) -> list:
+    """The whole units laid out hierarchically, each against the top-level wire estimate of section 4
+    applied to its own column's width."""
+    from hw.formats import get_format
+
+    from ..pnr.wires import top_wirelength
+
+    if not units:
+        return []
+    L = ["## 5. The whole unit, routed hierarchically", "",
+         "`python -m flows pnr-study --unit FMT:D` (`make pnr DESIGN=mu HIER=1` with the study's effort): "
+         "the column laid out once (placed by graywolf, its pins on its upper edge, routed on metal1-4, "
+         "DRC- and LVS-checked) and turned into a macro (LEF abstract, timing model measured by OpenSTA "
+         "on the routed column with its parasitics); its D copies FIXED in a row, the top's own cells "
+         "(control, feed registers, result path, buffers) in rows above them, placed by our quadratic "
+         "placer (`flows/pnr/place.py`), the whole routed by qrouter (metal5-6 over the columns), "
+         "extracted, timed by OpenSTA with the columns' models, and checked in magic over the "
+         "columns' real layouts (DRC; every signal pin on its netlist net). Unit critical path: the "
+         "longer of the top's post-route path (it includes a column input's setup, measured with the "
+         "column's wires) and the column's own. Top wire, estimated: section 4's formula with this "
+         "unit's column width (broadcasts the row's length, point-to-point nets half of it).", "",
+         "| format | D | column cells | column die (um) | column DRC / LVS | top cells | unit die (mm) "
+         "| unit die / (D x column die) | top wire (mm): routed / est. | top wire per MAC (um) | failed "
+         "nets | top DRC | pins: open / short / missing | top path post / no wires / pre (ps) "
+         "| column path post (ps) | unit fmax (MHz) | total (min) | revision |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(units, key=lambda r: (FORMATS.index(r.fmt) if r.fmt in FORMATS else 9, r.width,
+                                          r.metrics.get("flow__date") or "")):
+        m, d = r.metrics, r.width
+        bw, bh = m.get("hier__block__die_width_um"), m.get("hier__block__die_height_um")
+        tw, th = m.get("hier__top__die_width_um"), m.get("hier__top__die_height_um")
+        conn = m.get("hier__top__connectivity") or {}
+        top, col = r.get(K.ROUTE_CP_PS), r.get("hier__block__critical_path_ps_post")
+        unit = max(x for x in (top, col) if x is not None) if top or col else None
+        est = top_wirelength(d, bw, get_format(r.fmt).bits) if bw else None
+        wl = r.get(K.ROUTE_WL)
+        total = r.get("flow__runtime__seconds_total")
+        lvs = {True: "match", False: "mismatch"}.get(m.get("hier__block__lvs_match"), "-")
+        L.append(f"| {r.fmt} | {d} | {_f(r.get('hier__block__cells'))} | {_f(bw)} x {_f(bh)} | "
+                 f"{_f(r.get('hier__block__drc_errors'))} / {lvs} | {_f(r.get('hier__top__cells'))} | "
+                 f"{_f(tw / 1000, 2)} x {_f(th / 1000, 2)} | {_f(tw * th / (d * bw * bh), 2)} | "
+                 f"{_f(wl / 1000, 0)} / {_f(est / 1000 if est else None, 0)} | {_f(wl / (d * d), 0)} | "
+                 f"{_f(r.get(K.ROUTE_FAILED))} | {_f(r.get('hier__top__drc_errors'))} | "
+                 f"{_f(conn.get('opens'))} / {_f(conn.get('shorts'))} / {_f(conn.get('missing'))} of "
+                 f"{_f(conn.get('pins'))} | {_f(top)} / {_f(r.get(K.ROUTE_CP_PS_NOWIRE))} / "
+                 f"{_f(r.get(K.CP_PS))} | {_f(col)} | {_f(1e6 / unit if unit else None, 1)} | "
+                 f"{_f(total / 60 if total else None, 1)} | "
+                 f"{m.get('flow__git_revision', '?')} |")
+    return L + [""]
+
+
 def missing_section(chosen, runs=()) -> list:
     """Points without a routed run, with the size and time they would take, scaled from the widest
     routed column of the same format (a column is D lanes: cells about linear in D; place and route
@@ -340,7 +404,7 @@ def missing_section(chosen, runs=()) -> list:
     missing = [(f, d) for f in FORMATS for d in WIDTHS if (f, d) not in chosen]
     if not missing:
         return []
-    L = ["## 5. Not routed", "",
+    L = ["## 6. Columns not routed", "",
          "| format | D | cells (est.) | place and route time (est., at least) | tried |",
          "|---|---|---|---|---|"]
     for f, d in missing:
@@ -374,9 +438,10 @@ def _seconds(r):
     return r.get("flow__runtime__seconds_total")
 
 
-def render(runs, est, provenance) -> str:
-    """The report's text from the runs (:func:`load_runs`), the top-level wire estimates
-    (``{(fmt, D): dict}``, see :func:`wires_section`) and provenance lines."""
+def render(runs, est, provenance, units=()) -> str:
+    """The report's text from the column runs (:func:`load_runs`), the top-level wire estimates
+    (``{(fmt, D): dict}``, see :func:`wires_section`), provenance lines and the whole-unit runs
+    (:func:`load_units`)."""
     chosen = choose(runs)
     L = ["# Physical design: routed matrix-unit columns (`acc = exact`)", "",
          "Generated by `python -m flows pnr-study` (`make pnr-study`) from the place-and-route runs' "
@@ -391,5 +456,6 @@ def render(runs, est, provenance) -> str:
     L += ["", "## What these numbers leave out", ""] + [f"- {x}" for x in LEAVES_OUT] + [""]
     L += runs_section(runs) + [""] + qor_section(chosen) + [""] + claims_section(chosen, est) + [""]
     L += wires_section(chosen, est) + [""]
+    L += units_section(units)
     L += missing_section(chosen, runs)
     return "\n".join(L)
