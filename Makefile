@@ -35,7 +35,7 @@ help:
 	@echo "make synth VERILOG=my.sv TOP=my_top          the same flow on your own (System)Verilog"
 	@echo "make pnr DESIGN=bf16_mul [UTIL=0.6]           place, route, DRC/LVS, post-route timing (build/reports/pnr/)"
 	@echo "make pnr DESIGN=bf16_bank HIER=1              hierarchical: the block once as a macro, the top routed around it"
-	@echo "make pnr-study [RUN=\"fp8_e4m3:32 ...\"]     routed exact columns, reports/physical.md (RUN: place and route first)"
+	@echo "make pnr-study [RUN=\"fp8_e4m3:32 ...\"] [UNIT=...] routed exact columns and units, reports/physical.md"
 	@echo "make test                                    lint + unit tests + quick regression"
 	@echo "make test-full                               the whole regression"
 	@echo "make prove DESIGN=bf16_mul                   formal equivalence booth4 == behavioral"
@@ -93,11 +93,13 @@ else
 	$(PY) -m flows pnr --design $(DESIGN) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(BLOCK),--block $(BLOCK)) $(if $(HIER),--hier) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
 endif
 
-# make pnr-study [RUN="fp8_e4m3:32 fp4_e2m1:32"] [PLACE_FAST=4] [UTIL=0.7] [STEP_TIMEOUT=3600]: place and route those exact
-# columns first (one after the other), then write reports/physical.md from every column run found
+# make pnr-study [RUN="fp8_e4m3:32 fp4_e2m1:32"] [UNIT="fp4_e2m1:8"] [PLACE_FAST=4] [UTIL=0.7] [STEP_TIMEOUT=3600]:
+# place and route those exact columns first (one after the other; UNIT: whole units, hierarchically),
+# then write reports/physical.md from every column and unit run found
 RUN ?=
+UNIT ?=
 pnr-study: $(STAMP)
-	$(PY) -m flows pnr-study $(foreach r,$(RUN),--run $(r)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(UTIL),--util $(UTIL)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
+	$(PY) -m flows pnr-study $(foreach r,$(RUN),--run $(r)) $(foreach u,$(UNIT),--unit $(u)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(UTIL),--util $(UTIL)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
 
 # make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=tiles|random|zeros|all] [SAMPLE=k] [PUBLISH=1] [ROWS=16 ...]
 # (energy of the matrix unit; other mu options as for make synth)

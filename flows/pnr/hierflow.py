@@ -258,9 +258,9 @@ def _harden(s, lib, work: Path, outdir: Path, *, util, fast, groute, route_clock
                                                      "block_model": model_s})
 
 
-def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, route_clock,
-                 timeout_s) -> SimpleNamespace:
-    """The top placed around the block's copies, routed, extracted and timed."""
+def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, timeout_s) -> SimpleNamespace:
+    """The top placed around the block's copies, routed (its clock nets left for a clock tree, the
+    clock being ideal), extracted and timed."""
     top, hard = s.top, s.hard
     t = time.monotonic()
     tech_text = tech_lef().read_text()
@@ -290,7 +290,7 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, route_cl
     tdir.mkdir(parents=True, exist_ok=True)
     (tdir / f"{top}.def").write_text(top_def(top, fp, hard, placed, cells, macros, ph.inputs, ph.outputs,
                                              port_slots(want, fp)))
-    ignore = () if route_clock else tuple(clocks)
+    ignore = tuple(clocks)   # left for a clock tree (route_clock: the block's clock only)
     place_s = round(time.monotonic() - t, 2)
     nets = sum(1 for c in _top_nets(ph) if c > 1)
     script = top_route_script(top, [tech_lef(), b.lef], fp, ignore=ignore, give_up=max(20, nets // 10))
@@ -362,8 +362,11 @@ def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=No
     gap : float
         Space between neighbouring macros (um; 0: abutted).
     route_clock : bool
-        Route the clock nets (off: left unrouted, the timing's clock being ideal either way, see
-        :func:`flows.pnr.flow.run_pnr`; the block's clock is still routed when ``checks`` runs LVS).
+        Route the block's clock net (off: left unrouted, the timing's clock being ideal either way,
+        see :func:`flows.pnr.flow.run_pnr`; still routed when ``checks`` runs LVS). The top's clock
+        nets are never routed: with no clock tree, the clock is ideal, and routed as one signal net
+        to every flip-flop and macro, qrouter rips the matrix unit's clock up and cannot restore it
+        (E2M1 D = 8: the one net left after 13 minutes).
     checks : bool
         qflow's DRC and LVS on the block and magic's check of the top.
     reuse : bool
@@ -418,8 +421,7 @@ def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=No
         f"{s.pre.delay_ps:.1f} ps")
     b = _harden(s, lib, work, outdir, util=util, fast=fast, groute=groute, route_clock=route_clock,
                 checks=checks, timeout_s=step_timeout_s, reuse=reuse, log=log)
-    tp = _lay_out_top(s, b, lib, work, outdir, top_util=top_util, gap=gap, route_clock=route_clock,
-                      timeout_s=step_timeout_s)
+    tp = _lay_out_top(s, b, lib, work, outdir, top_util=top_util, gap=gap, timeout_s=step_timeout_s)
     seconds.update(b.seconds)
     seconds.update(tp.seconds)
     chk = None
@@ -465,8 +467,7 @@ def _metrics(design, params, tag, s, b, t, chk, *, util, top_util, gap, seconds)
                                      "shorts": len(chk.shorts)} if chk else None),
         "route__steps_seconds": seconds, "route__tools": versions(),
         "route__assumptions": {
-            "clock": "ideal (no clock tree, zero skew); the top's clock nets are "
-                     + ("routed" if t.ignore == () else "left unrouted"),
+            "clock": "ideal (no clock tree, zero skew); the top's clock nets are left unrouted",
             "blocks": "timing models measured by OpenSTA on the routed block with its parasitics (setup, "
                       "clock to output, combinational arcs; worst edge; default input slew); the top's "
                       "timing without wires keeps the blocks' routed models",
