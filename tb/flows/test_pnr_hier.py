@@ -193,6 +193,11 @@ def test_top_route_gives_up_on_a_hopeless_first_stage():
     stage2 = lines.index("if {$result > 0} { set result [stage2 mask 10 effort 10] }")
     assert lines.index("set result [stage1]") < gate < stage2
     assert lines.index("}") > gate and "write_def t_route.def" in lines and "ignore clk" in lines
+    assert "cleanup all" not in lines       # it moved a pin's segment off the pin's layer
+    x, y = fp.macros[0][1:]                # the block is obstructed on metal5-6, not below
+    assert {f"obstruction {x} {y} {x + 100.0} {y + 50.0} metal{k}" for k in (5, 6)} <= set(lines)
+    below = [ln for ln in lines if ln.startswith(f"obstruction {x} ") and ln[-1] in "1234"]
+    assert not below
 
 
 def _cell(typ, **conn):
