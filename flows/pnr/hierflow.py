@@ -7,9 +7,10 @@ columns), :func:`run_pnr_hier`
 1. synthesizes the top with the block as a black box, and finds the block inputs the top ties to a
    constant in every copy (the block is then laid out with those ties inside it: a wrapper module
    ``<block>_hard``; the library has no tie cell for the top to drive them with);
-2. synthesizes that block flat, places and routes it with qflow on metal1-4 (metal5-6 stay free for
-   the top over it) with its pins moved to its upper edge between placement and routing
-   (:func:`flows.pnr.abstract.plan_pins`), and runs qflow's DRC and LVS on it;
+2. synthesizes that block flat, places and routes it with qflow on metal1-4 (its power stripes on
+   metal6; the top does not route over it, see :mod:`flows.pnr.top`) with its pins moved to its
+   upper edge between placement and routing (:func:`flows.pnr.abstract.plan_pins`), and runs
+   qflow's DRC and LVS on it;
 3. writes the block's LEF abstract (:func:`flows.pnr.abstract.lef_abstract`) and its liberty timing
    model measured by OpenSTA on the routed block with its parasitics
    (:func:`flows.pnr.charlib.block_liberty`);
