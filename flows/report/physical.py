@@ -357,7 +357,8 @@ def units_section(units) -> list:
     L = ["## 5. The whole unit, routed hierarchically", "",
          "`python -m flows pnr-study --unit FMT:D` (`make pnr DESIGN=mu HIER=1` with the study's effort): "
          "the column laid out once (placed by graywolf, its pins on its upper edge, routed on metal1-4, "
-         "DRC- and LVS-checked) and turned into a macro (LEF abstract, timing model measured by OpenSTA "
+         "DRC-checked; LVS when its clock is routed: the study leaves clocks unrouted, ideal) and "
+         "turned into a macro (LEF abstract, timing model measured by OpenSTA "
          "on the routed column with its parasitics); its D copies FIXED in a row, the top's own cells "
          "(control, feed registers, result path, buffers) in rows above them, placed by our quadratic "
          "placer (`flows/pnr/place.py`), the top routed by qrouter above the columns (metal1-6; none "
@@ -383,7 +384,7 @@ def units_section(units) -> list:
         est = top_wirelength(d, bw, get_format(r.fmt).bits) if bw else None
         wl = r.get(K.ROUTE_WL)
         total = r.get("flow__runtime__seconds_total")
-        lvs = {True: "match", False: "mismatch"}.get(m.get("hier__block__lvs_match"), "-")
+        lvs = {True: "match", False: "mismatch"}.get(m.get("hier__block__lvs_match"), "not run")
         L.append(f"| {r.fmt} | {d} | {_f(r.get('hier__block__cells'))} | {_f(bw)} x {_f(bh)} | "
                  f"{_f(r.get('hier__block__drc_errors'))} / {lvs} | {_f(r.get('hier__top__cells'))} | "
                  f"{_f(tw / 1000, 2)} x {_f(th / 1000, 2)} | {_f(tw * th / (d * bw * bh), 2)} | "

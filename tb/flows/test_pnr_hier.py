@@ -282,3 +282,9 @@ def test_hierarchical_bf16_bank(tmp_path):
     # the block's worst input-to-register path (inputs arrive at 0) is its post-route critical path
     assert max(setups) * 1000 == pytest.approx(m["hier__block__critical_path_ps_post"], abs=1.0)
     assert Path(tmp_path / "rep" / "sta_routed" / "sta.log").read_text().count("Warning") == 0
+    # the block's clock left unrouted (ideal): no LVS (it needs every net), DRC and the top's check still
+    m = run_pnr_hier("bf16_bank", {"lanes": "4", "stages": "1"}, fast=4, route_clock=False,
+                     outdir=tmp_path / "nclk", log=lambda *_: None)
+    assert m["hier__block__lvs_match"] is None and m["hier__block__drc_errors"] == 0
+    c = m["hier__top__connectivity"]
+    assert m[K.ROUTE_FAILED] == 0 and c["pins"] > 4 * 33 + 100 and c["opens"] == c["shorts"] == 0
