@@ -176,6 +176,11 @@ def _no_rc(m) -> str:
     return (f"; routed but without RC: {', '.join(f'`{n}`' for n in names)}" if names else "")
 
 
+def _in_order(r):
+    """Sort key of runs: format (the study's first), width, date."""
+    return FORMATS.index(r.fmt) if r.fmt in FORMATS else 9, r.width, r.metrics.get("flow__date") or ""
+
+
 def runs_section(runs) -> list:
     L = ["## 1. Runs", "",
          "Every run found, chosen or not (a run of the full route with failed nets has no timing; the "
@@ -193,8 +198,7 @@ def runs_section(runs) -> list:
          "| die (um^2) "
          "| stage-1 failed nets | failed nets | place (s) | route (s) | STA (s) | total (s) | revision |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(runs, key=lambda r: (FORMATS.index(r.fmt) if r.fmt in FORMATS else 9, r.width,
-                                         r.metrics.get("flow__date") or "")):
+    for r in sorted(runs, key=_in_order):
         m, s = r.metrics, r.metrics.get("route__steps_seconds") or {}
         total = r.get("flow__runtime__seconds_total")
         lay = m.get("route__layout_run") or {}
@@ -373,8 +377,7 @@ def units_section(units) -> list:
          "nets | top DRC | pins: open / short / missing | top path post / no wires / pre (ps) "
          "| column path post (ps) | unit fmax (MHz) | total (min) | revision |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(units, key=lambda r: (FORMATS.index(r.fmt) if r.fmt in FORMATS else 9, r.width,
-                                          r.metrics.get("flow__date") or "")):
+    for r in sorted(units, key=_in_order):
         m, d = r.metrics, r.width
         bw, bh = m.get("hier__block__die_width_um"), m.get("hier__block__die_height_um")
         tw, th = m.get("hier__top__die_width_um"), m.get("hier__top__die_height_um")
