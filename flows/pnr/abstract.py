@@ -28,7 +28,7 @@ from pathlib import Path
 from .defdb import Def, Via, Wire, cell_overhang, lef_macros, lef_vias
 from .wires import lef_layers
 
-__all__ = ["plan_pins", "lef_abstract", "PinPlanError", "ROUTING_LAYERS"]
+__all__ = ["core_box", "plan_pins", "lef_abstract", "PinPlanError", "ROUTING_LAYERS"]
 
 #: The routing layers of the OSU 0.18 um technology, bottom up.
 ROUTING_LAYERS = ("metal1", "metal2", "metal3", "metal4", "metal5", "metal6")
@@ -122,6 +122,18 @@ def plan_pins(def_paths, sides="*=T") -> dict:
     return {sd: len(v) for sd, v in by_side.items()}
 
 
+def core_box(d: Def, tech_text: str) -> tuple:
+    """The box (um, the DEF's coordinates) of a placed block's cells, bloated by how far their
+    rails reach beyond their size boxes."""
+    sizes = {c: sz for c, (sz, _) in lef_macros(tech_text).items()}
+    over = cell_overhang(tech_text)
+    ox = max(over.get(c[1], (0, 0))[0] for c in d.components)
+    oy = max(over.get(c[1], (0, 0))[1] for c in d.components)
+    return (min(c[2] for c in d.components) - ox, min(c[3] for c in d.components) - oy,
+            max(c[2] + sizes[c[1]][0] for c in d.components) + ox,
+            max(c[3] + sizes[c[1]][1] for c in d.components) + oy)
+
+
 def lef_abstract(d: Def, macro: str, inputs, outputs, tech_text: str, core_layers: int = 4) -> str:
     """The LEF abstract (CLASS BLOCK) of a routed block (see the module docstring).
 
@@ -137,17 +149,11 @@ def lef_abstract(d: Def, macro: str, inputs, outputs, tech_text: str, core_layer
         The layers the block routed on (metal1 .. metal<core_layers>), obstructed over its core.
     """
     vias = {**lef_vias(tech_text), **d.vias}
-    sizes = {c: sz for c, (sz, _) in lef_macros(tech_text).items()}
-    over = cell_overhang(tech_text)
     half = {layer: rc.width_um / 2 for layer, rc in lef_layers(tech_text).items()}
     x0, y0, x1, y1 = d.die
     if not d.components:
         raise ValueError(f"block {macro}: its DEF has no components")
-    ox = max(over.get(c[1], (0, 0))[0] for c in d.components)
-    oy = max(over.get(c[1], (0, 0))[1] for c in d.components)
-    core = (min(c[2] for c in d.components) - ox, min(c[3] for c in d.components) - oy,
-            max(c[2] + sizes[c[1]][0] for c in d.components) + ox,
-            max(c[3] + sizes[c[1]][1] for c in d.components) + oy)
+    core = core_box(d, tech_text)
     inner = set(ROUTING_LAYERS[:core_layers])
 
     def inside(r):

@@ -7,10 +7,10 @@ columns), :func:`run_pnr_hier`
 1. synthesizes the top with the block as a black box, and finds the block inputs the top ties to a
    constant in every copy (the block is then laid out with those ties inside it: a wrapper module
    ``<block>_hard``; the library has no tie cell for the top to drive them with);
-2. synthesizes that block flat, places and routes it with qflow on metal1-4 (its power stripes on
-   metal6; the top does not route over it, see :mod:`flows.pnr.top`) with its pins moved to its
-   upper edge between placement and routing (:func:`flows.pnr.abstract.plan_pins`), and runs
-   qflow's DRC and (its clock routed) LVS on it;
+2. synthesizes that block flat, places and routes it with qflow on metal1-4 (metal5-6 stay free for
+   the top over it, see :mod:`flows.pnr.top`) with its pins moved to its upper edge between
+   placement and routing (:func:`flows.pnr.abstract.plan_pins`), and runs qflow's DRC and (its
+   clock routed) LVS on it;
 3. writes the block's LEF abstract (:func:`flows.pnr.abstract.lef_abstract`) and its liberty timing
    model measured by OpenSTA on the routed block with its parasitics
    (:func:`flows.pnr.charlib.block_liberty`);
@@ -44,7 +44,7 @@ from types import SimpleNamespace
 from .. import metric_keys as K
 from ..paths import USER_PNR
 from ..synth.outputs import sta_defaults
-from .abstract import lef_abstract, plan_pins
+from .abstract import core_box, lef_abstract, plan_pins
 from .charlib import block_liberty
 from .defdb import Def
 from .extract import extract
@@ -254,7 +254,9 @@ def _harden(s, lib, work: Path, outdir: Path, *, util, fast, groute, route_clock
                       output_load_pf=defaults["output_load_pf"])
     sizes = lef_sizes(tech_text)
     wire = read_def(q.routed_def.read_text(), sizes).wirelength
-    return SimpleNamespace(q=q, ph=ph, clocks=clocks, die=d.die, lef=lef, lib=outdir / f"{hard}.lib", sta=sta,
+    strip = round(d.die[3] - core_box(d, tech_text)[3], 3)   # above its cells: its pins' wires
+    return SimpleNamespace(q=q, ph=ph, clocks=clocks, die=d.die, strip=strip, lef=lef,
+                           lib=outdir / f"{hard}.lib", sta=sta,
                            wirelength=wire, seconds={**{f"block_{k}": v for k, v in q.seconds.items()},
                                                      "block_model": model_s})
 
@@ -294,7 +296,8 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, timeout_
     ignore = tuple(clocks)   # left for a clock tree (route_clock: the block's clock only)
     place_s = round(time.monotonic() - t, 2)
     nets = sum(1 for c in _top_nets(ph) if c > 1)
-    script = top_route_script(top, [tech_lef(), b.lef], fp, ignore=ignore, give_up=max(20, nets // 10))
+    script = top_route_script(top, [tech_lef(), b.lef], fp, strip=b.strip, ignore=ignore,
+                              give_up=max(20, nets // 10))
     failed, route_s = _qrouter(script, tdir, top, timeout_s)
     if failed:
         skipped = "no rip-up" in (tdir / "route.log").read_text(errors="replace")

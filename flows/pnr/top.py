@@ -8,11 +8,11 @@ Floorplan
     pins face up (:func:`flows.pnr.abstract.plan_pins`), and above the row, after a channel, lie the
     standard-cell rows of the top's own logic (registers, buffers, control), as many as that logic
     needs at the target utilization over the row's width; the top's ports are on the die's upper
-    edge. Routing uses all six layers above the blocks and none over them: the blocks route on
-    metal1-4, and metal5-6 over them are obstructed, because qrouter reached a pin's wire inside a
-    block from metal5 through vias off the top's grid and left notches against the block's metal6
-    stripes (magic found 30 spacing errors on the matrix unit at D = 8; the top had routed 33 of its
-    5,641 nets over the blocks).
+    edge. Routing uses all six layers; over the blocks, metal5 and metal6 (the blocks route on
+    metal1-4; their power stripes on metal6 are obstructions), except metal5 over the strip between
+    a block's cells and its upper edge, where its pins' wires run: there qrouter reached a pin's
+    wire from metal5 through vias off the top's grid and left notches against the block's metal6
+    stripes (magic found 30 spacing errors on the matrix unit at D = 8).
 
 Placement
     The top's own cells are placed by :func:`flows.pnr.place.place_cells` (quadratic placement
@@ -158,14 +158,15 @@ def top_def(design: str, fp: Floorplan, macro: str, placed: dict, cells, macro_c
     return "\n".join(d)
 
 
-def top_route_script(design: str, lefs, fp: Floorplan, *, ignore=(), give_up: int) -> str:
+def top_route_script(design: str, lefs, fp: Floorplan, *, strip: float, ignore=(), give_up: int) -> str:
     """qrouter's script for the top: the LEFs, six layers, the die-edge obstruction strips qflow's
-    own scripts write, metal5-6 obstructed over the blocks, the DEF, then the bounded route (stage 1
-    and two stage-2 passes; the stage-2 passes are skipped when stage 1 leaves more than
-    ``give_up`` nets unrouted, a layout their rip-up would spend hours on), the routed DEF and a
-    ``Final:`` line. No ``cleanup all``: where it merges a pin's via with a neighbouring one it can
-    move the pin's metal1 segment to metal2 (qrouter 1.4.71; the matrix unit's top at D = 8 lost a
-    pin so); adjacent vias it would merge are left to magic's DRC of the routed top."""
+    own scripts write, metal5 obstructed over each block's top ``strip`` um (its pins' wires), the
+    DEF, then the bounded route (stage 1 and two stage-2 passes; the stage-2 passes are skipped
+    when stage 1 leaves more than ``give_up`` nets unrouted, a layout their rip-up would spend hours
+    on), the routed DEF and a ``Final:`` line. No ``cleanup all``: where it merges a pin's via with
+    a neighbouring one it can move the pin's metal1 segment to metal2 (qrouter 1.4.71; the matrix
+    unit's top at D = 8 lost a pin so); adjacent vias it would merge are left to magic's DRC of the
+    routed top."""
     w, h, e = fp.width, fp.height, 0.5
     r = ["verbose 1", *(f"read_lef {p}" for p in lefs), "catch {layers 6}", "via stack 1", "vdd vdd",
          "gnd gnd"]
@@ -174,9 +175,8 @@ def top_route_script(design: str, lefs, fp: Floorplan, *, ignore=(), give_up: in
     for layer in ("metal1", "metal2", "metal4", "metal6"):
         r += [f"obstruction -1 -1 {e} {h + 1} {layer}", f"obstruction {w - e} -1 {w + 1} {h + 1} {layer}"]
     mw, mh = fp.macro_size
-    for _, x, y in fp.macros:      # no route over the blocks (see the module's Floorplan)
-        r += [f"obstruction {x} {y} {round(x + mw, 3)} {round(y + mh, 3)} {layer}" for layer in ("metal5",
-                                                                                                "metal6")]
+    for _, x, y in fp.macros:      # no via onto the pins' wires (see the module's Floorplan)
+        r.append(f"obstruction {x} {round(y + mh - strip, 3)} {round(x + mw, 3)} {round(y + mh, 3)} metal5")
     r.append(f"read_def {design}.def")
     if ignore:
         r.append(f"ignore {' '.join(ignore)}")
