@@ -6,8 +6,8 @@ With ``--run FMT:D`` (repeatable) it first places and routes those columns one a
 ``--step-timeout``; DRC and LVS are skipped on these large macros), each exactly as ``python -m
 flows pnr --design mu --set width=D --set fmt=FMT --set acc=exact --block mu_col --no-checks``
 would. With ``--unit FMT:D`` it lays out the whole unit hierarchically (``make pnr DESIGN=mu
-HIER=1``, :func:`flows.pnr.hierflow.run_pnr_hier`, with the same effort and clock options; the
-column's and the top's utilization at that flow's defaults). Every column and whole-unit run
+HIER=1``, :func:`flows.pnr.hierflow.run_pnr_hier`, with the same effort and clock options, the
+top's utilization ``--top-util``, the column's at that flow's default). Every column and whole-unit run
 under ``build/reports/pnr/`` is then published (:func:`publish`): its
 ``metrics.json`` goes to ``reports/pnr/<run>/`` (committed) with the facts the report takes from
 its layout files (die width and height from the routed DEF, the load of each activation input bit
@@ -19,6 +19,7 @@ build tree stays published.
 import argparse
 import datetime
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -148,6 +149,9 @@ def main(argv=None) -> int:
     p.add_argument("--unit", action="append", default=[], metavar="FMT:D",
                    help="lay out this whole unit hierarchically first (make pnr DESIGN=mu HIER=1: the column "
                    "once as a macro, the top routed around its copies; D a power of two from 8); repeatable")
+    p.add_argument("--top-util", type=float, default=float(os.environ.get("TOP_UTIL") or 0.5),
+                   help="with --unit: target utilization of the top's cell rows (default 0.5, or TOP_UTIL; a "
+                   "lower one gives the top's routes more rows)")
     p.add_argument("--place-fast", type=int, default=4, help="graywolf effort divisor (default 4)")
     p.add_argument("--graywolf-groute", choices=("on", "off"), default="off",
                    help="graywolf's own global routing (default off: qrouter routes everything)")
@@ -197,7 +201,8 @@ def main(argv=None) -> int:
     for fmt, d in units:
         try:
             run_pnr_hier("mu", {"width": d, "fmt": fmt, "acc": "exact"}, fast=a.place_fast,
-                         groute=a.graywolf_groute == "on", route_clock=a.route_clock == "on",
+                         top_util=a.top_util, groute=a.graywolf_groute == "on",
+                         route_clock=a.route_clock == "on",
                          **({"step_timeout_s": a.step_timeout} if a.step_timeout is not None else {}))
         except ToolError as e:   # a unit that does not lay out leaves no metrics: say so and go on
             print(f"pnr-study: unit {fmt}:{d}: {e}", file=sys.stderr)

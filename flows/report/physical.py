@@ -372,11 +372,11 @@ def units_section(units) -> list:
          "longer of the top's post-route path (it includes a column input's setup, measured with the "
          "column's wires) and the column's own. Top wire, estimated: section 4's formula with this "
          "unit's column width (broadcasts the row's length, point-to-point nets half of it).", "",
-         "| format | D | column cells | column die (um) | column DRC / LVS | top cells | unit die (mm) "
-         "| unit die / (D x column die) | top wire (mm): routed / est. | top wire per MAC (um) | failed "
-         "nets | top DRC | pins: open / short / missing | top path post / no wires / pre (ps) "
+         "| format | D | column cells | column die (um) | column DRC / LVS | top cells | top util "
+         "| unit die (mm) | unit die / (D x column die) | top wire (mm): routed / est. | top wire per MAC "
+         "(um) | failed nets | top DRC | pins: open / short / missing | top path post / no wires / pre (ps) "
          "| column path post (ps) | unit fmax (MHz) | total (min) | revision |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(units, key=_in_order):
         m, d = r.metrics, r.width
         bw, bh = m.get("hier__block__die_width_um"), m.get("hier__block__die_height_um")
@@ -390,6 +390,7 @@ def units_section(units) -> list:
         lvs = {True: "match", False: "mismatch"}.get(m.get("hier__block__lvs_match"), "not run")
         L.append(f"| {r.fmt} | {d} | {_f(r.get('hier__block__cells'))} | {_f(bw)} x {_f(bh)} | "
                  f"{_f(r.get('hier__block__drc_errors'))} / {lvs} | {_f(r.get('hier__top__cells'))} | "
+                 f"{_f(r.get('hier__top__target_util'), 2)} | "
                  f"{_f(tw / 1000, 2)} x {_f(th / 1000, 2)} | {_f(tw * th / (d * bw * bh), 2)} | "
                  f"{_f(wl / 1000, 0)} / {_f(est / 1000 if est else None, 0)} | {_f(wl / (d * d), 0)} | "
                  f"{_f(r.get(K.ROUTE_FAILED))} | {_f(r.get('hier__top__drc_errors'))} | "

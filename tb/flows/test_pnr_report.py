@@ -285,18 +285,19 @@ def test_whole_unit_row_by_hand():
          "hier__block__die_height_um": 376.0, "hier__block__drc_errors": 0, "hier__block__lvs_match": True,
          "hier__block__critical_path_ps_post": 4066.6, "hier__top__cells": 5312,
          "hier__top__die_width_um": 4308.8, "hier__top__die_height_um": 550.0, "hier__top__drc_errors": 0,
+         "hier__top__target_util": 0.5,
          "hier__top__connectivity": {"pins": 16611, "missing": 0, "opens": 1, "shorts": 2},
          K.ROUTE_WL: 789_221.8, K.ROUTE_FAILED: 0, K.ROUTE_CP_PS: 5000.0, K.ROUTE_CP_PS_NOWIRE: 3002.5,
          K.CP_PS: 3726.4, "flow__runtime__seconds_total": 600.0, "flow__git_revision": "abc"}
     text = render([_run(32)], {}, ["- provenance"], [Run(m, None, "fp4_e2m1", 8)])
     (row,) = [ln for ln in text.splitlines() if ln.startswith("| fp4_e2m1 | 8 |")]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[6] == "4.31 x 0.55"
-    assert cells[7] == "1.47"                     # 4308.8 x 550 / (8 x 536 x 376) = 1.4699
+    assert cells[6] == "0.50" and cells[7] == "4.31 x 0.55"
+    assert cells[8] == "1.47"                     # 4308.8 x 550 / (8 x 536 x 376) = 1.4699
     # estimate: (8 x 4 + 8 + 6) nets x 4,288 um + 8 x (4 + 32) nets x 2,144 um = 814,720 um
-    assert cells[8] == "789 / 815"
-    assert cells[9] == "12,332"                   # 789,221.8 um / 64 MACs
-    assert cells[12] == "1 / 2 / 0 of 16,611"
-    assert cells[15] == "200.0" and cells[16] == "10.0"   # 1e6 / max(5000, 4066.6); 600 s
+    assert cells[9] == "789 / 815"
+    assert cells[10] == "12,332"                   # 789,221.8 um / 64 MACs
+    assert cells[13] == "1 / 2 / 0 of 16,611"
+    assert cells[16] == "200.0" and cells[17] == "10.0"   # 1e6 / max(5000, 4066.6); 600 s
     assert "## 5. The whole unit" in text
     assert "## 5. The whole unit" not in render([_run(32)], {}, ["- provenance"])
