@@ -124,7 +124,8 @@ def _parser():
                    help="bounded qrouter run for large blocks: stage 1, two stage-2 passes, no cleanup; "
                    "nets left unrouted are counted and timed without wires")
     r.add_argument("--no-route-clock", action="store_true",
-                   help="leave the clock nets unrouted (timing uses an ideal clock either way; large blocks)")
+                   help="leave the clock nets unrouted (timing uses an ideal clock either way; large blocks; "
+                   "with --hier: the block's, and its LVS is skipped; the top's clock is never routed)")
     r.add_argument("--reuse-layout", action="store_true",
                    help="re-read the layout an earlier run with the same settings routed (redo SPEF, timing)")
     r.add_argument("--no-checks", action="store_true", help="skip magic DRC and netgen LVS")

@@ -368,11 +368,10 @@ def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=No
     route_clock : bool
         Route the block's clock net (off: left unrouted, the timing's clock being ideal either way,
         see :func:`flows.pnr.flow.run_pnr`, and the block's LVS, which needs every net routed, is not
-        run; qrouter could not route the E4M3 D = 8 column's clock on metal1-4, as in the top: it
-        ripped the net up and could not restore it). The top's clock
-        nets are never routed: with no clock tree, the clock is ideal, and routed as one signal net
-        to every flip-flop and macro, qrouter rips the matrix unit's clock up and cannot restore it
-        (E2M1 D = 8: the one net left after 13 minutes).
+        run; qrouter could not route the E4M3 D = 8 column's clock on metal1-4: it ripped the net up
+        and could not restore it). The top's clock nets are never routed: with no clock tree the
+        clock is ideal, and routed as one signal net to every flip-flop and macro, the matrix unit's
+        clock met the same fate (E2M1 D = 8: the one net left after 13 minutes).
     checks : bool
         qflow's DRC and LVS (with ``route_clock``) on the block and magic's check of the top.
     reuse : bool
