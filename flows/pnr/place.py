@@ -27,7 +27,7 @@ import numpy as np
 
 from .top import ROW_HEIGHT, SITE, _snap
 
-__all__ = ["place_cells", "hpwl"]
+__all__ = ["place_cells"]
 
 
 class _System:
@@ -116,17 +116,6 @@ def _spread(x, y, area, box, density: float):
             cut = y0 + r * ROW_HEIGHT
             stack += [(left, (x0, x1, y0, cut)), (right, (x0, x1, cut, y1))]
     return sx, sy
-
-
-def hpwl(nets: dict, pos: dict) -> float:
-    """Half-perimeter wirelength (um) of ``nets`` ``{net: [key, ...]}`` at ``pos`` ``{key: (x, y)}``."""
-    total = 0.0
-    for keys in nets.values():
-        pts = [pos[k] for k in keys]
-        if len(pts) > 1:
-            xs, ys = zip(*pts, strict=True)
-            total += max(xs) - min(xs) + max(ys) - min(ys)
-    return total
 
 
 def place_cells(cells, fixed_pins: dict, sizes: dict, fp, *, ports=(), max_fanout: int = 64,
