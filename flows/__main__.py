@@ -126,6 +126,9 @@ def _parser():
     r.add_argument("--no-route-clock", action="store_true",
                    help="leave the clock nets unrouted (timing uses an ideal clock either way; large blocks; "
                    "with --hier: the block's, and its LVS is skipped; the top's clock is never routed)")
+    r.add_argument("--no-rebuffer", action="store_true",
+                   help="with --hier: keep the drive repair's buffer trees in the top as synthesized "
+                   "(default: rebuilt by position once placed, repeater chains along the macro row)")
     r.add_argument("--reuse-layout", action="store_true",
                    help="re-read the layout an earlier run with the same settings routed (redo SPEF, timing)")
     r.add_argument("--no-checks", action="store_true", help="skip magic DRC and netgen LVS")
@@ -182,7 +185,8 @@ def _pnr(args):
                                                         ("gap", args.gap, "--gap")) if v is not None}
         run_pnr_hier(args.design, _parse_sets(args.set), util=_number(util, "--util"), fast=args.place_fast,
                      groute=not args.no_graywolf_groute, route_clock=not args.no_route_clock,
-                     checks=not args.no_checks, outdir=args.outdir, reuse=args.reuse_layout, **extra,
+                     rebuffer_top=not args.no_rebuffer, checks=not args.no_checks, outdir=args.outdir,
+                     reuse=args.reuse_layout, **extra,
                      **timeout)
     elif args.verilog or args.top:
         if args.set:

@@ -28,7 +28,7 @@ from statistics import mean
 from . import metric_keys as K
 from .paths import PUBLISHED_PNR, REPO, USER_PNR
 from .pnr.tools import TECH, ToolError
-from .pnr.wires import broadcast, lef_layers, top_wirelength
+from .pnr.wires import ROW_LAYER, broadcast, lef_layers, top_wirelength
 from .report.physical import FORMATS, WIDTHS, choose, load_runs, load_units, port_load, render, unrouted_names
 from .synth.metrics import git_revision
 
@@ -36,8 +36,6 @@ __all__ = ["main", "estimate", "layout_facts", "publish", "provenance", "REPORT"
 
 #: The committed report.
 REPORT = REPO / "reports" / "physical.md"
-#: Layer of the top-level row nets (the horizontal layer with the least capacitance per um).
-ROW_LAYER = "metal5"
 
 
 def layout_facts(run, lib) -> dict:
@@ -152,6 +150,9 @@ def main(argv=None) -> int:
     p.add_argument("--top-util", type=float, default=float(os.environ.get("TOP_UTIL") or 0.5),
                    help="with --unit: target utilization of the top's cell rows (default 0.5, or TOP_UTIL; a "
                    "lower one gives the top's routes more rows)")
+    p.add_argument("--rebuffer", choices=("on", "off"), default="on",
+                   help="with --unit: rebuild the top's buffer trees by position once placed (default on; "
+                   "off: the drive repair's trees as synthesized)")
     p.add_argument("--place-fast", type=int, default=4, help="graywolf effort divisor (default 4)")
     p.add_argument("--graywolf-groute", choices=("on", "off"), default="off",
                    help="graywolf's own global routing (default off: qrouter routes everything)")
@@ -202,7 +203,7 @@ def main(argv=None) -> int:
         try:
             run_pnr_hier("mu", {"width": d, "fmt": fmt, "acc": "exact"}, fast=a.place_fast,
                          top_util=a.top_util, groute=a.graywolf_groute == "on",
-                         route_clock=a.route_clock == "on",
+                         route_clock=a.route_clock == "on", rebuffer_top=a.rebuffer == "on",
                          **({"step_timeout_s": a.step_timeout} if a.step_timeout is not None else {}))
         except ToolError as e:   # a unit that does not lay out leaves no metrics: say so and go on
             print(f"pnr-study: unit {fmt}:{d}: {e}", file=sys.stderr)

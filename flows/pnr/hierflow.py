@@ -32,6 +32,7 @@ the block's own routed wires; the block's internal reg-to-reg paths are the bloc
 post-route numbers, reported next to it.
 """
 
+import dataclasses
 import datetime
 import json
 import re
@@ -44,6 +45,7 @@ from types import SimpleNamespace
 from .. import metric_keys as K
 from ..paths import USER_PNR
 from ..synth.outputs import sta_defaults
+from ..synth.repair import REPAIR_PREFIX
 from .abstract import core_box, lef_abstract, plan_pins
 from .charlib import block_liberty
 from .defdb import Def
@@ -55,6 +57,7 @@ from .opensta import run_opensta
 from .parasitics import read_rc, write_spef
 from .place import place_cells
 from .qflow import StepTimeout, _run_limited, run_qflow, tech_lef
+from .repeat import rebuffer
 from .tools import ToolError, require, versions
 from .top import (
     check_script,
@@ -65,6 +68,7 @@ from .top import (
     top_def,
     top_route_script,
 )
+from .wires import ROW_LAYER, lef_layers, repeater_spacing, strongest_buffer
 
 __all__ = ["run_pnr_hier", "tie_offs", "unread_outputs", "wrapper_verilog"]
 
@@ -207,7 +211,7 @@ def _synthesize(netlist, block: str, lib, work: Path) -> SimpleNamespace:
     tmod, trep = repair(lib, _retype(rt.netlist, block, hard, ties, unread), models={hard: model})
     pre = Sta(lib, tmod, models={hard: model}).run()
     return SimpleNamespace(top=top, hard=hard, bmapped=bmapped, bworst=bworst, tmod=tmod, trep=trep, pre=pre,
-                           ties=ties, unread=sorted(unread))
+                           ties=ties, unread=sorted(unread), model=model)
 
 
 def _harden(s, lib, work: Path, outdir: Path, *, util, fast, groute, route_clock, checks, timeout_s, reuse,
@@ -261,9 +265,48 @@ def _harden(s, lib, work: Path, outdir: Path, *, util, fast, groute, route_clock
                                                      "block_model": model_s})
 
 
-def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, timeout_s) -> SimpleNamespace:
-    """The top placed around the block's copies, routed (its clock nets left for a clock tree, the
-    clock being ideal), extracted and timed."""
+def _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks):
+    """:func:`flows.pnr.repeat.rebuffer` on the placed top: the cells' and the macros' pins where they
+    are, the library's strongest buffer as the repeater, its segment for the row's wire and taps."""
+    macro_at = {inst: x for inst, x, _ in fp.macros}
+    bit_of = {name: key for key, name in b.ph.port_bits.items()}
+    kind = {inst: typ for inst, typ, _ in ph.cells}
+
+    def block_cap(pin):
+        p, i = bit_of[pin]
+        return s.model.in_cap.get(f"{p}[{i}]", s.model.in_cap.get(p, 0.0)) * lib.cap_pf
+
+    def position(ref):
+        inst, pin = ref
+        if inst in macro_at:
+            return macro_at[inst] + px.get(pin, msize[0] / 2)
+        return placed[inst][0] + sizes[kind[inst]][0] / 2 if inst in placed else None
+
+    rc = lef_layers(tech_lef().read_text())[ROW_LAYER]
+    taps = [block_cap(p) for p in b.ph.inputs if p not in b.clocks]
+    pitch = fp.macros[1][1] - fp.macros[0][1] if len(fp.macros) > 1 else msize[0]
+    seg = repeater_spacing(lib, rc, max(taps, default=0.0) / pitch)
+    buf, out = strongest_buffer(lib)
+    bin_ = next(iter(lib.cell(buf).inputs))
+    hard = s.hard
+    rb = rebuffer(
+        ph.cells, is_repair=lambda i: ph.sources.get(i, "").startswith(REPAIR_PREFIX),
+        outputs_of=lambda t: set(b.ph.outputs) if t == hard else set(lib.cell(t).outputs),
+        clock_pins=lambda t: set(b.clocks) if t == hard else set(lib.cell(t).clock_pins),
+        position=position,
+        cap_of=lambda t, p: block_cap(p) if t == hard else lib.cell(t).inputs[p] * lib.cap_pf,
+        driver_limit=lambda t, p: (None if t == hard
+                                   else lib.drive_limit(t, p, within_tables=True) * lib.cap_pf),
+        buffer=(buf, bin_, out, lib.drive_limit(buf, out, within_tables=True) * lib.cap_pf),
+        seg_um=seg, wire_pf_um=rc.c_pf_um, keep=clocks)
+    return rb, seg
+
+
+def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, timeout_s,
+                 rebuf=True) -> SimpleNamespace:
+    """The top placed around the block's copies (placed, rebuffered by position with ``rebuf``, and
+    placed again), routed (its clock nets left for a clock tree, the clock being ideal), extracted
+    and timed."""
     top, hard = s.top, s.hard
     t = time.monotonic()
     tech_text = tech_lef().read_text()
@@ -273,16 +316,21 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, timeout_
                                           for c in b.clocks if c in pins} & set(ph.inputs))
     sizes = lef_sizes(tech_text)
     msize = lef_sizes(lef_text)[hard]
-    macros = [(inst, pins) for inst, typ, pins in ph.cells if typ == hard]
-    cells = [c for c in ph.cells if c[1] != hard]
-    fp = floorplan([i for i, _ in macros], msize, sum(sizes[c][0] * sizes[c][1] for _, c, _ in cells),
-                   util=top_util, gap=gap)
     px = macro_pin_x(lef_text, hard)
-    anchors = {}
-    for (_, pins), (_, x, y) in zip(macros, fp.macros, strict=True):
-        for pin, n in pins.items():
-            anchors.setdefault(n, []).append((x + px.get(pin, msize[0] / 2), y + msize[1]))
-    placed = place_cells(cells, anchors, sizes, fp, ports=ph.inputs + ph.outputs)
+    rb, seg = None, None
+    for attempt in range(2 if rebuf else 1):
+        macros = [(inst, pins) for inst, typ, pins in ph.cells if typ == hard]
+        cells = [c for c in ph.cells if c[1] != hard]
+        fp = floorplan([i for i, _ in macros], msize, sum(sizes[c][0] * sizes[c][1] for _, c, _ in cells),
+                       util=top_util, gap=gap)
+        anchors = {}
+        for (_, pins), (_, x, y) in zip(macros, fp.macros, strict=True):
+            for pin, n in pins.items():
+                anchors.setdefault(n, []).append((x + px.get(pin, msize[0] / 2), y + msize[1]))
+        placed = place_cells(cells, anchors, sizes, fp, ports=ph.inputs + ph.outputs)
+        if rebuf and attempt == 0:
+            rb, seg = _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks)
+            ph = dataclasses.replace(ph, cells=rb.cells)
     # each port above what it connects to (placed cells' centres and macro pins)
     at = {n: [x for x, _ in xs] for n, xs in anchors.items()}
     for inst, cell, pins in cells:
@@ -323,6 +371,7 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, timeout_
     (outdir / "timing_routed.txt").write_text(post.report)
     lay = read_def((tdir / f"{top}_route.def").read_text(), {**sizes, hard: msize})
     return SimpleNamespace(ph=ph, fp=fp, macros=macros, cells=cells, ignore=ignore, routed=routed, ex=ex,
+                           rb=rb, seg=seg,
                            nowire=nowire, post=post, lay=lay, dir=tdir, failed=failed,
                            unrouted=[n for n in ex.unrouted if n not in ignore],
                            seconds={"top_place": place_s, "top_route": route_s})
@@ -353,8 +402,8 @@ def _check_top(s, b, t, work: Path, timeout_s):
 
 
 def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=None, groute=True,
-                 route_clock=True, checks=True, step_timeout_s=DEFAULT_STEP_TIMEOUT_S, outdir=None,
-                 reuse=False, log=print) -> dict:
+                 route_clock=True, rebuffer_top=True, checks=True, step_timeout_s=DEFAULT_STEP_TIMEOUT_S,
+                 outdir=None, reuse=False, log=print) -> dict:
     """Place and route ``design`` hierarchically (see the module docstring); its metrics.
 
     Parameters
@@ -372,6 +421,10 @@ def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=No
         and could not restore it). The top's clock nets are never routed: with no clock tree the
         clock is ideal, and routed as one signal net to every flip-flop and macro, the matrix unit's
         clock met the same fate (E2M1 D = 8: the one net left after 13 minutes).
+    rebuffer_top : bool
+        Rebuild the top's buffer trees by position once its cells are placed, with repeater chains
+        along the row (:mod:`flows.pnr.repeat`), and place it again (off: the drive repair's trees
+        as synthesized, their buffers' sinks in netlist order).
     checks : bool
         qflow's DRC and LVS (with ``route_clock``) on the block and magic's check of the top.
     reuse : bool
@@ -413,7 +466,7 @@ def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=No
     lib = _lib_of(None)
     tag = (f"{d.variant(params)}-hier-{lib.short}-u{round(util * 100)}-t{round(top_util * 100)}"
            + (f"-g{gap:g}" if gap else "") + (f"-f{int(fast)}" if fast else "") + ("" if groute else "-ng")
-           + ("" if route_clock else "-nclk"))
+           + ("" if route_clock else "-nclk") + ("-rb" if rebuffer_top else ""))
     work = WORK / tag
     outdir = Path(outdir) if outdir else USER_PNR / tag
     outdir.mkdir(parents=True, exist_ok=True)
@@ -426,7 +479,8 @@ def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=No
         f"{s.pre.delay_ps:.1f} ps")
     b = _harden(s, lib, work, outdir, util=util, fast=fast, groute=groute, route_clock=route_clock,
                 checks=checks, timeout_s=step_timeout_s, reuse=reuse, log=log)
-    tp = _lay_out_top(s, b, lib, work, outdir, top_util=top_util, gap=gap, timeout_s=step_timeout_s)
+    tp = _lay_out_top(s, b, lib, work, outdir, top_util=top_util, gap=gap, timeout_s=step_timeout_s,
+                      rebuf=rebuffer_top)
     seconds.update(b.seconds)
     seconds.update(tp.seconds)
     chk = None
@@ -462,6 +516,8 @@ def _metrics(design, params, tag, s, b, t, chk, *, util, top_util, gap, seconds)
         K.ROUTE_WL: round(t.lay.wirelength, 1), K.ROUTE_VIAS: t.lay.vias, K.ROUTE_FAILED: t.failed,
         K.ROUTE_NETS: t.lay.nets, K.ROUTE_SPEF_NETS: t.ex.nets, K.ROUTE_WIRE_CAP: round(t.ex.wire_cap_pf, 5),
         "route__qrouter__ignored_nets": list(t.ignore),
+        "hier__top__rebuffer": ({"segment_um": t.seg, "nets": t.rb.nets, "repeaters": t.rb.added,
+                                 "repair_buffers_removed": t.rb.removed} if t.rb else None),
         "route__timing__unrouted_nets_without_wires": len(t.unrouted),
         K.CP_PS: round(s.pre.delay_ps, 1), K.ROUTE_CP_PS_NOWIRE: round(t.nowire.critical_ps, 1),
         K.ROUTE_CP_PS: round(t.post.critical_ps, 1), K.ROUTE_WS: round(t.post.slack_ps, 1),
@@ -494,6 +550,8 @@ def _summary(tag, s, b, t, chk, m, outdir) -> str:
         f"{b.sta.critical_ps:.1f} ps (pre {s.bworst.delay_ps:.1f}), DRC {q.drc_errors}, LVS {lvs}",
         f"  top         {fp.width:.1f} x {fp.height:.1f} um, {t.lay.wirelength:.0f} um wire, "
         f"{t.failed} failed nets, {t.ex.nets}/{t.lay.nets} nets extracted",
+        "  rebuffered  " + (f"{t.rb.nets} nets: {t.rb.removed} repair buffers out, {t.rb.added} repeaters "
+                            f"in (segment {t.seg:.0f} um)" if t.rb else "no (the repair's trees as built)"),
         f"  check       {check}",
         f"  critical    {t.post.critical_ps:.1f} ps post-route (pre-route {s.pre.delay_ps:.1f} ps, our "
         f"STA; top without wires {t.nowire.critical_ps:.1f} ps), fmax {t.post.fmax_mhz:.1f} MHz",

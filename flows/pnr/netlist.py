@@ -43,6 +43,8 @@ class Physical:
         Buffers added between feed-through or shared output pins.
     constant_outputs : dict
         ``{output bit: "0" | "1"}`` left out of the layout (``drop_constants``).
+    sources : dict
+        ``{instance: cell name in the mapped module}``.
     """
 
     top: str
@@ -52,6 +54,7 @@ class Physical:
     port_bits: dict = field(default_factory=dict)
     buffers: int = 0
     constant_outputs: dict = field(default_factory=dict)
+    sources: dict = field(default_factory=dict)
 
     def clock_inputs(self, pin="CLK") -> list:
         """Input ports wired to a flip-flop clock pin (``pin``), sorted."""
@@ -142,7 +145,8 @@ def physical(module: dict, top: str, buffer=("BUFX2", "A", "Y"), macros=None,
             raise PnrNetlistError(f"a cell input is tied to constant {b}; the library has no tie cell")
         return names.setdefault(b, f"n{b}")
 
-    for k, (_, c) in enumerate(sorted(module["cells"].items())):
+    for k, (cname, c) in enumerate(sorted(module["cells"].items())):
+        ph.sources[f"u{k}"] = cname
         if c["type"].startswith("$"):
             raise PnrNetlistError(f"cell type {c['type']} is not a library cell: map the netlist first")
         pins = {}

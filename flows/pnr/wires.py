@@ -25,7 +25,10 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["WireRC", "lef_layers", "Broadcast", "broadcast", "strongest_buffer", "top_wirelength",
-           "CONTROL_NETS"]
+           "repeater_spacing", "CONTROL_NETS", "ROW_LAYER"]
+
+#: Layer of the top-level row nets (the horizontal layer with the least capacitance per um).
+ROW_LAYER = "metal5"
 
 #: Control nets every column reads besides ``x`` and ``we`` (en_next, swap_req, swap_ok_next, and
 #: the accumulate control record of a rows = 1 unit: valid, first, last).
@@ -160,3 +163,34 @@ def broadcast(length_um, taps, tap_cap_pf, rc: WireRC, lib) -> Broadcast:
         if best is None or t < best[1]:
             best = (n, t)
     return Broadcast(length_um, taps, wire_c, load_c, elmore_ps, buf, best[0], best[1])
+
+
+def repeater_spacing(lib, rc: WireRC, tap_pf_um: float = 0.0) -> float:
+    """The segment (um) at which a chain of :func:`strongest_buffer` over a wire of ``rc`` with
+    ``tap_pf_um`` of loads per um is fastest per um: each buffer's liberty delay at its segment's
+    load (wire, taps and the next buffer's input, at the slew of an equal predecessor) plus the
+    segment's Elmore delay, over the segment's length; no longer than the buffer may drive.
+
+    Raises
+    ------
+    ValueError
+        A negative tap load.
+    """
+    if tap_pf_um < 0:
+        raise ValueError(f"tap load {tap_pf_um} pF/um: must not be negative")
+    buf, pin = strongest_buffer(lib)
+    cin = max(lib.cell(buf).inputs.values()) * lib.cap_pf
+    limit_pf = lib.drive_limit(buf, pin, within_tables=True) * lib.cap_pf
+    c_um = rc.c_pf_um + tap_pf_um
+    longest = (limit_pf - cin) / c_um
+    best = None
+    for k in range(1, 201):
+        seg = longest * k / 200
+        load = c_um * seg + cin
+        slew = lib.default_input_slew()
+        for _ in range(3):   # the slew an equal predecessor hands on
+            d, slew = _cell_delay(lib, buf, pin, load, slew)
+        per_um = (d * lib.time_ps + rc.r_ohm_um * seg * (c_um * seg / 2 + cin)) / seg
+        if best is None or per_um < best[0]:
+            best = (per_um, seg)
+    return round(best[1], 1)

@@ -1,0 +1,109 @@
+"""Buffering of the top's nets by position (flows.pnr.repeat), against partitions worked out by hand."""
+
+import pytest
+
+from flows.pnr.repeat import rebuffer
+
+OUTS = {"DRV": {"Y"}, "BUF": {"Y"}, "SNK": set(), "FF": {"Q"}, "M": {"o"}}
+CLKS = {"FF": {"CLK"}}
+
+
+def _run(cells, xs, *, seg=3000.0, cap=0.01, limit=1.0, wire=0.0, keep=()):
+    return rebuffer(cells, is_repair=lambda i: i.startswith("r"), outputs_of=lambda t: OUTS[t],
+                    clock_pins=lambda t: CLKS.get(t, set()), position=lambda ref: xs.get(ref[0]),
+                    cap_of=lambda t, p: cap, driver_limit=lambda t, p: None if t == "M" else 0.05,
+                    buffer=("BUF", "A", "Y", limit), seg_um=seg, wire_pf_um=wire, keep=keep)
+
+
+def _row(n=12, step=1000.0):
+    """A driver at 5 mm, two repair buffers taking alternate sinks (netlist order, not position)
+    of ``n`` sinks at 0, 1, 2 ... mm."""
+    cells = [("d", "DRV", {"Y": "root"}), ("r0", "BUF", {"A": "root", "Y": "b0"}),
+             ("r1", "BUF", {"A": "root", "Y": "b1"})]
+    cells += [(f"s{k}", "SNK", {"A": f"b{k % 2}"}) for k in range(n)]
+    xs = {"d": 5000.0, **{f"s{k}": k * step for k in range(n)}}
+    return cells, xs
+
+
+def _trace(cells, sink):
+    """The instances a sink's signal passes from its driver: [driver, buffers ..., sink]."""
+    drv = {pins[p]: inst for inst, typ, pins in cells for p in pins if p in OUTS[typ]}
+    inputs = {inst: pins["A"] for inst, typ, pins in cells if "A" in pins}
+    path, inst = [sink], sink
+    while inst in inputs:
+        inst = drv[inputs[inst]]
+        path.append(inst)
+    return path[::-1]
+
+
+def test_chains_from_the_driver_by_position():
+    cells, xs = _row()
+    r = _run(cells, xs)
+    assert (r.removed, r.added, r.nets) == (2, 4, 1)
+    names = [c[0] for c in r.cells]
+    assert "r0" not in names and "r1" not in names
+    # by hand: right of the driver 5-8 mm (3 mm span) then 9-11 mm; left 4-1 mm then 0 mm
+    right1, right2 = _trace(r.cells, "s5")[1], _trace(r.cells, "s9")[1:3]
+    assert [_trace(r.cells, f"s{k}") for k in (5, 6, 7, 8)] == [["d", right1, f"s{k}"] for k in (5, 6, 7, 8)]
+    assert right2[0] == right1
+    assert [_trace(r.cells, f"s{k}")[1:-1] for k in (9, 10, 11)] == [[right1, right2[1]]] * 3
+    left1 = _trace(r.cells, "s4")[1]
+    assert [_trace(r.cells, f"s{k}") for k in (4, 3, 2, 1)] == [["d", left1, f"s{k}"] for k in (4, 3, 2, 1)]
+    assert _trace(r.cells, "s0")[1] == left1 and len(_trace(r.cells, "s0")) == 4
+    # the driver's own net: the first repeater of each side only
+    on_root = sorted(inst for inst, _, pins in r.cells for p, n in pins.items() if n == "root" and p == "A")
+    assert on_root == sorted({right1, left1})
+    assert all(typ == "BUF" for inst, typ, _ in r.cells if inst.startswith("urep"))
+
+
+def test_clusters_cut_at_the_buffers_load_limit():
+    cells, xs = _row()
+    # 0.03 pF a sink, the next buffer's input 0.03 pF, limit 0.1 pF: two sinks a cluster (0.09 pF;
+    # three would be 0.12): right 5-6, 7-8, 9-10, 11 mm; left 4-3, 2-1, 0 mm
+    r = _run(cells, xs, cap=0.03, limit=0.1, seg=1e6)
+    assert r.added == 7
+    assert len(_trace(r.cells, "s11")) == 2 + 4 and len(_trace(r.cells, "s0")) == 2 + 3
+    assert _trace(r.cells, "s5")[-2] == _trace(r.cells, "s6")[-2] != _trace(r.cells, "s7")[-2]
+    # the wire counts: at 2e-5 pF/um a pair 1 mm apart is 0.03 + 0.03 + 0.02 + 0.03 = 0.11 pF: one
+    # sink a cluster (at 5e-6 pF/um it is 0.095 pF and the pairs stay)
+    r = _run(cells, xs, cap=0.03, limit=0.1, seg=1e6, wire=5e-6)
+    assert r.added == 7
+    r = _run(cells, xs, cap=0.03, limit=0.1, seg=1e6, wire=2e-5)
+    assert r.added == 12
+
+
+def test_a_short_net_loses_its_tree_and_is_driven_directly():
+    cells, xs = _row(n=4, step=100.0)      # sinks 0-300 um, the driver at 5 mm: out of one segment
+    xs["d"] = 150.0
+    r = _run(cells, xs, cap=0.01)          # 0.04 pF within the driver's 0.05
+    assert (r.removed, r.added, r.nets) == (2, 0, 1)
+    assert all(pins["A"] == "root" for inst, _, pins in r.cells if inst.startswith("s"))
+
+
+def test_left_alone_clock_block_driven_kept_and_unplaced():
+    # a clock net through a repair buffer, a block output, a kept net, and a sink with no position
+    cells = [("d", "DRV", {"Y": "clk"}), ("r0", "BUF", {"A": "clk", "Y": "clk_b"}),
+             ("f0", "FF", {"CLK": "clk_b", "Q": "q0"}), ("f1", "FF", {"CLK": "clk", "Q": "q1"}),
+             ("m", "M", {"o": "mo"}), ("s0", "SNK", {"A": "mo"}), ("s1", "SNK", {"A": "mo"}),
+             ("e", "DRV", {"Y": "kept"}), ("s2", "SNK", {"A": "kept"}), ("s3", "SNK", {"A": "kept"}),
+             ("g", "DRV", {"Y": "far"}), ("s4", "SNK", {"A": "far"}), ("s5", "SNK", {"A": "far"}),
+             ("s6", "SNK", {"A": "far"})]
+    xs = {"d": 0.0, "f0": 9000.0, "f1": 0.0, "m": 0.0, "s0": 9000.0, "s1": 0.0, "e": 0.0, "s2": 9000.0,
+          "s3": 0.0, "g": 0.0, "s4": 9000.0, "s5": 20000.0}
+    r = _run(cells, xs, keep=("kept",))
+    assert r.removed == 0 and r.nets == 1
+    by = {inst: pins for inst, _, pins in r.cells}
+    assert by["r0"] == {"A": "clk", "Y": "clk_b"} and by["f0"]["CLK"] == "clk_b"
+    assert by["s0"]["A"] == by["s1"]["A"] == "mo" and by["s2"]["A"] == by["s3"]["A"] == "kept"
+    # the far net: 9 mm and 20 mm in clusters of their own (3 mm segments), s6 unplaced stays on it
+    assert by["s6"]["A"] == "far" and r.added == 2
+    first = _trace(r.cells, "s4")
+    assert len(first) == 3 and _trace(r.cells, "s5")[:2] == first[:2] and len(_trace(r.cells, "s5")) == 4
+
+
+def test_bad_segment_and_a_sink_too_heavy_for_the_repeater():
+    cells, xs = _row()
+    with pytest.raises(ValueError, match="segment"):
+        _run(cells, xs, seg=0.0)
+    with pytest.raises(ValueError, match="more than the repeater"):
+        _run(cells, xs, cap=0.6, limit=0.6)
