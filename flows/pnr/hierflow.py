@@ -45,7 +45,7 @@ from types import SimpleNamespace
 from .. import metric_keys as K
 from ..paths import USER_PNR
 from ..synth.outputs import sta_defaults
-from ..synth.repair import REPAIR_PREFIX
+from ..synth.repair import REPAIR_PREFIX, repair_buffer
 from .abstract import core_box, lef_abstract, plan_pins
 from .charlib import block_liberty
 from .defdb import Def
@@ -68,7 +68,7 @@ from .top import (
     top_def,
     top_route_script,
 )
-from .wires import ROW_LAYER, lef_layers, repeater_spacing, strongest_buffer
+from .wires import ROW_LAYER, lef_layers, repeater_spacing
 
 __all__ = ["run_pnr_hier", "tie_offs", "unread_outputs", "wrapper_verilog"]
 
@@ -267,7 +267,9 @@ def _harden(s, lib, work: Path, outdir: Path, *, util, fast, groute, route_clock
 
 def _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks):
     """:func:`flows.pnr.repeat.rebuffer` on the placed top: the cells' and the macros' pins where they
-    are, the library's strongest buffer as the repeater, its segment for the row's wire and taps."""
+    are, the drive repair's buffer as the repeater (at the repair's target load; the library's
+    strongest buffer, CLKBUF2, has an input pin qrouter found no way onto in our rows), its segment
+    for the row's wire and taps."""
     macro_at = {inst: x for inst, x, _ in fp.macros}
     bit_of = {name: key for key, name in b.ph.port_bits.items()}
     kind = {inst: typ for inst, typ, _ in ph.cells}
@@ -285,9 +287,10 @@ def _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks):
     rc = lef_layers(tech_lef().read_text())[ROW_LAYER]
     taps = [block_cap(p) for p in b.ph.inputs if p not in b.clocks]
     pitch = fp.macros[1][1] - fp.macros[0][1] if len(fp.macros) > 1 else msize[0]
-    seg = repeater_spacing(lib, rc, max(taps, default=0.0) / pitch)
-    buf, out = strongest_buffer(lib)
-    bin_ = next(iter(lib.cell(buf).inputs))
+    cell, target = repair_buffer(lib)   # the repair's own buffer, at its target load
+    buf, bin_, out = cell.name, next(iter(cell.inputs)), cell.outputs[0]
+    limit = target * lib.cap_pf
+    seg = repeater_spacing(lib, rc, max(taps, default=0.0) / pitch, buffer=(buf, out, limit))
     hard = s.hard
     rb = rebuffer(
         ph.cells, is_repair=lambda i: ph.sources.get(i, "").startswith(REPAIR_PREFIX),
@@ -297,7 +300,7 @@ def _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks):
         cap_of=lambda t, p: block_cap(p) if t == hard else lib.cell(t).inputs[p] * lib.cap_pf,
         driver_limit=lambda t, p: (None if t == hard
                                    else lib.drive_limit(t, p, within_tables=True) * lib.cap_pf),
-        buffer=(buf, bin_, out, lib.drive_limit(buf, out, within_tables=True) * lib.cap_pf),
+        buffer=(buf, bin_, out, limit),
         seg_um=seg, wire_pf_um=rc.c_pf_um, keep=clocks)
     return rb, seg
 

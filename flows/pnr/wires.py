@@ -165,11 +165,12 @@ def broadcast(length_um, taps, tap_cap_pf, rc: WireRC, lib) -> Broadcast:
     return Broadcast(length_um, taps, wire_c, load_c, elmore_ps, buf, best[0], best[1])
 
 
-def repeater_spacing(lib, rc: WireRC, tap_pf_um: float = 0.0) -> float:
-    """The segment (um) at which a chain of :func:`strongest_buffer` over a wire of ``rc`` with
-    ``tap_pf_um`` of loads per um is fastest per um: each buffer's liberty delay at its segment's
-    load (wire, taps and the next buffer's input, at the slew of an equal predecessor) plus the
-    segment's Elmore delay, over the segment's length; no longer than the buffer may drive.
+def repeater_spacing(lib, rc: WireRC, tap_pf_um: float = 0.0, buffer=None) -> float:
+    """The segment (um) at which a chain of ``buffer`` (``(cell, output pin, load limit pF)``; default
+    :func:`strongest_buffer` at its drive limit) over a wire of ``rc`` with ``tap_pf_um`` of loads
+    per um is fastest per um: each buffer's liberty delay at its segment's load (wire, taps and the
+    next buffer's input, at the slew an equal predecessor hands on) plus the segment's Elmore delay,
+    over the segment's length; no longer than the buffer's limit allows.
 
     Raises
     ------
@@ -178,9 +179,11 @@ def repeater_spacing(lib, rc: WireRC, tap_pf_um: float = 0.0) -> float:
     """
     if tap_pf_um < 0:
         raise ValueError(f"tap load {tap_pf_um} pF/um: must not be negative")
-    buf, pin = strongest_buffer(lib)
+    if buffer is None:
+        buf, pin = strongest_buffer(lib)
+        buffer = (buf, pin, lib.drive_limit(buf, pin, within_tables=True) * lib.cap_pf)
+    buf, pin, limit_pf = buffer
     cin = max(lib.cell(buf).inputs.values()) * lib.cap_pf
-    limit_pf = lib.drive_limit(buf, pin, within_tables=True) * lib.cap_pf
     c_um = rc.c_pf_um + tap_pf_um
     longest = (limit_pf - cin) / c_um
     best = None
