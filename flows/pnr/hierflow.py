@@ -16,8 +16,10 @@ columns), :func:`run_pnr_hier`
    (:func:`flows.pnr.charlib.block_liberty`);
 4. floorplans the top (:mod:`flows.pnr.top`): the D macros FIXED in a row, the top's own cells
    (repaired: the drive repair's buffer trees included) in rows above them, placed by our own
-   quadratic placer (:mod:`flows.pnr.place`: graywolf cannot place around fixed macros), and routes
-   it with qrouter;
+   quadratic placer (:mod:`flows.pnr.place`: graywolf cannot place around fixed macros); rebuilds
+   the buffer trees by where their sinks landed (:mod:`flows.pnr.repeat`: repeater chains along
+   the row instead of buffers whose sinks lie at both ends of it), places it again, and routes it
+   with qrouter;
 5. extracts the routed top (:func:`flows.pnr.extract.extract`), times it with OpenSTA (the cells'
    liberty, the block's model, the top's SPEF) with and without wires, and checks it in magic with
    the block's real layout (:func:`flows.pnr.top.check_script`: DRC and signal connectivity).

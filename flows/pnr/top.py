@@ -16,8 +16,9 @@ Floorplan
 
 Placement
     The top's own cells are placed by :func:`flows.pnr.place.place_cells` (quadratic placement
-    around the fixed macro pins, spread to the rows' target utilization, legalized into the rows).
-    No fill cells: the top has no power grid (the cells' rails are not joined up), which the magic
+    around the fixed macro pins, spread to the rows' target utilization, legalized into the rows),
+    then, their buffer trees rebuilt by position (:mod:`flows.pnr.repeat`), placed again. No fill
+    cells: the top has no power grid (the cells' rails are not joined up), which the magic
     check ignores by comparing signal connectivity only.
 
 Check

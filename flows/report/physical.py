@@ -365,7 +365,10 @@ def units_section(units) -> list:
          "turned into a macro (LEF abstract, timing model measured by OpenSTA "
          "on the routed column with its parasitics); its D copies FIXED in a row, the top's own cells "
          "(control, feed registers, result path, buffers) in rows above them, placed by our quadratic "
-         "placer (`flows/pnr/place.py`), the top routed by qrouter (metal5-6 over the "
+         "placer (`flows/pnr/place.py`), its buffer trees rebuilt by position and placed again (top buffer "
+         "trees: `flows/pnr/repeat.py`, the drive repair's buffer as repeater, chains from each driver "
+         "along the row, clusters of at most one segment and the buffer's load; \"as synthesized\": the "
+         "repair's trees, their sinks in netlist order), the top routed by qrouter (metal5-6 over the "
          "columns), "
          "extracted, timed by OpenSTA with the columns' models, and checked in magic over the "
          "columns' real layouts (DRC; every signal pin on its netlist net). Unit critical path: the "
@@ -373,10 +376,11 @@ def units_section(units) -> list:
          "column's wires) and the column's own. Top wire, estimated: section 4's formula with this "
          "unit's column width (broadcasts the row's length, point-to-point nets half of it).", "",
          "| format | D | column cells | column die (um) | column DRC / LVS | top cells | top util "
-         "| unit die (mm) | unit die / (D x column die) | top wire (mm): routed / est. | top wire per MAC "
-         "(um) | failed nets | top DRC | pins: open / short / missing | top path post / no wires / pre (ps) "
-         "| column path post (ps) | unit fmax (MHz) | total (min) | revision |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "| top buffer trees | unit die (mm) | unit die / (D x column die) | top wire (mm): routed / est. "
+         "| top wire per MAC (um) | failed nets | top DRC | pins: open / short / missing "
+         "| top path post / no wires / pre (ps) | column path post (ps) | unit fmax (MHz) | total (min) "
+         "| revision |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(units, key=_in_order):
         m, d = r.metrics, r.width
         bw, bh = m.get("hier__block__die_width_um"), m.get("hier__block__die_height_um")
@@ -388,9 +392,12 @@ def units_section(units) -> list:
         wl = r.get(K.ROUTE_WL)
         total = r.get("flow__runtime__seconds_total")
         lvs = {True: "match", False: "mismatch"}.get(m.get("hier__block__lvs_match"), "not run")
+        rb = m.get("hier__top__rebuffer")
+        trees = (f"by position: {rb['nets']} nets, {_f(rb['repeaters'])} repeaters every "
+                 f"<= {_f(rb['segment_um'] / 1000, 1)} mm" if rb else "as synthesized")
         L.append(f"| {r.fmt} | {d} | {_f(r.get('hier__block__cells'))} | {_f(bw)} x {_f(bh)} | "
                  f"{_f(r.get('hier__block__drc_errors'))} / {lvs} | {_f(r.get('hier__top__cells'))} | "
-                 f"{_f(r.get('hier__top__target_util'), 2)} | "
+                 f"{_f(r.get('hier__top__target_util'), 2)} | {trees} | "
                  f"{_f(tw / 1000, 2)} x {_f(th / 1000, 2)} | {_f(tw * th / (d * bw * bh), 2)} | "
                  f"{_f(wl / 1000, 0)} / {_f(est / 1000 if est else None, 0)} | {_f(wl / (d * d), 0)} | "
                  f"{_f(r.get(K.ROUTE_FAILED))} | {_f(r.get('hier__top__drc_errors'))} | "

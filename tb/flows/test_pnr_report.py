@@ -292,12 +292,17 @@ def test_whole_unit_row_by_hand():
     text = render([_run(32)], {}, ["- provenance"], [Run(m, None, "fp4_e2m1", 8)])
     (row,) = [ln for ln in text.splitlines() if ln.startswith("| fp4_e2m1 | 8 |")]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[6] == "0.50" and cells[7] == "4.31 x 0.55"
-    assert cells[8] == "1.47"                     # 4308.8 x 550 / (8 x 536 x 376) = 1.4699
+    assert cells[6] == "0.50" and cells[7] == "as synthesized" and cells[8] == "4.31 x 0.55"
+    assert cells[9] == "1.47"                     # 4308.8 x 550 / (8 x 536 x 376) = 1.4699
     # estimate: (8 x 4 + 8 + 6) nets x 4,288 um + 8 x (4 + 32) nets x 2,144 um = 814,720 um
-    assert cells[9] == "789 / 815"
-    assert cells[10] == "12,332"                   # 789,221.8 um / 64 MACs
-    assert cells[13] == "1 / 2 / 0 of 16,611"
-    assert cells[16] == "200.0" and cells[17] == "10.0"   # 1e6 / max(5000, 4066.6); 600 s
+    assert cells[10] == "789 / 815"
+    assert cells[11] == "12,332"                   # 789,221.8 um / 64 MACs
+    assert cells[14] == "1 / 2 / 0 of 16,611"
+    assert cells[17] == "200.0" and cells[18] == "10.0"   # 1e6 / max(5000, 4066.6); 600 s
     assert "## 5. The whole unit" in text
+    m["hier__top__rebuffer"] = {"segment_um": 3402.9, "nets": 263, "repeaters": 1813,
+                                "repair_buffers_removed": 201}
+    text = render([_run(32)], {}, ["- provenance"], [Run(m, None, "fp4_e2m1", 8)])
+    (row,) = [ln for ln in text.splitlines() if ln.startswith("| fp4_e2m1 | 8 |")]
+    assert row.split("|")[8].strip() == "by position: 263 nets, 1,813 repeaters every <= 3.4 mm"
     assert "## 5. The whole unit" not in render([_run(32)], {}, ["- provenance"])
