@@ -1,4 +1,4 @@
-"""Buffering of the top's nets by position: repeater chains along the macro row.
+"""Buffering of the top's nets by position: local leaf buffers and repeater chains along the row.
 
 The drive repair (:mod:`flows.synth.repair`) buffers a net by load before anything is placed: each
 of its buffers takes consecutive sinks in netlist order, so on the matrix unit's top one buffer of
@@ -10,14 +10,16 @@ where their pins are:
 1. **Collapse.** The repair's buffers are removed; their sinks join the net of the tree's root
    (the driving top cell). Nets driven by a port or a block, clock nets (a sink on a clock pin)
    and nets in ``keep`` are left as they are, buffers and all.
-2. **Direct** if the net's sinks lie within one segment around the driver and its load (pins and
-   wire) is within the driver's limit.
-3. **Chains** otherwise: the sinks on each side of the driver, nearest first, are cut into
-   clusters of at most one segment (``seg_um`` of x) and at most the buffer's load limit (the
-   cluster's pin capacitance, its wire at ``wire_pf_um``, and the next buffer's input). Each
-   cluster gets one buffer; the buffers of one side form a chain from the driver: the first one's
-   input is on the driver's net, each next one's on its predecessor's output. So every net spans
-   about two segments at most, and a sink sees the driver through as many buffers as clusters lie
+2. **Direct** if the net's pins lie within one segment (``seg_um`` of x) and its load (pins and
+   wire at ``wire_pf_um``) is within the driver's limit.
+3. **Leaves** otherwise: the sinks in x order are cut into clusters of at most one segment and at
+   most the buffer's load limit (their pin capacitance and the wire across them); each cluster
+   gets a buffer, whose net stays local.
+4. **Trunk**: the leaf buffers' inputs are driven by the driver directly if they (and the driver)
+   lie within one segment and their load is within its limit; otherwise by a chain of repeaters
+   each way along the row from the driver, nearest first, each driving the leaf buffers of at most
+   one segment (and the buffer's load, the next repeater's input included) and the next repeater.
+   A sink then sees the driver through its leaf buffer and as many repeaters as segments lie
    between them.
 
 The segment is the spacing at which a chain of the buffer is fastest per micron of wire
@@ -146,32 +148,43 @@ def rebuffer(cells, *, is_repair, outputs_of, clock_pins, position, cap_of, driv
         removed.update(tree)
         for s in loads:
             pins_of[s.ref[0]][s.ref[1]] = net
-        if hi - lo <= seg_um / 2 and total <= limit:
+        if hi - lo <= seg_um and total <= limit:
             continue   # the repair's tree was not needed once placed: driven directly
         new = []
-        for side in (sorted((s for s in loads if s.x >= xd), key=lambda s: (s.x - xd, s.ref)),
-                     sorted((s for s in loads if s.x < xd), key=lambda s: (xd - s.x, s.ref))):
-            feed = net
-            for cluster in _clusters(side, seg_um, wire_pf_um, blimit, bcap):
-                name = f"{net}_rep{added}"
-                while name in taken:
-                    name += "_"
-                taken.add(name)
-                new.append((f"urep{added}", btype, {bin_: feed, bout: name}))
-                added += 1
-                for s in cluster:
-                    pins_of[s.ref[0]][s.ref[1]] = name
-                feed = name
-        for inst, _, pins in new:
-            pins_of[inst] = pins
+
+        def buffer(feed, nodes, new=new, net=net):
+            """A repeater on net ``feed`` driving ``nodes``: (its input as a node, its output net)."""
+            nonlocal added
+            name = f"{net}_rep{added}"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            inst = f"urep{added}"
+            pins_of[inst] = {bin_: feed, bout: name}
+            new.append((inst, btype, pins_of[inst]))
+            added += 1
+            for node in nodes:
+                pins_of[node.ref[0]][node.ref[1]] = name
+            return Sink((inst, bin_), sum(n.x for n in nodes) / len(nodes), bcap), name
+
+        # leaves: neighbouring sinks by load and extent; the trunk: their buffers' inputs
+        leaves = _clusters(sorted(loads, key=lambda s: (s.x, s.ref)), seg_um, wire_pf_um, blimit, 0.0)
+        trunk = [buffer(net, c)[0] for c in leaves]
+        xs = [xd] + [n.x for n in trunk]
+        if max(xs) - min(xs) > seg_um or len(trunk) * bcap + wire_pf_um * (max(xs) - min(xs)) > limit:
+            for side in (sorted((n for n in trunk if n.x >= xd), key=lambda n: (n.x - xd, n.ref)),
+                         sorted((n for n in trunk if n.x < xd), key=lambda n: (xd - n.x, n.ref))):
+                feed = net   # a chain of repeaters each way along the row
+                for cluster in _clusters(side, seg_um, wire_pf_um, blimit, bcap):
+                    feed = buffer(feed, cluster)[1]
         cells = cells + new
     out = [(inst, typ, pins_of[inst]) for inst, typ, _ in cells if inst not in removed]
     return Rebuffered(out, len(removed), added, touched)
 
 
 def _clusters(side, seg_um, wire_pf_um, limit, buffer_cap):
-    """Consecutive sinks (nearest the driver first) in clusters of at most ``seg_um`` of x and at
-    most ``limit`` pF (their pins, the wire across them, the next buffer's input)."""
+    """Consecutive nodes in clusters of at most ``seg_um`` of x and at most ``limit`` pF (their
+    pins, the wire across them, and ``buffer_cap``: the next repeater of a chain)."""
     out, cur = [], []
     for s in side:
         if cur:

@@ -36,40 +36,43 @@ def _trace(cells, sink):
     return path[::-1]
 
 
-def test_chains_from_the_driver_by_position():
+def test_leaves_by_position_and_a_chain_each_way():
     cells, xs = _row()
     r = _run(cells, xs)
-    assert (r.removed, r.added, r.nets) == (2, 4, 1)
+    assert (r.removed, r.added, r.nets) == (2, 6, 1)
     names = [c[0] for c in r.cells]
     assert "r0" not in names and "r1" not in names
-    # by hand: right of the driver 5-8 mm (3 mm span) then 9-11 mm; left 4-1 mm then 0 mm
-    right1, right2 = _trace(r.cells, "s5")[1], _trace(r.cells, "s9")[1:3]
-    assert [_trace(r.cells, f"s{k}") for k in (5, 6, 7, 8)] == [["d", right1, f"s{k}"] for k in (5, 6, 7, 8)]
-    assert right2[0] == right1
-    assert [_trace(r.cells, f"s{k}")[1:-1] for k in (9, 10, 11)] == [[right1, right2[1]]] * 3
-    left1 = _trace(r.cells, "s4")[1]
-    assert [_trace(r.cells, f"s{k}") for k in (4, 3, 2, 1)] == [["d", left1, f"s{k}"] for k in (4, 3, 2, 1)]
-    assert _trace(r.cells, "s0")[1] == left1 and len(_trace(r.cells, "s0")) == 4
+    # by hand, 3 mm segments: leaves 0-3, 4-7, 8-11 mm (centres 1.5, 5.5, 9.5 mm); their inputs span
+    # 1.5-9.5 mm with the driver at 5 mm, more than a segment: a chain each way, right [5.5] then
+    # [9.5] (4 mm apart), left [1.5]
+    leaf = {k: _trace(r.cells, f"s{k}")[-2] for k in range(12)}
+    assert len({leaf[k] for k in range(4)}) == len({leaf[k] for k in range(4, 8)}) == 1
+    assert len(set(leaf.values())) == 3
+    paths = {k: _trace(r.cells, f"s{k}") for k in range(12)}
+    assert all(len(paths[k]) == 4 for k in range(8)) and all(len(paths[k]) == 5 for k in range(8, 12))
+    right1 = paths[4][1]
+    assert paths[8][1] == right1 and paths[0][1] != right1
     # the driver's own net: the first repeater of each side only
     on_root = sorted(inst for inst, _, pins in r.cells for p, n in pins.items() if n == "root" and p == "A")
-    assert on_root == sorted({right1, left1})
+    assert on_root == sorted({right1, paths[0][1]})
     assert all(typ == "BUF" for inst, typ, _ in r.cells if inst.startswith("urep"))
 
 
 def test_clusters_cut_at_the_buffers_load_limit():
     cells, xs = _row()
-    # 0.03 pF a sink, the next buffer's input 0.03 pF, limit 0.1 pF: two sinks a cluster (0.09 pF;
-    # three would be 0.12): right 5-6, 7-8, 9-10, 11 mm; left 4-3, 2-1, 0 mm
+    # 0.03 pF a sink, limit 0.1 pF: three sinks a leaf (0.09 pF): 0-2, 3-5, 6-8, 9-11 mm; their four
+    # inputs (0.03 pF each, 0.12 pF) overload the driver (0.05 pF): a chain each way, right [7, 10],
+    # left [4, 1] (0.03 + 0.03 + the next repeater's 0.03 = 0.09 pF each)
     r = _run(cells, xs, cap=0.03, limit=0.1, seg=1e6)
-    assert r.added == 7
-    assert len(_trace(r.cells, "s11")) == 2 + 4 and len(_trace(r.cells, "s0")) == 2 + 3
-    assert _trace(r.cells, "s5")[-2] == _trace(r.cells, "s6")[-2] != _trace(r.cells, "s7")[-2]
-    # the wire counts: at 2e-5 pF/um a pair 1 mm apart is 0.03 + 0.03 + 0.02 + 0.03 = 0.11 pF: one
-    # sink a cluster (at 5e-6 pF/um it is 0.095 pF and the pairs stay)
-    r = _run(cells, xs, cap=0.03, limit=0.1, seg=1e6, wire=5e-6)
-    assert r.added == 7
+    assert r.added == 4 + 2
+    assert all(len(_trace(r.cells, f"s{k}")) == 4 for k in range(12))
+    assert _trace(r.cells, "s0")[-2] == _trace(r.cells, "s2")[-2] != _trace(r.cells, "s3")[-2]
+    # the wire counts: at 2e-5 pF/um a pair 1 mm apart is 0.03 + 0.03 + 0.02 = 0.08 pF, a third
+    # sink 0.13: leaves of two, at 0.5, 2.5 ... 10.5 mm; the trunk's neighbours 2 mm apart load
+    # 0.03 + 0.03 + 0.04 + 0.03 = 0.13 pF: one leaf a repeater, three each way
     r = _run(cells, xs, cap=0.03, limit=0.1, seg=1e6, wire=2e-5)
-    assert r.added == 12
+    assert r.added == 6 + 6
+    assert len(_trace(r.cells, "s11")) == 2 + 1 + 3 and len(_trace(r.cells, "s0")) == 2 + 1 + 3
 
 
 def test_a_short_net_loses_its_tree_and_is_driven_directly():
@@ -95,10 +98,11 @@ def test_left_alone_clock_block_driven_kept_and_unplaced():
     by = {inst: pins for inst, _, pins in r.cells}
     assert by["r0"] == {"A": "clk", "Y": "clk_b"} and by["f0"]["CLK"] == "clk_b"
     assert by["s0"]["A"] == by["s1"]["A"] == "mo" and by["s2"]["A"] == by["s3"]["A"] == "kept"
-    # the far net: 9 mm and 20 mm in clusters of their own (3 mm segments), s6 unplaced stays on it
-    assert by["s6"]["A"] == "far" and r.added == 2
+    # the far net: 9 mm and 20 mm in leaves of their own (3 mm segments) and a chain of two
+    # repeaters to them; s6, unplaced, stays on it
+    assert by["s6"]["A"] == "far" and r.added == 4
     first = _trace(r.cells, "s4")
-    assert len(first) == 3 and _trace(r.cells, "s5")[:2] == first[:2] and len(_trace(r.cells, "s5")) == 4
+    assert len(first) == 4 and _trace(r.cells, "s5")[:2] == first[:2] and len(_trace(r.cells, "s5")) == 5
 
 
 def test_bad_segment_and_a_sink_too_heavy_for_the_repeater():
