@@ -138,7 +138,7 @@ def rebuffer(cells, *, is_repair, outputs_of, clock_pins, position, cap_of, driv
             continue
         lo, hi = min([xd] + [s.x for s in loads]), max([xd] + [s.x for s in loads])
         total = sum(s.cap_pf for s in loads) + wire_pf_um * (hi - lo)
-        if not tree and hi - lo <= seg_um / 2 and total <= limit:
+        if not tree and hi - lo <= seg_um and total <= limit:
             continue
         for s in loads:
             if s.cap_pf + bcap > blimit:
@@ -152,7 +152,7 @@ def rebuffer(cells, *, is_repair, outputs_of, clock_pins, position, cap_of, driv
             continue   # the repair's tree was not needed once placed: driven directly
         new = []
 
-        def buffer(feed, nodes, new=new, net=net):
+        def add_buffer(feed, nodes, new=new, net=net):
             """A repeater on net ``feed`` driving ``nodes``: (its input as a node, its output net)."""
             nonlocal added
             name = f"{net}_rep{added}"
@@ -168,15 +168,15 @@ def rebuffer(cells, *, is_repair, outputs_of, clock_pins, position, cap_of, driv
             return Sink((inst, bin_), sum(n.x for n in nodes) / len(nodes), bcap), name
 
         # leaves: neighbouring sinks by load and extent; the trunk: their buffers' inputs
-        leaves = _clusters(sorted(loads, key=lambda s: (s.x, s.ref)), seg_um, wire_pf_um, blimit, 0.0)
-        trunk = [buffer(net, c)[0] for c in leaves]
+        groups = _clusters(sorted(loads, key=lambda s: (s.x, s.ref)), seg_um, wire_pf_um, blimit, 0.0)
+        trunk = [add_buffer(net, c)[0] for c in groups]
         xs = [xd] + [n.x for n in trunk]
         if max(xs) - min(xs) > seg_um or len(trunk) * bcap + wire_pf_um * (max(xs) - min(xs)) > limit:
             for side in (sorted((n for n in trunk if n.x >= xd), key=lambda n: (n.x - xd, n.ref)),
                          sorted((n for n in trunk if n.x < xd), key=lambda n: (xd - n.x, n.ref))):
                 feed = net   # a chain of repeaters each way along the row
                 for cluster in _clusters(side, seg_um, wire_pf_um, blimit, bcap):
-                    feed = buffer(feed, cluster)[1]
+                    feed = add_buffer(feed, cluster)[1]
         cells = cells + new
     out = [(inst, typ, pins_of[inst]) for inst, typ, _ in cells if inst not in removed]
     return Rebuffered(out, len(removed), added, touched)

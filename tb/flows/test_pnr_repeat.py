@@ -81,6 +81,15 @@ def test_a_short_net_loses_its_tree_and_is_driven_directly():
     r = _run(cells, xs, cap=0.01)          # 0.04 pF within the driver's 0.05
     assert (r.removed, r.added, r.nets) == (2, 0, 1)
     assert all(pins["A"] == "root" for inst, _, pins in r.cells if inst.startswith("s"))
+    # and beside it a long net (12 sinks over 11 mm, as in the first test): each rebuilt on its own
+    long, lxs = _row()
+    long = [(f"{i}L", t, {p: f"{n}L" for p, n in pins.items()}) for i, t, pins in long]
+    at = {**xs, **{f"{k}L": v for k, v in lxs.items()}}
+    r = rebuffer(cells + long, is_repair=lambda i: i.startswith("r"), outputs_of=lambda t: OUTS[t],
+                 clock_pins=lambda t: set(), position=lambda ref: at.get(ref[0]),
+                 cap_of=lambda t, p: 0.01, driver_limit=lambda t, p: 0.05,
+                 buffer=("BUF", "A", "Y", 1.0), seg_um=3000.0, wire_pf_um=0.0)
+    assert (r.removed, r.added, r.nets) == (4, 6, 2)
 
 
 def test_left_alone_clock_block_driven_kept_and_unplaced():
