@@ -102,14 +102,14 @@ def test_left_alone_clock_block_driven_kept_and_unplaced():
              ("s6", "SNK", {"A": "far"})]
     xs = {"d": 0.0, "f0": 9000.0, "f1": 0.0, "m": 0.0, "s0": 9000.0, "s1": 0.0, "e": 0.0, "s2": 9000.0,
           "s3": 0.0, "g": 0.0, "s4": 9000.0, "s5": 20000.0}
-    r = _run(cells, xs, keep=("kept",))
-    assert r.removed == 0 and r.nets == 1
+    r = _run(cells, xs, keep=("kept",), wire=5e-6)   # the far net: 0.02 pF + 0.1 pF of wire > 0.05
+    assert r.removed == 0
     by = {inst: pins for inst, _, pins in r.cells}
     assert by["r0"] == {"A": "clk", "Y": "clk_b"} and by["f0"]["CLK"] == "clk_b"
     assert by["s0"]["A"] == by["s1"]["A"] == "mo" and by["s2"]["A"] == by["s3"]["A"] == "kept"
     # the far net: 9 mm and 20 mm in leaves of their own (3 mm segments) and a chain of two
     # repeaters to them; s6, unplaced, stays on it
-    assert by["s6"]["A"] == "far" and r.added == 4
+    assert by["s6"]["A"] == "far" and r.added == 4 and r.nets == 1
     first = _trace(r.cells, "s4")
     assert len(first) == 4 and _trace(r.cells, "s5")[:2] == first[:2] and len(_trace(r.cells, "s5")) == 5
 
@@ -120,3 +120,10 @@ def test_bad_segment_and_a_sink_too_heavy_for_the_repeater():
         _run(cells, xs, seg=0.0)
     with pytest.raises(ValueError, match="more than the repeater"):
         _run(cells, xs, cap=0.6, limit=0.6)
+
+
+def test_a_long_net_its_driver_drives_is_left_alone():
+    # 20 mm, but 0.01 pF of pin and 0.02 pF of wire: within the driver's 0.05 pF, so no repeater
+    cells = [("d", "DRV", {"Y": "ok"}), ("s0", "SNK", {"A": "ok"})]
+    r = _run(cells, {"d": 0.0, "s0": 20000.0}, wire=1e-6)
+    assert (r.removed, r.added, r.nets) == (0, 0, 0) and r.cells == cells
