@@ -17,9 +17,9 @@ columns), :func:`run_pnr_hier`
 4. floorplans the top (:mod:`flows.pnr.top`): the D macros FIXED in a row, the top's own cells
    (repaired: the drive repair's buffer trees included) in rows above them, placed by our own
    quadratic placer (:mod:`flows.pnr.place`: graywolf cannot place around fixed macros); rebuilds
-   the buffer trees by where their sinks landed (:mod:`flows.pnr.repeat`: repeater chains along
-   the row instead of buffers whose sinks lie at both ends of it), places it again, and routes it
-   with qrouter;
+   the repair's buffer trees by where their sinks landed (:mod:`flows.pnr.repeat`: each buffer
+   over neighbouring sinks, repeater chains where the trunk to them is long, instead of buffers
+   whose sinks lie at both ends of the row), places it again, and routes it with qrouter;
 5. extracts the routed top (:func:`flows.pnr.extract.extract`), times it with OpenSTA (the cells'
    liberty, the block's model, the top's SPEF) with and without wires, and checks it in magic with
    the block's real layout (:func:`flows.pnr.top.check_script`: DRC and signal connectivity).
@@ -269,9 +269,9 @@ def _harden(s, lib, work: Path, outdir: Path, *, util, fast, groute, route_clock
 
 def _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks):
     """:func:`flows.pnr.repeat.rebuffer` on the placed top: the cells' and the macros' pins where they
-    are, the drive repair's buffer as the repeater (at the repair's target load; the library's
-    strongest buffer, CLKBUF2, has an input pin qrouter found no way onto in our rows), its segment
-    for the row's wire and taps."""
+    are; the drive repair's own buffer at the repair's target load as the repeater (the trees are
+    rebuilt of what they were built of), its segment for the row's wire and the heaviest column
+    input every column pitch."""
     macro_at = {inst: x for inst, x, _ in fp.macros}
     bit_of = {name: key for key, name in b.ph.port_bits.items()}
     kind = {inst: typ for inst, typ, _ in ph.cells}
