@@ -122,9 +122,12 @@ def test_bad_segment_and_a_sink_too_heavy_for_the_repeater():
         _run(cells, xs, cap=0.6, limit=0.6)
 
 
-def test_a_net_the_repair_left_unbuffered_is_left_alone():
-    # 20 mm and 0.01 + 0.2 pF: over the driver's 0.05 pF with its wire, but the repair did not
-    # buffer it (it counts no wire): as synthesized, timed with its routed wire
+def test_a_long_net_its_driver_drives_is_left_alone_and_an_overloaded_one_is_not():
+    # 20 mm, 0.01 pF of pin and 0.02 pF of wire: within the driver's 0.05 pF, so no repeater
     cells = [("d", "DRV", {"Y": "ok"}), ("s0", "SNK", {"A": "ok"})]
-    r = _run(cells, {"d": 0.0, "s0": 20000.0}, wire=1e-5)
+    r = _run(cells, {"d": 0.0, "s0": 20000.0}, wire=1e-6)
     assert (r.removed, r.added, r.nets) == (0, 0, 0) and r.cells == cells
+    # 0.01 + 0.2 pF of wire: over it, though the repair (which counts no wire) left it alone: a leaf
+    # buffer at the sink, and the trunk to it (20 mm, 3 mm segments) a chain of one repeater
+    r = _run(cells, {"d": 0.0, "s0": 20000.0}, wire=1e-5)
+    assert (r.removed, r.added, r.nets) == (0, 2, 1) and len(_trace(r.cells, "s0")) == 4
