@@ -48,8 +48,8 @@ class Sink:
 
 @dataclass
 class Rebuffered:
-    """:func:`rebuffer`'s result: the cells (repair buffers removed, pins reconnected, new buffers
-    appended), and counts."""
+    """:func:`rebuffer`'s result: ``cells`` (repair buffers removed, pins reconnected, repeaters
+    appended), ``removed`` repair buffers, ``added`` repeaters, ``nets`` rebuilt."""
 
     cells: list
     removed: int
@@ -111,12 +111,12 @@ def rebuffer(cells, *, is_repair, outputs_of, clock_pins, position, cap_of, driv
             (y,) = [pins[p] for p in pins if p in outs]
             fed[inst] = y
 
-    def leaves(net, tree):
+    def ends_of(net, tree):
         out = []
         for inst, typ, p in sinks.get(net, ()):
             if inst in fed:
                 tree.append(inst)
-                out += leaves(fed[inst], tree)
+                out += ends_of(fed[inst], tree)
             else:
                 out.append((inst, typ, p))
         return out
@@ -132,7 +132,7 @@ def rebuffer(cells, *, is_repair, outputs_of, clock_pins, position, cap_of, driv
         if limit is None:
             continue
         tree = []
-        ends = leaves(net, tree)
+        ends = ends_of(net, tree)
         if any(p in clock_pins(typ) for _, typ, p in ends):
             continue
         xd = position((dinst, dpin))
@@ -145,7 +145,7 @@ def rebuffer(cells, *, is_repair, outputs_of, clock_pins, position, cap_of, driv
         if not tree and total <= limit:
             continue   # never buffered, and its driver drives it, wire and all
         for s in loads:
-            if s.cap_pf + bcap > blimit:
+            if s.cap_pf > blimit:
                 raise ValueError(f"pin {s.ref} on net {net} loads {s.cap_pf:.4f} pF, more than the "
                                  f"repeater {btype} may drive ({blimit:.4f} pF)")
         touched += 1

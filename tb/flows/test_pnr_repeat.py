@@ -119,7 +119,7 @@ def test_bad_segment_and_a_sink_too_heavy_for_the_repeater():
     with pytest.raises(ValueError, match="segment"):
         _run(cells, xs, seg=0.0)
     with pytest.raises(ValueError, match="more than the repeater"):
-        _run(cells, xs, cap=0.6, limit=0.6)
+        _run(cells, xs, cap=0.7, limit=0.6)
 
 
 def test_a_long_net_its_driver_drives_is_left_alone_and_an_overloaded_one_is_not():
