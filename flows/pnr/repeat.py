@@ -150,8 +150,8 @@ def rebuffer(cells, *, is_repair, outputs_of, clock_pins, position, cap_of, driv
                                  f"repeater {btype} may drive ({blimit:.4f} pF)")
         touched += 1
         removed.update(tree)
-        for s in loads:
-            pins_of[s.ref[0]][s.ref[1]] = net
+        for inst, _, p in ends:   # the unplaced ones stay here; the placed ones move on below
+            pins_of[inst][p] = net
         if hi - lo <= seg_um and total <= limit:
             continue   # the repair's tree was not needed once placed: driven directly
         new = []

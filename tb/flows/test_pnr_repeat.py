@@ -99,7 +99,7 @@ def test_left_alone_clock_block_driven_kept_and_unplaced():
              ("m", "M", {"o": "mo"}), ("s0", "SNK", {"A": "mo"}), ("s1", "SNK", {"A": "mo"}),
              ("e", "DRV", {"Y": "kept"}), ("s2", "SNK", {"A": "kept"}), ("s3", "SNK", {"A": "kept"}),
              ("g", "DRV", {"Y": "far"}), ("r1", "BUF", {"A": "far", "Y": "far_b"}),
-             ("s4", "SNK", {"A": "far_b"}), ("s5", "SNK", {"A": "far_b"}), ("s6", "SNK", {"A": "far"})]
+             ("s4", "SNK", {"A": "far_b"}), ("s5", "SNK", {"A": "far_b"}), ("s6", "SNK", {"A": "far_b"})]
     xs = {"d": 0.0, "f0": 9000.0, "f1": 0.0, "m": 0.0, "s0": 9000.0, "s1": 0.0, "e": 0.0, "s2": 9000.0,
           "s3": 0.0, "g": 0.0, "s4": 9000.0, "s5": 20000.0}
     r = _run(cells, xs, keep=("kept",), wire=5e-6)   # the far net: 0.02 pF + 0.1 pF of wire > 0.05
