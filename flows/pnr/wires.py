@@ -115,13 +115,22 @@ def _cell_delay(lib, cell, pin, load_pf, slew):
     return delay, tran
 
 
+def _stage_ps(lib, buf, pin, seg_um, spread_pf, end_pf, slew, rc):
+    """One repeater and the segment it drives: ``(ps, output transition)``. The buffer's liberty
+    delay at the whole load (with input transition ``slew``) plus the segment's Elmore delay,
+    ``spread_pf`` (wire and taps) spread evenly over ``seg_um`` and ``end_pf`` (the next repeater's
+    input) at its far end."""
+    d, slew = _cell_delay(lib, buf, pin, spread_pf + end_pf, slew)
+    return d * lib.time_ps + rc.r_ohm_um * seg_um * (spread_pf / 2 + end_pf), slew   # ohm x pF = ps
+
+
 def _chain_ps(lib, buf, pin, n, seg_len, seg_c, rc):
-    """Delay (ps) of ``n`` repeaters in a chain, each driving ``seg_c`` pF over ``seg_len`` um."""
+    """Delay (ps) of ``n`` repeaters in a chain, each driving ``seg_c`` pF spread over ``seg_len`` um."""
     slew = lib.default_input_slew()
     total = 0.0
     for _ in range(n):
-        d, slew = _cell_delay(lib, buf, pin, seg_c, slew)
-        total += d * lib.time_ps + rc.r_ohm_um * seg_len * seg_c / 2   # ohm x pF = ps
+        t, slew = _stage_ps(lib, buf, pin, seg_len, seg_c, 0.0, slew, rc)
+        total += t
     return total
 
 
@@ -189,11 +198,10 @@ def repeater_spacing(lib, rc: WireRC, tap_pf_um: float = 0.0, buffer=None) -> fl
     best = None
     for k in range(1, 201):
         seg = longest * k / 200
-        load = c_um * seg + cin
         slew = lib.default_input_slew()
         for _ in range(3):   # the slew an equal predecessor hands on
-            d, slew = _cell_delay(lib, buf, pin, load, slew)
-        per_um = (d * lib.time_ps + rc.r_ohm_um * seg * (c_um * seg / 2 + cin)) / seg
+            t, slew = _stage_ps(lib, buf, pin, seg, c_um * seg, cin, slew, rc)
+        per_um = t / seg
         if best is None or per_um < best[0]:
             best = (per_um, seg)
     return round(best[1], 1)
