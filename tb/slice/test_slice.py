@@ -84,10 +84,13 @@ def test_stub_block_scaled_four_scale_rows():
     assert dut.scale_rows == 4
 
 
-@pytest.mark.quick
-def test_mu_ragged_stalls_and_minilm():
+@pytest.mark.parametrize("acc", [pytest.param("exact", marks=pytest.mark.quick),
+                                 pytest.param("fp32", marks=pytest.mark.full)])
+def test_mu_ragged_stalls_and_minilm(acc):
     """Real matrix units (D=8, two units): ragged shapes, slow and bursty HBM, slow consumers; then
-    the real MiniLM layer-0 FFN up projection (384 x 1536, M=1) at full feed, bit-exact."""
+    the real MiniLM layer-0 FFN up projection (384 x 1536, M=1) at full feed, bit-exact, in each
+    accumulate mode (the recommended one in the quick set, sharing its build with
+    :func:`test_mu_exact_write_back`)."""
     cases = [
         {"shapes": RAGGED, "rate": 16.0, "latency": 5, "seed": 4},
         {"shapes": RAGGED, "rate": 5.5, "latency": 40, "seed": 5, **STALLS},
@@ -95,8 +98,8 @@ def test_mu_ragged_stalls_and_minilm():
         {"shapes": RAGGED_ACC, "rate": 16.0, "latency": 5, "seed": 11, "spy_reads": 2000},
         {"shapes": RAGGED_ACC, "rate": 5.5, "latency": 40, "seed": 12, "spy_reads": 500, **STALLS},
     ]
-    res, dut = run_cases("slice-mu-u2w8f12", cases, numerics="mu", units=2, width=8, feed_bytes=12,
-                         spad_bytes=8192)
+    res, dut = run_cases("slice-mu-u2w8f12" + ("-xacc" if acc == "exact" else ""), cases, numerics="mu",
+                         units=2, width=8, feed_bytes=12, spad_bytes=8192, acc=acc)
     # beats of 12 bytes at 16 bytes/cycle: the port, not the units, bounds the rate (12 B/cycle);
     # the contract's steady state at that feed: 36,864 super-rows of 16 bytes at 12 bytes a cycle
     model = Product(1, 384, 1536, 8, units=2).steady_cycles(feed=12.0)

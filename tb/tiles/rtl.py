@@ -52,7 +52,7 @@ UNITS = {
     (8, "fp6_e2m3"): (3, "", None),          # w8-e2m3-r3-xacc
     (8, "int8"): (1, "", None),              # w8-int8-xacc
     (8, "int4"): (2, "", None),              # w8-int4-r2-xacc
-    (32, "fp8_e4m3"): (16, "", None),        # quick w32-e4m3-r16-xacc
+    (32, "fp8_e4m3"): (16, "", None),        # full w32-e4m3-r16-xacc
     (32, "fp8_e5m2"): (16, "", "words"),     # quick w32-e5m2-r16-twords-xacc
     (32, "fp6_e3m2"): (16, "", "words"),     # quick w32-e3m2-r16-twords-xacc
     (32, "fp6_e2m3"): (16, "", "words"),     # quick w32-e2m3-r16-twords-xacc
