@@ -131,3 +131,23 @@ def test_a_long_net_its_driver_drives_is_left_alone_and_an_overloaded_one_is_not
     # buffer at the sink, and the trunk to it (20 mm, 3 mm segments) a chain of one repeater
     r = _run(cells, {"d": 0.0, "s0": 20000.0}, wire=1e-5)
     assert (r.removed, r.added, r.nets) == (0, 2, 1) and len(_trace(r.cells, "s0")) == 4
+
+
+def test_repair_trees_kept_only_the_overloaded_root_rebuilt():
+    # the first test's row with the repair's buffers as ordinary cells (is_repair never true, as
+    # hierflow's keep_repair_trees): each buffer drives its six sinks (0.06 pF > 0.05), the driver
+    # its two buffers (0.02 pF); with 5 fF/mm of wire the buffers' nets (10 mm of sinks: + 0.05 pF)
+    # are overloaded and rebuilt from the buffer, the driver's (the buffers at 5 mm, no extent) not
+    cells, xs = _row()
+    xs.update({"r0": 5000.0, "r1": 5000.0})
+    kw = dict(outputs_of=lambda t: OUTS[t], clock_pins=lambda t: set(), position=lambda ref: xs.get(ref[0]),
+              cap_of=lambda t, p: 0.01, buffer=("BUF", "A", "Y", 1.0), seg_um=3000.0, wire_pf_um=5e-6)
+    r = rebuffer(cells, is_repair=lambda i: False, driver_limit=lambda t, p: 0.05, **kw)
+    assert r.removed == 0 and r.nets == 2
+    by = {inst: pins for inst, _, pins in r.cells}
+    assert by["r0"] == {"A": "root", "Y": "b0"} and by["r1"] == {"A": "root", "Y": "b1"}
+    assert _trace(r.cells, "s0")[:2] == ["d", "r0"] and _trace(r.cells, "s1")[:2] == ["d", "r1"]
+    # a buffer whose limit covers its sinks and their wire: nothing is rebuilt, the cells unchanged
+    r = rebuffer(cells, is_repair=lambda i: False, driver_limit=lambda t, p: 0.05 if t == "DRV" else 1.0,
+                 **kw)
+    assert (r.removed, r.added, r.nets) == (0, 0, 0) and r.cells == cells
