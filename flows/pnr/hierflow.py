@@ -271,8 +271,9 @@ def _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks, keep_trees=Fa
     """:func:`flows.pnr.repeat.rebuffer` on the placed top: the cells' and the macros' pins where they
     are; the drive repair's own buffer at the repair's target load as the repeater (the trees are
     rebuilt of what they were built of), its segment for the row's wire and the heaviest column
-    input every column pitch. ``keep_trees``: the repair's buffers count as ordinary cells (their
-    trees stay as synthesized), so only the nets whose wire overloads their driver are rebuilt."""
+    input every column pitch. ``keep_trees``: the nets the repair's buffers drive are kept as
+    synthesized and the buffers count as ordinary sinks, so only the nets whose wire overloads their
+    driver are rebuilt (among them a tree's root where its buffers lie far apart)."""
     macro_at = {inst: x for inst, x, _ in fp.macros}
     bit_of = {name: key for key, name in b.ph.port_bits.items()}
     kind = {inst: typ for inst, typ, _ in ph.cells}
@@ -295,8 +296,16 @@ def _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks, keep_trees=Fa
     limit = target * lib.cap_pf
     seg = repeater_spacing(lib, rc, max(taps, default=0.0) / pitch, buffer=(buf, out, limit))
     hard = s.hard
+
+    def is_repair(inst):
+        return ph.sources.get(inst, "").startswith(REPAIR_PREFIX)
+
+    kept = set(clocks)
+    if keep_trees:
+        kept |= {pins[p] for inst, typ, pins in ph.cells if is_repair(inst)
+                 for p in pins if p in lib.cell(typ).outputs}
     rb = rebuffer(
-        ph.cells, is_repair=lambda i: not keep_trees and ph.sources.get(i, "").startswith(REPAIR_PREFIX),
+        ph.cells, is_repair=lambda i: not keep_trees and is_repair(i),
         outputs_of=lambda t: set(b.ph.outputs) if t == hard else set(lib.cell(t).outputs),
         clock_pins=lambda t: set(b.clocks) if t == hard else set(lib.cell(t).clock_pins),
         position=position,
@@ -304,7 +313,7 @@ def _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks, keep_trees=Fa
         driver_limit=lambda t, p: (None if t == hard
                                    else lib.drive_limit(t, p, within_tables=True) * lib.cap_pf),
         buffer=(buf, bin_, out, limit),
-        seg_um=seg, wire_pf_um=rc.c_pf_um, keep=clocks)
+        seg_um=seg, wire_pf_um=rc.c_pf_um, keep=kept)
     return rb, seg
 
 

@@ -134,20 +134,21 @@ def test_a_long_net_its_driver_drives_is_left_alone_and_an_overloaded_one_is_not
 
 
 def test_repair_trees_kept_only_the_overloaded_root_rebuilt():
-    # the first test's row with the repair's buffers as ordinary cells (is_repair never true, as
-    # hierflow's keep_repair_trees): each buffer drives its six sinks (0.06 pF > 0.05), the driver
-    # its two buffers (0.02 pF); with 5 fF/mm of wire the buffers' nets (10 mm of sinks: + 0.05 pF)
-    # are overloaded and rebuilt from the buffer, the driver's (the buffers at 5 mm, no extent) not
+    # hierflow's keep_repair_trees: the repair's buffers are ordinary sinks (is_repair never true)
+    # and the nets they drive are kept. The first test's row, the two buffers at 0 and 10 mm: the
+    # driver's net (two 10 fF buffer inputs and 10 mm of wire at 5 fF/mm: 0.07 pF > 0.05) is
+    # rebuilt; each buffer's six sinks (0.06 pF, and their wire) stay on the buffer as synthesized.
     cells, xs = _row()
-    xs.update({"r0": 5000.0, "r1": 5000.0})
+    xs.update({"r0": 0.0, "r1": 10000.0})
     kw = dict(outputs_of=lambda t: OUTS[t], clock_pins=lambda t: set(), position=lambda ref: xs.get(ref[0]),
-              cap_of=lambda t, p: 0.01, buffer=("BUF", "A", "Y", 1.0), seg_um=3000.0, wire_pf_um=5e-6)
-    r = rebuffer(cells, is_repair=lambda i: False, driver_limit=lambda t, p: 0.05, **kw)
-    assert r.removed == 0 and r.nets == 2
+              cap_of=lambda t, p: 0.01, buffer=("BUF", "A", "Y", 1.0), seg_um=3000.0, wire_pf_um=5e-6,
+              is_repair=lambda i: False, keep=("b0", "b1"))
+    r = rebuffer(cells, driver_limit=lambda t, p: 0.05, **kw)
+    assert r.removed == 0 and r.nets == 1 and r.added > 0
     by = {inst: pins for inst, _, pins in r.cells}
-    assert by["r0"] == {"A": "root", "Y": "b0"} and by["r1"] == {"A": "root", "Y": "b1"}
-    assert _trace(r.cells, "s0")[:2] == ["d", "r0"] and _trace(r.cells, "s1")[:2] == ["d", "r1"]
-    # a buffer whose limit covers its sinks and their wire: nothing is rebuilt, the cells unchanged
-    r = rebuffer(cells, is_repair=lambda i: False, driver_limit=lambda t, p: 0.05 if t == "DRV" else 1.0,
-                 **kw)
+    assert by["r0"]["Y"] == "b0" and by["r1"]["Y"] == "b1" and by["r0"]["A"] != "root"
+    assert all(by[f"s{k}"]["A"] == f"b{k % 2}" for k in range(12))
+    assert _trace(r.cells, "s0")[-2:] == ["r0", "s0"] and _trace(r.cells, "s1")[-2:] == ["r1", "s1"]
+    # a driver whose limit covers both buffers and the wire: nothing is rebuilt, the cells unchanged
+    r = rebuffer(cells, driver_limit=lambda t, p: 0.1, **kw)
     assert (r.removed, r.added, r.nets) == (0, 0, 0) and r.cells == cells
