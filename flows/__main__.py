@@ -129,9 +129,6 @@ def _parser():
     r.add_argument("--no-rebuffer", action="store_true",
                    help="with --hier: keep the drive repair's buffer trees in the top as synthesized "
                    "(default: rebuilt by position once placed, repeater chains along the macro row)")
-    r.add_argument("--keep-repair-trees", action="store_true",
-                   help="with --hier: rebuffer by position only the top's nets whose wire overloads their "
-                   "driver, keeping the drive repair's trees as synthesized")
     r.add_argument("--reuse-layout", action="store_true",
                    help="re-read the layout an earlier run with the same settings routed (redo SPEF, timing)")
     r.add_argument("--no-checks", action="store_true", help="skip magic DRC and netgen LVS")
@@ -178,9 +175,6 @@ def _pnr(args):
     clock = args.clock_ps if args.clock_ps is not None else os.environ.get("CLOCK_PS") or None
     util = args.util if args.util is not None else DEFAULT_UTIL
     timeout = {"step_timeout_s": args.step_timeout} if args.step_timeout is not None else {}
-    if not args.hier and (args.no_rebuffer or args.keep_repair_trees):
-        raise ValueError("--no-rebuffer and --keep-repair-trees choose how the top of a hierarchical run is "
-                         "buffered: add --hier (HIER=1) or leave them out")
     if args.hier:
         from .pnr.hierflow import run_pnr_hier
 
@@ -191,8 +185,7 @@ def _pnr(args):
                                                         ("gap", args.gap, "--gap")) if v is not None}
         run_pnr_hier(args.design, _parse_sets(args.set), util=_number(util, "--util"), fast=args.place_fast,
                      groute=not args.no_graywolf_groute, route_clock=not args.no_route_clock,
-                     rebuffer_top=not args.no_rebuffer,
-                     keep_repair_trees=args.keep_repair_trees, checks=not args.no_checks, outdir=args.outdir,
+                     rebuffer_top=not args.no_rebuffer, checks=not args.no_checks, outdir=args.outdir,
                      reuse=args.reuse_layout, **extra,
                      **timeout)
     elif args.verilog or args.top:

@@ -150,9 +150,8 @@ def main(argv=None) -> int:
     p.add_argument("--top-util", type=float, default=float(os.environ.get("TOP_UTIL") or 0.5),
                    help="with --unit: target utilization of the top's cell rows (default 0.5, or TOP_UTIL; a "
                    "lower one gives the top's routes more rows)")
-    p.add_argument("--rebuffer", choices=("on", "wire", "off"), default="on",
+    p.add_argument("--rebuffer", choices=("on", "off"), default="on",
                    help="with --unit: rebuild the top's buffer trees by position once placed (default on; "
-                   "wire: only the nets whose wire overloads their driver, the drive repair's trees kept; "
                    "off: the drive repair's trees as synthesized)")
     p.add_argument("--place-fast", type=int, default=4, help="graywolf effort divisor (default 4)")
     p.add_argument("--graywolf-groute", choices=("on", "off"), default="off",
@@ -204,8 +203,7 @@ def main(argv=None) -> int:
         try:
             run_pnr_hier("mu", {"width": d, "fmt": fmt, "acc": "exact"}, fast=a.place_fast,
                          top_util=a.top_util, groute=a.graywolf_groute == "on",
-                         route_clock=a.route_clock == "on", rebuffer_top=a.rebuffer != "off",
-                         keep_repair_trees=a.rebuffer == "wire",
+                         route_clock=a.route_clock == "on", rebuffer_top=a.rebuffer == "on",
                          **({"step_timeout_s": a.step_timeout} if a.step_timeout is not None else {}))
         except ToolError as e:   # a unit that does not lay out leaves no metrics: say so and go on
             print(f"pnr-study: unit {fmt}:{d}: {e}", file=sys.stderr)

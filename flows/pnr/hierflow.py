@@ -267,13 +267,11 @@ def _harden(s, lib, work: Path, outdir: Path, *, util, fast, groute, route_clock
                                                      "block_model": model_s})
 
 
-def _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks, keep_trees=False):
+def _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks):
     """:func:`flows.pnr.repeat.rebuffer` on the placed top: the cells' and the macros' pins where they
     are; the drive repair's own buffer at the repair's target load as the repeater (the trees are
     rebuilt of what they were built of), its segment for the row's wire and the heaviest column
-    input every column pitch. ``keep_trees``: the nets the repair's buffers drive are kept as
-    synthesized and the buffers count as ordinary sinks, so only the nets whose wire overloads their
-    driver are rebuilt (among them a tree's root where its buffers lie far apart)."""
+    input every column pitch."""
     macro_at = {inst: x for inst, x, _ in fp.macros}
     bit_of = {name: key for key, name in b.ph.port_bits.items()}
     kind = {inst: typ for inst, typ, _ in ph.cells}
@@ -296,16 +294,8 @@ def _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks, keep_trees=Fa
     limit = target * lib.cap_pf
     seg = repeater_spacing(lib, rc, max(taps, default=0.0) / pitch, buffer=(buf, out, limit))
     hard = s.hard
-
-    def is_repair(inst):
-        return ph.sources.get(inst, "").startswith(REPAIR_PREFIX)
-
-    kept = set(clocks)
-    if keep_trees:
-        kept |= {pins[p] for inst, typ, pins in ph.cells if is_repair(inst)
-                 for p in pins if p in lib.cell(typ).outputs}
     rb = rebuffer(
-        ph.cells, is_repair=lambda i: not keep_trees and is_repair(i),
+        ph.cells, is_repair=lambda i: ph.sources.get(i, "").startswith(REPAIR_PREFIX),
         outputs_of=lambda t: set(b.ph.outputs) if t == hard else set(lib.cell(t).outputs),
         clock_pins=lambda t: set(b.clocks) if t == hard else set(lib.cell(t).clock_pins),
         position=position,
@@ -313,15 +303,15 @@ def _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks, keep_trees=Fa
         driver_limit=lambda t, p: (None if t == hard
                                    else lib.drive_limit(t, p, within_tables=True) * lib.cap_pf),
         buffer=(buf, bin_, out, limit),
-        seg_um=seg, wire_pf_um=rc.c_pf_um, keep=kept)
+        seg_um=seg, wire_pf_um=rc.c_pf_um, keep=clocks)
     return rb, seg
 
 
 def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, timeout_s,
-                 rebuf=True, keep_trees=False) -> SimpleNamespace:
-    """The top placed around the block's copies (placed, rebuffered by position with ``rebuf``, the
-    repair's trees kept with ``keep_trees``, and placed again), routed (its clock nets left for a
-    clock tree, the clock being ideal), extracted and timed."""
+                 rebuf=True) -> SimpleNamespace:
+    """The top placed around the block's copies (placed, rebuffered by position with ``rebuf``, and
+    placed again), routed (its clock nets left for a clock tree, the clock being ideal), extracted
+    and timed."""
     top, hard = s.top, s.hard
     t = time.monotonic()
     tech_text = tech_lef().read_text()
@@ -344,7 +334,7 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, timeout_
                 anchors.setdefault(n, []).append((x + px.get(pin, msize[0] / 2), y + msize[1]))
         placed = place_cells(cells, anchors, sizes, fp, ports=ph.inputs + ph.outputs)
         if rebuf and attempt == 0:
-            rb, seg = _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks, keep_trees)
+            rb, seg = _rebuffer(s, b, lib, ph, placed, sizes, fp, msize, px, clocks)
             ph = dataclasses.replace(ph, cells=rb.cells)
     # each port above what it connects to (placed cells' centres and macro pins)
     at = {n: [x for x, _ in xs] for n, xs in anchors.items()}
@@ -386,7 +376,7 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, timeout_
     (outdir / "timing_routed.txt").write_text(post.report)
     lay = read_def((tdir / f"{top}_route.def").read_text(), {**sizes, hard: msize})
     return SimpleNamespace(ph=ph, fp=fp, macros=macros, cells=cells, ignore=ignore, routed=routed, ex=ex,
-                           rb=rb, seg=seg, keep_trees=keep_trees,
+                           rb=rb, seg=seg,
                            nowire=nowire, post=post, lay=lay, dir=tdir, failed=failed,
                            unrouted=[n for n in ex.unrouted if n not in ignore],
                            seconds={"top_place": place_s, "top_route": route_s})
@@ -417,8 +407,8 @@ def _check_top(s, b, t, work: Path, timeout_s):
 
 
 def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=None, groute=True,
-                 route_clock=True, rebuffer_top=True, keep_repair_trees=False, checks=True,
-                 step_timeout_s=DEFAULT_STEP_TIMEOUT_S, outdir=None, reuse=False, log=print) -> dict:
+                 route_clock=True, rebuffer_top=True, checks=True, step_timeout_s=DEFAULT_STEP_TIMEOUT_S,
+                 outdir=None, reuse=False, log=print) -> dict:
     """Place and route ``design`` hierarchically (see the module docstring); its metrics.
 
     Parameters
@@ -440,13 +430,6 @@ def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=No
         Rebuild the top's buffer trees by position once its cells are placed, with repeater chains
         along the row (:mod:`flows.pnr.repeat`), and place it again (off: the drive repair's trees
         as synthesized, their buffers' sinks in netlist order).
-    keep_repair_trees : bool
-        With ``rebuffer_top``: keep the repair's trees as synthesized and rebuild only the nets whose
-        load, wire included, is over their driver's limit (the unit's control and the feed registers
-        driving the repair's buffers across the row). At D = 16 (E2M1) rebuilding the trees too put
-        1,186 repeaters into the top, most in the row next to the columns' pins, where qrouter left
-        hundreds of nets unrouted; with no rebuffering the top routes, its path set by a few logic
-        cells driving the row's wire.
     checks : bool
         qflow's DRC and LVS (with ``route_clock``) on the block and magic's check of the top.
     reuse : bool
@@ -476,10 +459,6 @@ def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=No
                          "(e.g. TOP_UTIL=0.5)")
     if gap < 0:
         raise ValueError(f"the gap between macros must be >= 0 um, not {gap!r} (e.g. GAP=0)")
-    if keep_repair_trees and not rebuffer_top:
-        raise ValueError("keep_repair_trees chooses which nets the top's rebuffering rebuilds; with "
-                         "rebuffer_top off nothing is rebuilt: drop one of them (--no-rebuffer, "
-                         "--keep-repair-trees)")
     d = get_design(design)
     params = d.params(given or {})
     netlist = hier.emit(d.build(params), d.top_name)
@@ -492,8 +471,7 @@ def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=No
     lib = _lib_of(None)
     tag = (f"{d.variant(params)}-hier-{lib.short}-u{round(util * 100)}-t{round(top_util * 100)}"
            + (f"-g{gap:g}" if gap else "") + (f"-f{int(fast)}" if fast else "") + ("" if groute else "-ng")
-           + ("" if route_clock else "-nclk")
-           + (("-rbw" if keep_repair_trees else "-rb") if rebuffer_top else ""))
+           + ("" if route_clock else "-nclk") + ("-rb" if rebuffer_top else ""))
     work = WORK / tag
     outdir = Path(outdir) if outdir else USER_PNR / tag
     outdir.mkdir(parents=True, exist_ok=True)
@@ -507,7 +485,7 @@ def run_pnr_hier(design, given=None, *, util=0.6, top_util=0.5, gap=0.0, fast=No
     b = _harden(s, lib, work, outdir, util=util, fast=fast, groute=groute, route_clock=route_clock,
                 checks=checks, timeout_s=step_timeout_s, reuse=reuse, log=log)
     tp = _lay_out_top(s, b, lib, work, outdir, top_util=top_util, gap=gap, timeout_s=step_timeout_s,
-                      rebuf=rebuffer_top, keep_trees=keep_repair_trees)
+                      rebuf=rebuffer_top)
     seconds.update(b.seconds)
     seconds.update(tp.seconds)
     chk = None
@@ -544,8 +522,7 @@ def _metrics(design, params, tag, s, b, t, chk, *, util, top_util, gap, seconds)
         K.ROUTE_NETS: t.lay.nets, K.ROUTE_SPEF_NETS: t.ex.nets, K.ROUTE_WIRE_CAP: round(t.ex.wire_cap_pf, 5),
         "route__qrouter__ignored_nets": list(t.ignore),
         "hier__top__rebuffer": ({"segment_um": t.seg, "nets": t.rb.nets, "repeaters": t.rb.added,
-                                 "repair_buffers_removed": t.rb.removed,
-                                 "repair_trees": "kept" if t.keep_trees else "rebuilt"} if t.rb else None),
+                                 "repair_buffers_removed": t.rb.removed} if t.rb else None),
         "route__timing__unrouted_nets_without_wires": len(t.unrouted),
         K.CP_PS: round(s.pre.delay_ps, 1), K.ROUTE_CP_PS_NOWIRE: round(t.nowire.critical_ps, 1),
         K.ROUTE_CP_PS: round(t.post.critical_ps, 1), K.ROUTE_WS: round(t.post.slack_ps, 1),

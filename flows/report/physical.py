@@ -394,9 +394,7 @@ def units_section(units) -> list:
         lvs = {True: "match", False: "mismatch"}.get(m.get("hier__block__lvs_match"), "not run")
         rb = m.get("hier__top__rebuffer")
         trees = (f"by position: {rb['nets']} nets, {_f(rb['repeaters'])} repeaters every "
-                 f"<= {_f(rb['segment_um'] / 1000, 1)} mm"
-                 + ("; the repair's trees as synthesized" if rb.get("repair_trees") == "kept" else "")
-                 if rb else "as synthesized")
+                 f"<= {_f(rb['segment_um'] / 1000, 1)} mm" if rb else "as synthesized")
         L.append(f"| {r.fmt} | {d} | {_f(r.get('hier__block__cells'))} | {_f(bw)} x {_f(bh)} | "
                  f"{_f(r.get('hier__block__drc_errors'))} / {lvs} | {_f(r.get('hier__top__cells'))} | "
                  f"{_f(r.get('hier__top__target_util'), 2)} | {trees} | "

@@ -242,17 +242,13 @@ Xu2 n3 n2 vdd gnd INVX1
 
 @pytest.mark.parametrize("args, says", [(["--verilog", "x.v"], "leave out --verilog"),
                                         (["--top-util", "lots"], "--top-util must be a number"),
-                                        (["--gap", "-3"], "gap between macros must be >= 0"),
-                                        (["--no-rebuffer", "--keep-repair-trees"], "drop one of them")])
+                                        (["--gap", "-3"], "gap between macros must be >= 0")])
 def test_hier_cli_refuses_bad_input(args, says, capsys):
     """Refused before anything is synthesized, naming the option and the fix."""
     from flows.__main__ import main
 
     assert main(["pnr", "--hier", "--design", "bf16_bank"] + args) == 2
     assert says in capsys.readouterr().err
-    if "--no-rebuffer" in args:   # a flat run has no top to buffer: refused, not ignored
-        assert main(["pnr", "--design", "bf16_mul", "--keep-repair-trees"]) == 2
-        assert "add --hier" in capsys.readouterr().err
 
 
 def test_hierarchical_bf16_bank(tmp_path):

@@ -131,24 +131,3 @@ def test_a_long_net_its_driver_drives_is_left_alone_and_an_overloaded_one_is_not
     # buffer at the sink, and the trunk to it (20 mm, 3 mm segments) a chain of one repeater
     r = _run(cells, {"d": 0.0, "s0": 20000.0}, wire=1e-5)
     assert (r.removed, r.added, r.nets) == (0, 2, 1) and len(_trace(r.cells, "s0")) == 4
-
-
-def test_repair_trees_kept_only_the_overloaded_root_rebuilt():
-    # hierflow's keep_repair_trees: the repair's buffers are ordinary sinks (is_repair never true)
-    # and the nets they drive are kept. The first test's row, the two buffers at 0 and 10 mm: the
-    # driver's net (two 10 fF buffer inputs and 10 mm of wire at 5 fF/mm: 0.07 pF > 0.05) is
-    # rebuilt; each buffer's six sinks (0.06 pF, and their wire) stay on the buffer as synthesized.
-    cells, xs = _row()
-    xs.update({"r0": 0.0, "r1": 10000.0})
-    kw = dict(outputs_of=lambda t: OUTS[t], clock_pins=lambda t: set(), position=lambda ref: xs.get(ref[0]),
-              cap_of=lambda t, p: 0.01, buffer=("BUF", "A", "Y", 1.0), seg_um=3000.0, wire_pf_um=5e-6,
-              is_repair=lambda i: False, keep=("b0", "b1"))
-    r = rebuffer(cells, driver_limit=lambda t, p: 0.05, **kw)
-    assert r.removed == 0 and r.nets == 1 and r.added > 0
-    by = {inst: pins for inst, _, pins in r.cells}
-    assert by["r0"]["Y"] == "b0" and by["r1"]["Y"] == "b1" and by["r0"]["A"] != "root"
-    assert all(by[f"s{k}"]["A"] == f"b{k % 2}" for k in range(12))
-    assert _trace(r.cells, "s0")[-2:] == ["r0", "s0"] and _trace(r.cells, "s1")[-2:] == ["r1", "s1"]
-    # a driver whose limit covers both buffers and the wire: nothing is rebuilt, the cells unchanged
-    r = rebuffer(cells, driver_limit=lambda t, p: 0.1, **kw)
-    assert (r.removed, r.added, r.nets) == (0, 0, 0) and r.cells == cells

@@ -305,10 +305,4 @@ def test_whole_unit_row_by_hand():
     text = render([_run(32)], {}, ["- provenance"], [Run(m, None, "fp4_e2m1", 8)])
     (row,) = [ln for ln in text.splitlines() if ln.startswith("| fp4_e2m1 | 8 |")]
     assert row.split("|")[8].strip() == "by position: 263 nets, 1,813 repeaters every <= 3.4 mm"
-    m["hier__top__rebuffer"] = {"segment_um": 1857.0, "nets": 57, "repeaters": 240,
-                                "repair_buffers_removed": 0, "repair_trees": "kept"}
-    text = render([_run(32)], {}, ["- provenance"], [Run(m, None, "fp4_e2m1", 8)])
-    (row,) = [ln for ln in text.splitlines() if ln.startswith("| fp4_e2m1 | 8 |")]
-    assert row.split("|")[8].strip() == ("by position: 57 nets, 240 repeaters every <= 1.9 mm; "
-                                         "the repair's trees as synthesized")
     assert "## 5. The whole unit" not in render([_run(32)], {}, ["- provenance"])
