@@ -175,6 +175,9 @@ def _pnr(args):
     clock = args.clock_ps if args.clock_ps is not None else os.environ.get("CLOCK_PS") or None
     util = args.util if args.util is not None else DEFAULT_UTIL
     timeout = {"step_timeout_s": args.step_timeout} if args.step_timeout is not None else {}
+    if args.no_rebuffer and not args.hier:
+        raise ValueError("--no-rebuffer chooses how the top of a hierarchical run is buffered: add --hier "
+                         "(HIER=1) or leave it out")
     if args.hier:
         from .pnr.hierflow import run_pnr_hier
 

@@ -251,6 +251,14 @@ def test_hier_cli_refuses_bad_input(args, says, capsys):
     assert says in capsys.readouterr().err
 
 
+def test_no_rebuffer_without_hier_is_refused(capsys):
+    """A flat run has no top to buffer: the option is refused, not ignored."""
+    from flows.__main__ import main
+
+    assert main(["pnr", "--design", "bf16_mul", "--no-rebuffer"]) == 2
+    assert "add --hier" in capsys.readouterr().err
+
+
 def test_hierarchical_bf16_bank(tmp_path):
     """Four BF16 multipliers laid out once and routed as macros in the top: block DRC/LVS clean, top
     routed with no failed net, DRC-clean and connected as its netlist says in magic with the block's
