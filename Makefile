@@ -34,7 +34,7 @@ help:
 	@echo "make synth DESIGN=mu WIDTH=64 FMT=fp8_e4m3   synthesize, report area/timing (build/reports/qor/)"
 	@echo "make synth VERILOG=my.sv TOP=my_top          the same flow on your own (System)Verilog"
 	@echo "make pnr DESIGN=bf16_mul [UTIL=0.6]           place, route, DRC/LVS, post-route timing (build/reports/pnr/)"
-	@echo "make pnr DESIGN=bf16_bank HIER=1              hierarchical: the block once as a macro, the top routed around it"
+	@echo "make pnr DESIGN=bf16_bank HIER=1 [REBUFFER=0] hierarchical: the block once as a macro, the top routed around it"
 	@echo "make pnr-study [RUN=\"fp8_e4m3:32 ...\"] [UNIT=...] routed exact columns and units, reports/physical.md"
 	@echo "make test                                    lint + unit tests + quick regression"
 	@echo "make test-full                               the whole regression"
@@ -82,24 +82,30 @@ endif
 
 # make pnr DESIGN=bf16_mul [UTIL=0.6] [BLOCK=mu_col] [STEP_TIMEOUT=3600] (or VERILOG=... TOP=...): synthesize flat, place and route
 # (qflow: graywolf, qrouter), DRC/LVS (magic, netgen), post-route timing (OpenSTA with the SPEF)
+# (HIER=1 [TOP_UTIL=0.5] [REBUFFER=0]: hierarchically; REBUFFER=0 keeps the repair's buffer trees in the top)
 UTIL ?=
 BLOCK ?=
 PLACE_FAST ?=
 STEP_TIMEOUT ?=
+REBUFFER ?=
+ifneq ($(filter-out 0 1,$(REBUFFER)),)
+$(error REBUFFER=$(REBUFFER): use REBUFFER=0 (keep the drive repair's buffer trees in a hierarchical top) or REBUFFER=1 (the default: rebuild them by position))
+endif
+NO_REBUFFER = $(if $(filter 0,$(REBUFFER)),--no-rebuffer)
 pnr: $(STAMP)
 ifneq ($(strip $(VERILOG)),)
 	$(PY) -m flows pnr $(foreach f,$(VERILOG),--verilog $(f)) $(if $(TOP),--top $(TOP)) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
 else
-	$(PY) -m flows pnr --design $(DESIGN) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(BLOCK),--block $(BLOCK)) $(if $(HIER),--hier) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
+	$(PY) -m flows pnr --design $(DESIGN) $(SETS) $(if $(UTIL),--util $(UTIL)) $(if $(BLOCK),--block $(BLOCK)) $(if $(HIER),--hier) $(NO_REBUFFER) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
 endif
 
-# make pnr-study [RUN="fp8_e4m3:32 fp4_e2m1:32"] [UNIT="fp4_e2m1:8"] [PLACE_FAST=4] [UTIL=0.7] [STEP_TIMEOUT=3600]:
+# make pnr-study [RUN="fp8_e4m3:32 fp4_e2m1:32"] [UNIT="fp4_e2m1:8"] [TOP_UTIL=0.5] [REBUFFER=0] [PLACE_FAST=4] [UTIL=0.7] [STEP_TIMEOUT=3600]:
 # place and route those exact columns first (one after the other; UNIT: whole units, hierarchically),
 # then write reports/physical.md from every column and unit run found
 RUN ?=
 UNIT ?=
 pnr-study: $(STAMP)
-	$(PY) -m flows pnr-study $(foreach r,$(RUN),--run $(r)) $(foreach u,$(UNIT),--unit $(u)) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(UTIL),--util $(UTIL)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
+	$(PY) -m flows pnr-study $(foreach r,$(RUN),--run $(r)) $(foreach u,$(UNIT),--unit $(u)) $(if $(filter 0,$(REBUFFER)),--rebuffer off) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(UTIL),--util $(UTIL)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
 
 # make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=tiles|random|zeros|all] [SAMPLE=k] [PUBLISH=1] [ROWS=16 ...]
 # (energy of the matrix unit; other mu options as for make synth)

@@ -69,3 +69,18 @@ def test_a_drive_limit_other_commands_do_not_take_is_refused(cmd, capsys, monkey
     with pytest.raises(SystemExit) as e:
         main([cmd, "--help"])
     assert e.value.code == 0
+
+
+@pytest.mark.parametrize("target, flag", [("pnr", "--no-rebuffer"), ("pnr-study", "--rebuffer off")])
+def test_make_rebuffer_zero_reaches_the_hierarchical_flows(target, flag):
+    """REBUFFER=0 keeps the repair's trees in make pnr HIER=1 and make pnr-study UNIT=...; left
+    out, neither command gets the flag; any other value stops make with the values it takes."""
+    args = ["make", "-n", target, "DESIGN=mu", "HIER=1", "UNIT=fp4_e2m1:16"]
+    zero = subprocess.run(args + ["REBUFFER=0"], cwd=REPO, capture_output=True, text=True, timeout=60,
+                          check=True).stdout
+    commands = [line for line in zero.splitlines() if "-m flows " + target + " " in line]
+    assert len(commands) == 1 and flag in commands[0]
+    default = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "-m flows " + target + " " in default and "rebuffer" not in default
+    bad = subprocess.run(args + ["REBUFFER=off"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "REBUFFER=off: use REBUFFER=0" in bad.stderr
