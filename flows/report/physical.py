@@ -406,6 +406,38 @@ def units_section(units) -> list:
                  f"{_f(r.get(K.CP_PS))} | {_f(col)} | {_f(1e6 / unit if unit else None, 1)} | "
                  f"{_f(total / 60 if total else None, 1)} | "
                  f"{m.get('flow__git_revision', '?')} |")
+    return L + [""] + unit_claims(units)
+
+
+def unit_claims(units) -> list:
+    """The first of the study's claims on whole routed units: per format, the fastest run at each D
+    among those routed with no failed net and both paths timed, its fmax, and what sets it (the top's
+    path or the column's)."""
+    best = {}
+    for r in units:
+        top, col = r.get(K.ROUTE_CP_PS), r.get("hier__block__critical_path_ps_post")
+        if r.get(K.ROUTE_FAILED) != 0 or top is None or col is None:
+            continue
+        key = (r.fmt, r.width)
+        if key not in best or max(top, col) < max(*best[key][1:]):
+            best[key] = (r, top, col)
+    fmts = sorted({f for f, _ in best}, key=lambda f: FORMATS.index(f) if f in FORMATS else len(FORMATS))
+    if not fmts:
+        return []
+    L = ["Wider arrays cannot be clocked as fast, on whole units (the fastest routed run of each D: no "
+         "failed net; what sets the unit's period, and the top's path against the column's):", ""]
+    for f in fmts:
+        ds = sorted(d for g, d in best if g == f)
+        pts = {d: best[(f, d)] for d in ds}
+        fmax = {d: 1e6 / max(top, col) for d, (_, top, col) in pts.items()}
+        parts = [f"D={d} {fmax[d]:.1f} MHz ({'top' if top > col else 'column'}; top/column "
+                 f"{top / col:.2f}, top util {_f(r.get('hier__top__target_util'), 2)})"
+                 for d, (r, top, col) in pts.items()]
+        falls = all(fmax[b] < fmax[a] for a, b in zip(ds, ds[1:], strict=False)) if len(ds) > 1 else None
+        L.append(f"- **{f}**: " + ", ".join(parts)
+                 + (" -> one width only: not decided" if falls is None else
+                    f" -> {'agree' if falls else 'disagree'} (fmax {'falls' if falls else 'does not fall'} "
+                    "with every doubling)"))
     return L + [""]
 
 

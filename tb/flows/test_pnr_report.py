@@ -7,7 +7,7 @@ import pytest
 
 from flows import metric_keys as K
 from flows.pnr.wires import lef_layers
-from flows.report.physical import Run, choose, port_load, qor_section, render
+from flows.report.physical import Run, choose, port_load, qor_section, render, unit_claims
 
 pytestmark = pytest.mark.quick
 
@@ -306,3 +306,24 @@ def test_whole_unit_row_by_hand():
     (row,) = [ln for ln in text.splitlines() if ln.startswith("| fp4_e2m1 | 8 |")]
     assert row.split("|")[8].strip() == "by position: 263 nets, 1,813 repeaters every <= 3.4 mm"
     assert "## 5. The whole unit" not in render([_run(32)], {}, ["- provenance"])
+
+
+def test_whole_unit_claim_by_hand():
+    """Section 5's claim line: per format the fastest run of each D with no failed net, its fmax from
+    the longer of the top's and the column's paths and which one it is; a run with failed nets does
+    not count however fast; one width decides nothing."""
+    def unit(d, top, col, failed=0, util=0.5):
+        return Run({K.ROUTE_CP_PS: top, "hier__block__critical_path_ps_post": col, K.ROUTE_FAILED: failed,
+                    "hier__top__target_util": util}, None, "fp4_e2m1", d)
+
+    lines = unit_claims([unit(8, 3000.0, 4000.0), unit(8, 3500.0, 4100.0),
+                         unit(16, 5000.0, 4400.0, util=0.15), unit(16, 1000.0, 1000.0, failed=3)])
+    (claim,) = [ln for ln in lines if ln.startswith("- **fp4_e2m1**")]
+    # 1e6 / 4000 = 250.0 (column, 3000 / 4000 = 0.75); 1e6 / 5000 = 200.0 (top, 5000 / 4400 = 1.14)
+    assert claim == ("- **fp4_e2m1**: D=8 250.0 MHz (column; top/column 0.75, top util 0.50), D=16 200.0 MHz "
+                     "(top; top/column 1.14, top util 0.15) -> agree (fmax falls with every doubling)")
+    (claim,) = [ln for ln in unit_claims([unit(8, 3000.0, 4000.0), unit(16, 3000.0, 3900.0)]) if "**" in ln]
+    assert claim.endswith("-> disagree (fmax does not fall with every doubling)")
+    (claim,) = [ln for ln in unit_claims([unit(8, 3000.0, 4000.0)]) if "**" in ln]
+    assert claim.endswith("-> one width only: not decided")
+    assert unit_claims([unit(8, 3000.0, 4000.0, failed=1)]) == []
