@@ -58,7 +58,7 @@ from .netlist import physical
 from .opensta import run_opensta
 from .parasitics import read_rc, write_spef
 from .place import place_cells
-from .qflow import StepTimeout, _run_limited, run_qflow, tech_lef
+from .qflow import StepTimeout, _run_limited, run_qflow, stage1_failed, tech_lef
 from .repeat import rebuffer
 from .tools import ToolError, require, versions
 from .top import (
@@ -161,6 +161,8 @@ def _retype(top_module: dict, block: str, name: str, ties: dict, drop=()) -> dic
 
 
 def _qrouter(script: str, workdir: Path, design: str, timeout_s: float) -> tuple:
+    """Run qrouter on ``script`` in ``workdir``: (nets left unrouted, nets its first stage left,
+    seconds)."""
     (workdir / "route.tcl").write_text(script)
     t0 = time.monotonic()
     try:
@@ -172,7 +174,8 @@ def _qrouter(script: str, workdir: Path, design: str, timeout_s: float) -> tuple
     m = re.findall(r"Final: (No failed routes!|Failed net routes: (\d+))", log)
     if rc != 0 or not m or not (workdir / f"{design}_route.def").is_file():
         raise ToolError(f"qrouter failed on the top {design} (exit {rc}; log {workdir / 'route.log'})")
-    return (0 if m[-1][0].startswith("No") else int(m[-1][1])), round(time.monotonic() - t0, 2)
+    failed = 0 if m[-1][0].startswith("No") else int(m[-1][1])
+    return failed, stage1_failed(log), round(time.monotonic() - t0, 2)
 
 
 def _top_nets(ph) -> list:
@@ -351,7 +354,7 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, timeout_
     nets = sum(1 for c in _top_nets(ph) if c > 1)
     script = top_route_script(top, [tech_lef(), b.lef], fp, strip=b.strip, ignore=ignore,
                               give_up=max(20, nets // 10))
-    failed, route_s = _qrouter(script, tdir, top, timeout_s)
+    failed, stage1, route_s = _qrouter(script, tdir, top, timeout_s)
     if failed:
         skipped = "no rip-up" in (tdir / "route.log").read_text(errors="replace")
         how = "; its first stage left more than a tenth of them: no rip-up pass was run" if skipped else ""
@@ -376,7 +379,7 @@ def _lay_out_top(s, b, lib, work: Path, outdir: Path, *, top_util, gap, timeout_
     (outdir / "timing_routed.txt").write_text(post.report)
     lay = read_def((tdir / f"{top}_route.def").read_text(), {**sizes, hard: msize})
     return SimpleNamespace(ph=ph, fp=fp, macros=macros, cells=cells, ignore=ignore, routed=routed, ex=ex,
-                           rb=rb, seg=seg,
+                           rb=rb, seg=seg, stage1=stage1,
                            nowire=nowire, post=post, lay=lay, dir=tdir, failed=failed,
                            unrouted=[n for n in ex.unrouted if n not in ignore],
                            seconds={"top_place": place_s, "top_route": route_s})
@@ -519,7 +522,8 @@ def _metrics(design, params, tag, s, b, t, chk, *, util, top_util, gap, seconds)
         K.DIE_AREA: round(t.lay.die_area, 2), "hier__top__die_width_um": fp.width,
         "hier__top__die_height_um": fp.height, "hier__top__rows": len(fp.rows),
         K.ROUTE_WL: round(t.lay.wirelength, 1), K.ROUTE_VIAS: t.lay.vias, K.ROUTE_FAILED: t.failed,
-        K.ROUTE_NETS: t.lay.nets, K.ROUTE_SPEF_NETS: t.ex.nets, K.ROUTE_WIRE_CAP: round(t.ex.wire_cap_pf, 5),
+        K.ROUTE_FAILED_STAGE1: t.stage1, K.ROUTE_NETS: t.lay.nets, K.ROUTE_SPEF_NETS: t.ex.nets,
+        K.ROUTE_WIRE_CAP: round(t.ex.wire_cap_pf, 5),
         "route__qrouter__ignored_nets": list(t.ignore),
         "hier__top__rebuffer": ({"segment_um": t.seg, "nets": t.rb.nets, "repeaters": t.rb.added,
                                  "repair_buffers_removed": t.rb.removed} if t.rb else None),

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from .tools import TECH, ToolError
 
-__all__ = ["QflowResult", "StepTimeout", "run_qflow", "route_script", "route_progress", "logged_steps",
-           "cel_to_pin", "min_area_script"]
+__all__ = ["QflowResult", "StepTimeout", "run_qflow", "route_script", "route_progress", "stage1_failed",
+           "logged_steps", "cel_to_pin", "min_area_script"]
 
 #: qflow's tool directory (graywolf, qrouter, ...).
 QFLOW_BIN = Path("/usr/lib/qflow/bin")
@@ -73,6 +73,13 @@ class StepTimeout(ToolError):
     def __init__(self, message, step, limit_s, seconds, progress):
         super().__init__(message)
         self.step, self.limit_s, self.seconds, self.progress = step, limit_s, dict(seconds), dict(progress)
+
+
+def stage1_failed(log_text: str) -> int | None:
+    """Nets qrouter's first stage left unrouted, from its log (None if the stage did not finish)."""
+    first = re.search(r"Stage 1 total routes completed: \d+\s*\n(No failed routes!|Failed net routes: (\d+))",
+                      log_text)
+    return None if not first else 0 if first[1].startswith("No") else int(first[2])
 
 
 def route_progress(log_text: str) -> dict:
@@ -374,9 +381,7 @@ def run_qflow(ph, project: Path, *, density=None, fast=None, groute=True, cleanu
         failed = int(m2[-1])
     else:
         failed = 0 if m[-1][0].startswith("No") else int(m[-1][1])
-    first = re.search(r"Stage 1 total routes completed: \d+\s*\n(No failed routes!|Failed net routes: (\d+))",
-                      route)
-    stage1 = None if not first else 0 if first[1].startswith("No") else int(first[2])
+    stage1 = stage1_failed(route)
     # nets qrouter routed but left out of its RC file (its delay writer finds no driver pin)
     no_driver = tuple(dict.fromkeys(re.findall(r"^No driver for net (\S+)", route, re.M)))
     lay = project / "layout"
