@@ -377,8 +377,9 @@ def units_section(units) -> list:
          "unit's column width (broadcasts the row's length, point-to-point nets half of it).", "",
          "| format | D | column cells | column die (um) | column DRC / LVS | top cells | top util "
          "| top buffer trees | unit die (mm) | unit die / (D x column die) | top wire (mm): routed / est. "
-         "| top wire per MAC (um) | failed nets | top DRC | pins: open / short / missing "
-         "| top path post / no wires / pre (ps) | column path post (ps) | unit fmax (MHz) | total (min) "
+         "| top wire per MAC (um) | top nets unrouted: stage 1 / final | top DRC "
+         "| pins: open / short / missing | top path post / no wires / pre (ps) | column path post (ps) "
+         "| unit fmax (MHz) | total (min) "
          "| revision |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(units, key=_in_order):
@@ -400,6 +401,7 @@ def units_section(units) -> list:
                  f"{_f(r.get('hier__top__target_util'), 2)} | {trees} | "
                  f"{_f(tw / 1000, 2)} x {_f(th / 1000, 2)} | {_f(tw * th / (d * bw * bh), 2)} | "
                  f"{_f(wl / 1000, 0)} / {_f(est / 1000 if est else None, 0)} | {_f(wl / (d * d), 0)} | "
+                 f"{_f(r.get(K.ROUTE_FAILED_STAGE1)) if K.ROUTE_FAILED_STAGE1 in m else 'not recorded'} / "
                  f"{_f(r.get(K.ROUTE_FAILED))} | {_f(r.get('hier__top__drc_errors'))} | "
                  f"{_f(conn.get('opens'))} / {_f(conn.get('shorts'))} / {_f(conn.get('missing'))} of "
                  f"{_f(conn.get('pins'))} | {_f(top)} / {_f(r.get(K.ROUTE_CP_PS_NOWIRE))} / "

@@ -22,6 +22,7 @@ from flows.pnr.abstract import PinPlanError, lef_abstract, plan_pins
 from flows.pnr.defdb import Def, lef_macros
 from flows.pnr.extract import extract
 from flows.pnr.hierflow import tie_offs, unread_outputs, wrapper_verilog
+from flows.pnr.qflow import stage1_failed
 from flows.pnr.top import connectivity, floorplan, port_slots, top_route_script
 
 pytestmark = pytest.mark.quick
@@ -203,6 +204,18 @@ def _cell(typ, **conn):
     return {"type": typ, "connections": conn}
 
 
+def test_first_stage_count_from_qrouter_log():
+    """The first stage's count is the one printed right after its progress line, not a later
+    stage's; a log whose first stage did not finish has none."""
+    log = ("*** Running stage1 routing with defaults\nFinished routing net a\n"
+           "Progress: Stage 1 total routes completed: 17189\nFailed net routes: 227\n"
+           "Progress: Stage 2 total routes completed: 17211\nFailed net routes: 228\n"
+           "Final: No failed routes!\n")
+    assert stage1_failed(log) == 227
+    assert stage1_failed("Progress: Stage 1 total routes completed: 120\nNo failed routes!\n") == 0
+    assert stage1_failed("*** Running stage1 routing with defaults\nNets remaining: 5\n") is None
+
+
 def test_tie_offs_and_unread_outputs_make_the_hard_wrapper():
     """An input tied alike in every copy goes inside the wrapper; one tied in some copies only is
     refused; an output nothing reads is left unconnected; the wrapper keeps the other ports."""
@@ -276,6 +289,7 @@ def test_hierarchical_bf16_bank(tmp_path):
     assert m["hier__instances"] == 4 and m["hier__tied_input_bits"] == 2      # i.valid, o.ready
     assert m["hier__block__drc_errors"] == 0 and m["hier__block__lvs_match"] is True
     assert m[K.ROUTE_FAILED] == 0 and m["hier__top__drc_errors"] == 0
+    assert m[K.ROUTE_FAILED_STAGE1] is not None and m[K.ROUTE_FAILED_STAGE1] >= m[K.ROUTE_FAILED]
     c = m["hier__top__connectivity"]
     assert c["pins"] > 4 * 33 + 100 and c["missing"] == c["opens"] == c["shorts"] == 0
     assert m["route__qrouter__ignored_nets"] == ["clk"]          # left for a clock tree: ideal clock

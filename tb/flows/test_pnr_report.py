@@ -297,6 +297,7 @@ def test_whole_unit_row_by_hand():
     # estimate: (8 x 4 + 8 + 6) nets x 4,288 um + 8 x (4 + 32) nets x 2,144 um = 814,720 um
     assert cells[10] == "789 / 815"
     assert cells[11] == "12,332"                   # 789,221.8 um / 64 MACs
+    assert cells[12] == "not recorded / 0"        # runs before the first stage's count was kept
     assert cells[14] == "1 / 2 / 0 of 16,611"
     assert cells[17] == "200.0" and cells[18] == "10.0"   # 1e6 / max(5000, 4066.6); 600 s
     assert "## 5. The whole unit" in text
@@ -305,6 +306,10 @@ def test_whole_unit_row_by_hand():
     text = render([_run(32)], {}, ["- provenance"], [Run(m, None, "fp4_e2m1", 8)])
     (row,) = [ln for ln in text.splitlines() if ln.startswith("| fp4_e2m1 | 8 |")]
     assert row.split("|")[8].strip() == "by position: 263 nets, 1,813 repeaters every <= 3.4 mm"
+    m[K.ROUTE_FAILED_STAGE1] = 1227
+    text = render([_run(32)], {}, ["- provenance"], [Run(m, None, "fp4_e2m1", 8)])
+    (row,) = [ln for ln in text.splitlines() if ln.startswith("| fp4_e2m1 | 8 |")]
+    assert row.split("|")[13].strip() == "1,227 / 0"
     assert "## 5. The whole unit" not in render([_run(32)], {}, ["- provenance"])
 
 
