@@ -51,6 +51,9 @@ LEAVES_OUT = [
     "DRC and LVS are not run on these large macros (they are run on small blocks: `make pnr`); "
     "where they are run, magic checks the cells as LEF abstracts (no cell GDS in the Debian package).",
     "Power stripes are qflow's (2 um every 50 um); no IR-drop analysis.",
+    "No energy on these layouts: each routed run's metrics give its wire capacitance "
+    "(`route__wire__capacitance_pf`), but the energy flow (`make power`, `reports/power/`) simulates "
+    "the hierarchical synthesis's netlists and charges pin capacitance only, without wires.",
 ]
 
 
