@@ -416,15 +416,15 @@ def units_section(units) -> list:
 
 def unit_claims(units) -> list:
     """The first of the study's claims on whole routed units: per format, the fastest run at each D
-    among those routed with no failed net and both paths timed, its fmax, and what sets it (the top's
-    path or the column's)."""
+    among those routed with no failed net and both paths timed (on a tie, the shorter top path), its
+    fmax, and what sets it (the top's path or the column's)."""
     best = {}
     for r in units:
         top, col = r.get(K.ROUTE_CP_PS), r.get("hier__block__critical_path_ps_post")
         if r.get(K.ROUTE_FAILED) != 0 or top is None or col is None:
             continue
         key = (r.fmt, r.width)
-        if key not in best or max(top, col) < max(*best[key][1:]):
+        if key not in best or (max(top, col), top) < (max(*best[key][1:]), best[key][1]):
             best[key] = (r, top, col)
     fmts = sorted({f for f, _ in best}, key=lambda f: FORMATS.index(f) if f in FORMATS else len(FORMATS))
     if not fmts:

@@ -329,6 +329,9 @@ def test_whole_unit_claim_by_hand():
                      "(top; top/column 1.14, top util 0.15) -> agree (fmax falls with every doubling)")
     (claim,) = [ln for ln in unit_claims([unit(8, 3000.0, 4000.0), unit(16, 3000.0, 3900.0)]) if "**" in ln]
     assert claim.endswith("-> disagree (fmax does not fall with every doubling)")
+    # the same period: the shorter top path (3,200 / 4,000 = 0.80, not 3,600 / 4,000 = 0.90)
+    (claim,) = [ln for ln in unit_claims([unit(8, 3600.0, 4000.0), unit(8, 3200.0, 4000.0)]) if "**" in ln]
+    assert "D=8 250.0 MHz (column; top/column 0.80" in claim
     (claim,) = [ln for ln in unit_claims([unit(8, 3000.0, 4000.0)]) if "**" in ln]
     assert claim.endswith("-> one width only: not decided")
     assert unit_claims([unit(8, 3000.0, 4000.0, failed=1)]) == []
