@@ -317,13 +317,11 @@ def claims_section(chosen, est) -> list:
         L.append(f"**{fmt}** (routed: D = {', '.join(map(str, ds))}; not routed: "
                  f"{', '.join(str(d) for d in WIDTHS if d not in pts) or 'none'})")
         L.append("")
-        falls = all(fcol[b] < fcol[a] for a, b in zip(ds, ds[1:], strict=False)) if len(ds) > 1 else None
+        verdict = _falls_verdict(fcol)
         L.append("- *Wider arrays cannot be clocked as fast*: post-route fmax "
                  + ", ".join(f"D={d} {fcol[d]:.1f} MHz" for d in ds) + "; with broadcast "
                  + ", ".join(f"D={d} {_f(fwire[d], 1)} MHz" for d in ds)
-                 + (f" -> column alone: {'agree' if falls else 'disagree'} (fmax "
-                    f"{'falls' if falls else 'does not fall'} with every doubling)" if falls is not None
-                    else " -> one width only: not decided"))
+                 + (f" -> column alone: {verdict}" if verdict else " -> one width only: not decided"))
         xs = [math.log2(d) for d in ds]
         ps = fit_slope(xs, [pts[d].get(K.ROUTE_CP_PS) for d in ds])
         lv = fit_slope(xs, [pts[d].get(K.CP_LV) for d in ds])
@@ -414,6 +412,17 @@ def units_section(units) -> list:
     return L + [""] + unit_claims(units)
 
 
+def _falls_verdict(fmax: dict) -> str | None:
+    """The claim "wider arrays cannot be clocked as fast" on ``{D: fmax}``: agree when fmax falls
+    with every doubling; None for one width."""
+    ds = sorted(fmax)
+    if len(ds) < 2:
+        return None
+    falls = all(fmax[b] < fmax[a] for a, b in zip(ds, ds[1:], strict=False))
+    return (f"{'agree' if falls else 'disagree'} (fmax {'falls' if falls else 'does not fall'} "
+            "with every doubling)")
+
+
 def unit_claims(units) -> list:
     """The first of the study's claims on whole routed units: per format, the fastest run at each D
     among those routed with no failed net and both paths timed (on a tie, the shorter top path), its
@@ -429,8 +438,9 @@ def unit_claims(units) -> list:
     fmts = sorted({f for f, _ in best}, key=lambda f: FORMATS.index(f) if f in FORMATS else len(FORMATS))
     if not fmts:
         return []
-    L = ["Wider arrays cannot be clocked as fast, on whole units (the fastest routed run of each D: no "
-         "failed net; what sets the unit's period, and the top's path against the column's):", ""]
+    L = ["Wider arrays cannot be clocked as fast, on whole units (the fastest routed run of each D with "
+         "no failed net, on a tie the one with the shorter top path; what sets the unit's period, and the "
+         "top's path against the column's):", ""]
     for f in fmts:
         ds = sorted(d for g, d in best if g == f)
         pts = {d: best[(f, d)] for d in ds}
@@ -438,11 +448,8 @@ def unit_claims(units) -> list:
         parts = [f"D={d} {fmax[d]:.1f} MHz ({'top' if top > col else 'column'}; top/column "
                  f"{top / col:.2f}, top util {_f(r.get('hier__top__target_util'), 2)})"
                  for d, (r, top, col) in pts.items()]
-        falls = all(fmax[b] < fmax[a] for a, b in zip(ds, ds[1:], strict=False)) if len(ds) > 1 else None
-        L.append(f"- **{f}**: " + ", ".join(parts)
-                 + (" -> one width only: not decided" if falls is None else
-                    f" -> {'agree' if falls else 'disagree'} (fmax {'falls' if falls else 'does not fall'} "
-                    "with every doubling)"))
+        verdict = _falls_verdict(fmax)
+        L.append(f"- **{f}**: " + ", ".join(parts) + f" -> {verdict or 'one width only: not decided'}")
     return L + [""]
 
 
