@@ -41,6 +41,7 @@ help:
 	@echo "make prove DESIGN=bf16_mul                   formal equivalence booth4 == behavioral"
 	@echo "make qor / qor-check / qor-update            cross-width report, regression gate, goldens"
 	@echo "make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=all] energy per MAC, gate-level on real tiles (PUBLISH=1 to reports/power/)"
+	@echo "make power LAYOUT=<pnr run tag>              energy of a routed unit (make pnr HIER=1) with its wires' capacitance"
 	@echo "make explore DESIGN=bf16_mul TRIALS=30       verified design-space search (SPACE= SAMPLER= EXECUTOR= STUDY= STORAGE= PUBLISH=1)"
 	@echo "  synth options: LIBERTY=cells.lib CLOCK_PS=period FLOW=auto|flat|hier DRIVE_LIMIT=liberty|tables PUBLISH=1 (to reports/qor/);"
 	@echo "  design options: $$($(PY) -m hw options --make-vars 2>/dev/null || echo 'see python -m hw list')"
@@ -108,11 +109,12 @@ pnr-study: $(STAMP)
 	$(PY) -m flows pnr-study $(foreach r,$(RUN),--run $(r)) $(foreach u,$(UNIT),--unit $(u)) $(if $(filter 0,$(REBUFFER)),--rebuffer off) $(if $(PLACE_FAST),--place-fast $(PLACE_FAST)) $(if $(UTIL),--util $(UTIL)) $(if $(STEP_TIMEOUT),--step-timeout $(STEP_TIMEOUT))
 
 # make power WIDTH=32 FMT=fp8_e4m3 [WORKLOAD=tiles|random|zeros|all] [SAMPLE=k] [PUBLISH=1] [ROWS=16 ...]
+# make power LAYOUT=<make pnr HIER=1 run tag or folder> [PUBLISH=1]: the routed unit, with its wires
 # (energy of the matrix unit; other mu options as for make synth)
 WORKLOAD ?= tiles
 power: $(STAMP)
 	@test "$(DESIGN)" = mu || { echo "make power: DESIGN=$(DESIGN) is not supported; the energy flow drives the matrix unit (DESIGN=mu)"; exit 2; }
-	$(PY) -m flows power --width $(or $(WIDTH),32) --fmt $(or $(FMT),fp8_e4m3) --workload $(WORKLOAD) $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(PUBLISH),--publish) $(SETS)
+	$(PY) -m flows power $(if $(LAYOUT),--layout $(LAYOUT),--width $(or $(WIDTH),32) --fmt $(or $(FMT),fp8_e4m3)) --workload $(WORKLOAD) $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(PUBLISH),--publish) $(SETS)
 
 prove: $(STAMP)
 	$(PY) -m flows prove --design $(DESIGN)

@@ -16,7 +16,7 @@ constant output is refused (the OSU library has no tie cell).
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Physical", "physical", "PnrNetlistError"]
+__all__ = ["Physical", "physical", "PnrNetlistError", "port_bit_name"]
 
 
 class PnrNetlistError(ValueError):
@@ -24,6 +24,13 @@ class PnrNetlistError(ValueError):
 
 
 _ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def port_bit_name(port: str, i: int, width: int) -> str:
+    """The physical name of bit ``i`` of a ``width``-bit port: ``<port>_<i>_`` (``<port>`` when
+    ``width`` is 1), characters other than letters, digits and ``_`` made ``_``."""
+    base = re.sub(r"[^A-Za-z0-9_]", "_", port)
+    return base if width == 1 else f"{base}_{i}_"
 
 
 @dataclass
@@ -103,8 +110,7 @@ def physical(module: dict, top: str, buffer=("BUFX2", "A", "Y"), macros=None,
     used = set()
 
     def port_name(p, i, width):
-        base = re.sub(r"[^A-Za-z0-9_]", "_", p)
-        name = base if width == 1 else f"{base}_{i}_"
+        name = port_bit_name(p, i, width)
         if name in used:
             raise PnrNetlistError(f"port bit {p}[{i}] renames to {name}, which another port already "
                                   "uses; rename the port")

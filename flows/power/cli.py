@@ -7,6 +7,12 @@ the committed ``reports/power/<variant>/``): ``energy-<workload>.json`` and ``.m
 (1..width) evenly spaced columns and scales them (the composition of wide units); without it every
 column is simulated. ``--check-composition K`` runs both and prints
 how far apart they are.
+
+``python -m flows power --layout TAG|DIR [--workload ...] [--runs 8] [--publish]``: the energy of a
+routed matrix unit (a ``make pnr HIER=1`` run: its tag under ``build/reports/pnr/`` or its folder)
+with its wires' capacitance, next to the same netlist without them and the synthesized netlist
+(:mod:`flows.power.layout`); writes ``energy-<workload>.json`` and ``.md`` to the run's folder
+(``--publish``: ``reports/pnr/<tag>/``). The layout sets the width, format and options.
 """
 
 import argparse
@@ -19,6 +25,7 @@ from ..paths import BUILD, REPO
 from ..synth.liberty import LibertyError
 from ..synth.metrics import git_revision, tool_versions
 from ..synth.yosys import SynthError
+from . import layout
 from .run import PowerError, check_counts, run
 
 __all__ = ["main", "CATEGORIES", "summary", "category"]
@@ -115,8 +122,8 @@ def _write(r, outroot: Path, argv) -> Path:
 
 def _parser():
     p = argparse.ArgumentParser(prog="python -m flows power", description=__doc__.splitlines()[0])
-    p.add_argument("--width", type=int, default=32)
-    p.add_argument("--fmt", default="fp8_e4m3")
+    p.add_argument("--width", type=int, default=None, help="D (default 32)")
+    p.add_argument("--fmt", default=None, help="element format (default fp8_e4m3)")
     p.add_argument("--workload", default="tiles", choices=("tiles", "random", "zeros", "all"))
     p.add_argument("--runs", type=int, default=RUNS, help=f"tile runs (default {RUNS})")
     p.add_argument("--sample", type=int, default=None, help="simulate K columns and scale (composition)")
@@ -126,8 +133,36 @@ def _parser():
                    help="other generator option of mu (e.g. rows=16)")
     p.add_argument("--liberty", default=None)
     p.add_argument("--publish", action="store_true",
-                   help="write reports/power/ (default build/reports/power/)")
+                   help="write reports/power/ (default build/reports/power/); with --layout reports/pnr/")
+    p.add_argument("--layout", default=None, metavar="TAG|DIR",
+                   help="energy on a routed unit (make pnr HIER=1 run) with its wires")
     return p
+
+
+def _layout(a, argv, loads) -> int:
+    given = [f for f, v in (("--width", a.width), ("--fmt", a.fmt), ("--sample", a.sample),
+                            ("--check-composition", a.check_composition), ("--set", a.set)) if v]
+    if given:
+        raise ValueError(f"{given[0]} cannot be combined with --layout: the layout fixes the design "
+                         "and every column is simulated")
+    d = layout.layout_dir(a.layout)
+    block = json.loads((d / "metrics.json").read_text()).get("hier__block", "")
+    out = REPO / "reports" / "pnr" / d.name if a.publish else d
+    for wl in loads:
+        r = layout.run_layout(d, wl, a.runs, liberty=a.liberty)
+        s = layout.summary(r, block)
+        prov = {"git_revision": git_revision(), "tools": tool_versions(),
+                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "command": "python -m flows power " + " ".join(argv)}
+        out.mkdir(parents=True, exist_ok=True)
+        tag = file_tag(wl, None, a.runs)
+        (out / f"energy-{tag}.json").write_text(json.dumps(dict(s, provenance=prov), indent=1) + "\n")
+        (out / f"energy-{tag}.md").write_text(layout.markdown(s, prov))
+        p = s["pj_per_useful_mac"]
+        print(f"{d.name} {wl}: {p['wires']:.2f} pJ/useful MAC with wires, {p['pins']:.2f} without "
+              f"({100 * s['wire_share']:.1f}% wires), {p['synthesized']:.2f} synthesized; "
+              f"{s['results_checked']} results checked in {s['seconds']['total']} s -> {out}")
+    return 0
 
 
 def main(argv=None):
@@ -137,6 +172,9 @@ def main(argv=None):
     root = REPO / "reports" / "power" if a.publish else BUILD / "reports" / "power"
     loads = ("tiles", "random", "zeros") if a.workload == "all" else (a.workload,)
     try:
+        if a.layout:
+            return _layout(a, argv, loads)
+        a.width, a.fmt = a.width or 32, a.fmt or "fp8_e4m3"
         check_counts(a.width, a.runs, a.sample)
         check_counts(a.width, a.runs, a.check_composition, what="--check-composition")
         for wl in loads:

@@ -1,7 +1,9 @@
 """Energy of a simulated netlist from its toggle counts and the liberty.
 
 For every net ``n`` with load ``C_n`` (the input capacitances of its sink pins, plus the phantom
-load of replaced instances and, on a top output, the STA's default output load; no wire load) and
+load of replaced instances and, on a top output, the STA's default output load; no wire load,
+except on a routed layout's netlist, whose extracted wire capacitance is added:
+:mod:`flows.power.layout`) and
 ``t_n`` transitions (``r_n`` rises, ``f_n`` falls):
 
 switching
@@ -67,8 +69,11 @@ class Energy:
 
 
 def net_loads(flat, lib, output_load=None) -> np.ndarray:
-    """Load per net in library capacitance units: sink pin capacitances + phantom + output load."""
+    """Load per net in library capacitance units: sink pin capacitances + phantom + output load,
+    plus the net's wire capacitance on a routed layout (:attr:`flows.power.netlist.Flat.wire`)."""
     c = flat.phantom.copy() if flat.phantom is not None else np.zeros(flat.n_nets)
+    if flat.wire is not None:
+        c += flat.wire
     for t, g in flat.groups.items():
         if t == COPY:
             continue

@@ -48,6 +48,9 @@ class Flat:
         Top port name -> (direction, int array of net ids, least significant bit first).
     phantom : ndarray of float
         Extra load per net (library capacitance units) from replaced instances.
+    wire : ndarray of float or None
+        Wire capacitance per net (library capacitance units) of a routed layout (``wire_caps``);
+        None for a netlist without wires.
     """
 
     n_nets: int
@@ -55,6 +58,7 @@ class Flat:
     blocks: list
     ports: dict
     phantom: np.ndarray = field(default=None)
+    wire: np.ndarray = field(default=None)
 
 
 def sample_indices(n: int, k: int) -> list:
@@ -105,7 +109,9 @@ class _Module:
 
 
 class _Builder:
-    def __init__(self, modules, lib_cells, sample):
+    def __init__(self, modules, lib_cells, sample, wire_caps=None):
+        self.wire_caps = wire_caps or {}
+        self.wires = []       # (global nets, capacitances) per instance of a module with wires
         self.mods = {}
         self.src = modules
         self.lib_cells = lib_cells
@@ -141,6 +147,9 @@ class _Builder:
         for p, g in nets.items():
             for a, b in zip(g.tolist(), bind.get(p, []), strict=False):
                 self.unions.append((a, b))
+        if name in self.wire_caps:
+            bits, caps = self.wire_caps[name]
+            self.wires.append((self.glob(base, bits), np.asarray(caps, dtype=np.float64)))
         bi = self.block(name)
         for t, pins in m.types.items():
             self.parts.setdefault(t, []).append(({p: self.glob(base, v) for p, v in pins.items()}, bi,
@@ -203,7 +212,7 @@ def _resolve(n, unions):
     return canon  # canonical ids are dense; 0 and 1 stay the constants
 
 
-def flatten(modules: dict, top: str, lib_cells, sample=None, port_caps=None) -> Flat:
+def flatten(modules: dict, top: str, lib_cells, sample=None, port_caps=None, wire_caps=None) -> Flat:
     """Stitch ``modules`` (name -> Yosys JSON module) below ``top`` into one :class:`Flat` netlist.
 
     Parameters
@@ -215,6 +224,10 @@ def flatten(modules: dict, top: str, lib_cells, sample=None, port_caps=None) -> 
     port_caps : callable or None
         ``port_caps(module, port)`` -> array of input capacitance per bit of that module's input
         port; required with ``sample`` for the phantom loads.
+    wire_caps : dict or None
+        ``{module: (local bits, capacitances)}``: the wire capacitance (library units) of that
+        module's nets, added to :attr:`Flat.wire` once per instance kept. A net that crosses a
+        module port gets the wire on each side.
 
     Raises
     ------
@@ -223,7 +236,7 @@ def flatten(modules: dict, top: str, lib_cells, sample=None, port_caps=None) -> 
     """
     if top not in modules:
         raise NetlistError(f"no module {top!r} among {', '.join(modules)}")
-    b = _Builder(modules, lib_cells, sample)
+    b = _Builder(modules, lib_cells, sample, wire_caps)
     top_nets = b.instance(top, {}, 1.0)
     canon = _resolve(b.n, b.unions)
     groups = {}
@@ -247,5 +260,11 @@ def flatten(modules: dict, top: str, lib_cells, sample=None, port_caps=None) -> 
             if (mod, port) not in cache:
                 cache[(mod, port)] = port_caps(mod, port)
             phantom[canon[net]] += cache[(mod, port)][k]
+    wire = None
+    if wire_caps is not None:
+        wire = np.zeros(n_nets)
+        for nets, caps in b.wires:
+            np.add.at(wire, canon[nets], caps)
+        wire[:2] = 0.0
     ports = {p: (d, canon[top_nets[p]]) for p, (d, _) in b.module(top).ports.items()}
-    return Flat(n_nets, groups, b.blocks, ports, phantom)
+    return Flat(n_nets, groups, b.blocks, ports, phantom, wire)

@@ -35,7 +35,7 @@ from .libpower import load_power
 from .netlist import flatten, sample_indices
 from .sim import GateSim
 
-__all__ = ["PowerRun", "run", "stimulus", "PowerError", "check_counts"]
+__all__ = ["PowerRun", "run", "stimulus", "PowerError", "check_counts", "drive"]
 
 
 class PowerError(RuntimeError):
@@ -107,7 +107,7 @@ def _port_caps(mods, lib, plib):
     return caps
 
 
-def _drive(sim, flat, stim, check_cols, width, max_cycles):
+def drive(sim, flat, stim, check_cols, width, max_cycles):
     """Reset, then send every beat (``ws`` too when the netlist has that stream); returns the
     number of results checked."""
     p = {k: v[1] for k, v in flat.ports.items()}
@@ -231,7 +231,7 @@ def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=N
         f"{flat.n_nets} nets, depth {sim.depth}; {meta['w_beats']} w / {meta['x_beats']} x beats, "
         f"{len(cols)} of {width} columns simulated")
     max_cycles = 4 * (meta["w_beats"] + meta.get("ws_beats", 0) + meta["x_beats"]) + 100
-    checked = _drive(sim, flat, stim, cols, width, max_cycles)
+    checked = drive(sim, flat, stim, cols, width, max_cycles)
     t["sim"] = time.monotonic()
     fmax = float(m["synth__timing__fmax_mhz"])
     en = compute(flat, sim, lib, plib, 1e3 / fmax)

@@ -13,6 +13,7 @@ The text is built by pure functions of the runs and estimates (:func:`render`), 
 checked on hand-made metrics.
 """
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -51,9 +52,10 @@ LEAVES_OUT = [
     "DRC and LVS are not run on these large macros (they are run on small blocks: `make pnr`); "
     "where they are run, magic checks the cells as LEF abstracts (no cell GDS in the Debian package).",
     "Power stripes are qflow's (2 um every 50 um); no IR-drop analysis.",
-    "No energy on these layouts: each routed run's metrics give its wire capacitance "
-    "(`route__wire__capacitance_pf`), but the energy flow (`make power`, `reports/power/`) simulates "
-    "the hierarchical synthesis's netlists and charges pin capacitance only, without wires.",
+    "Energy is computed on the whole units of section 5 only (`make power LAYOUT=<run>`: the routed "
+    "netlists simulated on real tiles, each net loaded with its extracted wire); the clock's wire and "
+    "any clock tree are left out there (the clock is ideal and unrouted), and the column runs of "
+    "sections 1-4 have no energy.",
 ]
 
 
@@ -97,7 +99,12 @@ def unit_of(m: dict):
 def load_units(pnr_dir: Path) -> list:
     """Every whole-unit hierarchical run (:func:`unit_of`) under ``pnr_dir/*/metrics.json``."""
     found = read_metrics(pnr_dir, "rerun that place-and-route point")
-    return [Run(m, f.parent, *unit_of(m)) for f, m in found if unit_of(m)]
+    units = [Run(m, f.parent, *unit_of(m)) for f, m in found if unit_of(m)]
+    for r in units:
+        e = r.folder / "energy-tiles.json"
+        if e.is_file():
+            r.extra["energy"] = json.loads(e.read_text())
+    return units
 
 
 def load_runs(pnr_dir: Path) -> list:
@@ -409,7 +416,45 @@ def units_section(units) -> list:
                  f"{_f(r.get(K.CP_PS))} | {_f(col)} | {_f(1e6 / unit if unit else None, 1)} | "
                  f"{_f(total / 60 if total else None, 1)} | "
                  f"{m.get('flow__git_revision', '?')} |")
-    return L + [""] + unit_claims(units)
+    return L + [""] + unit_claims(units) + energy_section(units)
+
+
+def energy_section(units) -> list:
+    """The energy of the routed units that have one (``energy-tiles.json`` beside the metrics,
+    :mod:`flows.power.layout`): the synthesized netlist, the routed netlist without and with its
+    wires, by part."""
+    rows = [r for r in sorted(units, key=_in_order) if "energy" in r.extra]
+    if not rows:
+        return []
+    L = ["### Energy on the routed units", "",
+         "`make power LAYOUT=<run> PUBLISH=1`: the routed top and column netlists simulated gate by gate "
+         "on real MiniLM tiles (every result checked bit for bit against the model) and charged from "
+         "the liberty twice, each net loaded with its sink pins alone and with its extracted wire "
+         "added (a net crossing a column pin gets the top's wire and the column's); \"synthesized\" is "
+         "`make power`'s netlist (the hierarchical synthesis) on the same tiles. The clock carries its "
+         "pins only (ideal, unrouted). The extraction counts a wire's area and one edge's fringe, no "
+         "coupling; \"2x wires\" doubles every wire as a sensitivity. pJ per useful MAC.", "",
+         "| format | D | top util | tiles (results checked) | synthesized | routed, pins | routed, "
+         "pins + wires | wires' share | pins + 2x wires | columns: pins / + wires | top: pins / + wires "
+         "| clock net | wire (pF): columns / top | wire per um (fF): column / top "
+         "| layout / energy revision |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        e = r.extra["energy"]
+        p, u = e["pj_per_useful_mac"], e["useful_macs"]
+        part = {k: {q: e["by_part_pj"][k].get(q, 0.0) / u for q in ("columns", "top", "clock net")}
+                for k in ("pins", "wires")}
+        L.append(f"| {r.fmt} | {r.width} | {_f(r.get('hier__top__target_util'), 2)} | "
+                 f"{e['workload']} x {len(e['runs'])} ({e['results_checked']}) | {p['synthesized']:.1f} | "
+                 f"{p['pins']:.1f} | **{p['wires']:.1f}** | {100 * e['wire_share']:.1f}% | "
+                 f"{p['wires_x2']:.1f} | "
+                 f"{part['pins']['columns']:.1f} / {part['wires']['columns']:.1f} | "
+                 f"{part['pins']['top']:.1f} / {part['wires']['top']:.1f} | "
+                 f"{part['wires']['clock net']:.1f} | "
+                 f"{e['wire_pf']['columns']:.1f} / {e['wire_pf']['top']:.1f} | "
+                 f"{e['wire_ff_per_um']['column']:.3f} / {e['wire_ff_per_um']['top']:.3f} | "
+                 f"{r.metrics.get('flow__git_revision', '?')} / {e['provenance']['git_revision']} |")
+    return L + [""]
 
 
 def _falls_verdict(fmax: dict) -> str | None:

@@ -1,13 +1,23 @@
 """``reports/physical.md`` generator (:mod:`flows.report.physical`) and the top-level wire estimate
 (:mod:`flows.pnr.wires`) on hand-made inputs: every expected number is worked out by hand here."""
 
+import json
 import math
 
 import pytest
 
 from flows import metric_keys as K
 from flows.pnr.wires import lef_layers
-from flows.report.physical import Run, choose, port_load, qor_section, render, unit_claims
+from flows.report.physical import (
+    Run,
+    choose,
+    energy_section,
+    load_units,
+    port_load,
+    qor_section,
+    render,
+    unit_claims,
+)
 
 pytestmark = pytest.mark.quick
 
@@ -335,3 +345,33 @@ def test_whole_unit_claim_by_hand():
     (claim,) = [ln for ln in unit_claims([unit(8, 3000.0, 4000.0)]) if "**" in ln]
     assert claim.endswith("-> one width only: not decided")
     assert unit_claims([unit(8, 3000.0, 4000.0, failed=1)]) == []
+
+
+def test_energy_on_a_routed_unit_row_by_hand(tmp_path):
+    """Section 5's energy table: a unit folder's ``energy-tiles.json`` is read beside its metrics,
+    each figure per useful MAC, the wires' share, the parts per MAC; units without one have no row
+    and a report without any has no table."""
+    m = {"design": "mu", "design__params": {"width": "8", "fmt": "fp4_e2m1", "acc": "exact"},
+         "flow__hierarchical": True, "hier__top__target_util": 0.5, "flow__git_revision": "lay"}
+    e = {"workload": "tiles", "runs": ["a", "b"], "results_checked": 16, "useful_macs": 1000,
+         "pj_per_useful_mac": {"synthesized": 101.0, "pins": 100.0, "wires": 104.0, "wires_x2": 108.5},
+         "wire_share": 1 - 100.0 / 104.0,
+         "by_part_pj": {"pins": {"columns": 60_000.0, "top": 10_000.0, "clock net": 30_000.0},
+                        "wires": {"columns": 62_500.0, "top": 11_500.0, "clock net": 30_000.0}},
+         "wire_pf": {"columns": 96.0, "top": 40.25, "column": 12.0},
+         "wire_ff_per_um": {"column": 0.0626, "top": 0.0507}, "provenance": {"git_revision": "nrg"}}
+    for name, energy in (("u8", e), ("u16", None)):
+        (tmp_path / name).mkdir()
+        mm = dict(m, design__params=dict(m["design__params"], width=name[1:]))
+        (tmp_path / name / "metrics.json").write_text(json.dumps(mm))
+        if energy:
+            (tmp_path / name / "energy-tiles.json").write_text(json.dumps(energy))
+    units = load_units(tmp_path)
+    assert sorted(("energy" in u.extra, u.width) for u in units) == [(False, 16), (True, 8)]
+    lines = energy_section(units)
+    (row,) = [ln for ln in lines if ln.startswith("| fp4_e2m1 |")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:9] == ["fp4_e2m1", "8", "0.50", "tiles x 2 (16)", "101.0", "100.0", "**104.0**", "3.8%",
+                         "108.5"]
+    assert cells[9:] == ["60.0 / 62.5", "10.0 / 11.5", "30.0", "96.0 / 40.2", "0.063 / 0.051", "lay / nrg"]
+    assert energy_section([u for u in units if u.width == 16]) == []

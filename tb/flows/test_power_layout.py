@@ -1,0 +1,181 @@
+"""Energy on a routed layout: its netlists read, its SPEF's wire capacitance on the right nets, and
+the energy with wires against hand computation from the liberty (as tb/flows/test_power.py)."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from flows.power.cli import main as power_main
+from flows.power.energy import compute
+from flows.power.layout import bus_ports, layout_dir, read_structural, spef_caps, wire_caps
+from flows.power.netlist import flatten
+from flows.power.run import PowerError
+from flows.power.sim import GateSim
+from tb.flows import needs_osu
+from tb.flows.test_power import PERIOD, V, _at, _raw, libs  # noqa: F401 (libs is a fixture)
+
+pytestmark = pytest.mark.quick
+
+# the top drives a two-inverter block and one inverter of its own; qflow's tie wires and comments
+TOP_V = """module t (a, y);
+  input a;  // the stimulus
+  output y;
+  wire n1;
+  inv2 c0 (.a(a), .y(n1));
+  INVX1 u3 (.A(n1), .Y(y));
+endmodule
+"""
+BLOCK_V = """module inv2 (a, y);
+input a;
+output y;
+wire vdd = 1'b1;
+wire gnd = 1'b0;
+wire m;
+/* two inverters */
+INVX1 INVX1_1 ( .A(a), .Y(m) );
+INVX1 INVX1_2 ( .A(m), .Y(y) );
+endmodule
+"""
+
+
+def _spef(unit, nets):
+    lines = ["*SPEF \"IEEE 1481-1998\"", f"*C_UNIT {unit}", "*R_UNIT 1 OHM", ""]
+    for n, c in nets.items():
+        lines += [f"*D_NET {n} {c}", "*CONN", "*END", ""]
+    return "\n".join(lines)
+
+
+TOP_WIRES = {"a": 0.002, "n1": 0.004, "y": 0.001}          # pF
+BLOCK_WIRES = {"a": 0.001, "m": 0.003, "y": 0.0005}
+
+
+def test_structural_netlists_are_read_with_ties_ports_and_cells():
+    mods = read_structural(TOP_V + BLOCK_V)
+    assert set(mods) == {"t", "inv2"}
+    b = mods["inv2"]
+    assert list(b["ports"]) == ["a", "y"] and b["ports"]["y"]["direction"] == "output"
+    assert set(b["netnames"]) == {"a", "y", "m"}                  # vdd and gnd are constants
+    m, a, y = (b["netnames"][n]["bits"][0] for n in ("m", "a", "y"))
+    assert b["cells"]["INVX1_1"] == {"type": "INVX1", "connections": {"A": [a], "Y": [m]}}
+    assert b["cells"]["INVX1_2"]["connections"] == {"A": [m], "Y": [y]}
+    tied = read_structural("module k (y); output y; wire vdd = 1'b1; INVX1 u (.A(vdd), .Y(y)); endmodule")
+    assert tied["k"]["cells"]["u"]["connections"]["A"] == ["1"]
+
+
+@pytest.mark.parametrize("text, named", [
+    ("module k (a); input [3:0] a; endmodule", "[3:0] a"),
+    ("module k (a, y); input a; output y; assign y = a; endmodule", "assign y = a"),
+    ("module k (a, y); input a; output y; INVX1 u (.A(a[0]), .Y(y)); endmodule", "instance u"),
+    ("module k (a, y); input a; INVX1 u (.A(a), .Y(y)); endmodule", "port y has no direction"),
+    ("wire a;", "no module"),
+])
+def test_what_a_structural_netlist_cannot_hold_is_named(text, named):
+    with pytest.raises(PowerError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        read_structural(text, "x.v")
+
+
+def test_spef_totals_in_pf_from_either_unit():
+    assert spef_caps(_spef("1 PF", {"a": 0.25, "b": 1e-3})) == {"a": 0.25, "b": 1e-3}
+    ff = spef_caps(_spef("1 FF", {"a": 250.0}))
+    assert ff["a"] == pytest.approx(0.25)
+    with pytest.raises(PowerError, match="C_UNIT"):
+        spef_caps("*D_NET a 1\n")
+    with pytest.raises(PowerError, match="neither PF nor FF"):
+        spef_caps(_spef("1 NF", {"a": 1}))
+
+
+def test_scalar_ports_regroup_into_the_synthesized_buses():
+    lay = {"x_0_": {"direction": "input", "bits": [5]}, "x_1_": {"direction": "input", "bits": [6]},
+           "v": {"direction": "input", "bits": [7]}, "c_1_": {"direction": "output", "bits": [8]}}
+    ref = {"x": {"direction": "input", "bits": [2, 3]}, "v": {"direction": "input", "bits": [4]},
+           "c": {"direction": "output", "bits": ["0", 9]}}
+    out = bus_ports(lay, ref)
+    assert out == {"x": {"direction": "input", "bits": [5, 6]}, "v": {"direction": "input", "bits": [7]},
+                   "c": {"direction": "output", "bits": ["0", 8]}}     # the dropped constant comes back
+    with pytest.raises(PowerError, match="no port c_0_"):
+        bus_ports(lay, dict(ref, c={"direction": "output", "bits": [10, 9]}))
+    with pytest.raises(PowerError, match="'z'"):
+        bus_ports(dict(lay, z={"direction": "input", "bits": [11]}), ref)
+
+
+def test_spef_nets_land_on_their_bits_and_strangers_are_refused():
+    mods = read_structural(BLOCK_V)
+    (bits, caps), unwired = wire_caps(mods["inv2"], {"m": 0.003}, cap_unit_pf=1.0)
+    assert bits.tolist() == [mods["inv2"]["netnames"]["m"]["bits"][0]] and caps.tolist() == [0.003]
+    assert unwired == ["a", "y"]                    # a port and one pin each: two connections
+    (_, caps), _ = wire_caps(mods["inv2"], {"m": 0.003}, cap_unit_pf=1e-3)
+    assert caps.tolist() == [pytest.approx(3.0)]    # in the library's unit (here fF)
+    with pytest.raises(PowerError, match="not nets of the netlist"):
+        wire_caps(mods["inv2"], {"q": 0.001}, cap_unit_pf=1.0)
+
+
+def _layout_flat(plib, cap_pf):
+    mods = read_structural(TOP_V + BLOCK_V)
+    caps = {"t": wire_caps(mods["t"], TOP_WIRES, cap_pf)[0],
+            "inv2": wire_caps(mods["inv2"], BLOCK_WIRES, cap_pf)[0]}
+    return flatten(mods, "t", plib.cells, wire_caps=caps)
+
+
+@needs_osu
+def test_wires_of_both_sides_of_a_block_pin_add_up(libs):  # noqa: F811
+    lib, plib = libs
+    flat = _layout_flat(plib, lib.cap_pf)
+    a, y = flat.ports["a"][1][0], flat.ports["y"][1][0]
+    assert flat.wire[a] * lib.cap_pf == pytest.approx(0.003)            # top 0.002 + block 0.001
+    assert flat.wire[y] * lib.cap_pf == pytest.approx(0.001)
+    wired = flat.wire[flat.wire > 0] * lib.cap_pf      # nets a, m, n1 (top 0.004 + block 0.0005), y
+    assert sorted(np.round(wired, 6).tolist()) == [0.001, 0.003, 0.003, 0.0045]
+    assert flat.wire.sum() * lib.cap_pf == pytest.approx(sum(TOP_WIRES.values()) + sum(BLOCK_WIRES.values()))
+
+
+@needs_osu
+@pytest.mark.parametrize("n_toggles", [6, 7])
+def test_energy_with_wires_against_the_liberty_by_hand(libs, n_toggles):  # noqa: F811
+    lib, plib = libs
+    flat = _layout_flat(plib, lib.cap_pf)
+    sim = GateSim(flat, plib)
+    a = flat.ports["a"][1]
+    for k in range(n_toggles + 1):          # a starts at 0 and toggles n times
+        sim.vals[a] = k % 2
+        sim.settle()
+        if k == 0:
+            sim.start_counting()
+        assert sim.vals[flat.ports["y"][1]][0] == 1 - k % 2
+        sim.clock()
+    out_load, slew = 0.025, 0.06
+    wired = compute(flat, sim, lib, plib, PERIOD, input_slew=slew, output_load=out_load)
+    bare = compute(dataclasses.replace(flat, wire=None), sim, lib, plib, PERIOD, input_slew=slew,
+                   output_load=out_load)
+    caps, power, _ = _raw("INVX1")
+    pin = caps["A"]
+    wire = {"a": 0.003, "m": 0.003, "n1": 0.0045, "y": 0.001}
+    pw = power[("Y", "A")]
+    ups, downs = (n_toggles + 1) // 2, n_toggles // 2
+    for w, e in ((wire, wired), (dict.fromkeys(wire, 0.0), bare)):
+        loads = [pin + w["m"], pin + w["n1"], out_load + w["y"]]     # the three inverters' outputs
+        e_int = 0.0
+        for k, load in enumerate(loads):                             # output rises when input falls
+            in_rises = ups if k % 2 == 0 else downs
+            e_int += (n_toggles - in_rises) * _at(pw["rise_power"], load, slew) \
+                + in_rises * _at(pw["fall_power"], load, slew)
+        e_sw = 0.5 * V * V * n_toggles * (3 * pin + out_load + sum(w.values()))
+        assert e.internal == pytest.approx(e_int, rel=1e-9)
+        assert e.switching == pytest.approx(e_sw, rel=1e-9)
+    assert wired.switching - bare.switching == pytest.approx(0.5 * V * V * n_toggles * 0.0115, rel=1e-9)
+
+
+def test_the_layout_command_names_what_is_wrong(tmp_path, capsys):
+    assert power_main(["--layout", str(tmp_path)]) == 2
+    assert "metrics.json is missing" in capsys.readouterr().err
+    (tmp_path / "metrics.json").write_text(json.dumps({"design": "mu", "flow__hierarchical": False}))
+    assert layout_dir(tmp_path) == tmp_path
+    assert power_main(["--layout", str(tmp_path)]) == 2
+    assert "hierarchical run of the matrix unit" in capsys.readouterr().err
+    assert power_main(["--layout", str(tmp_path), "--width", "16"]) == 2
+    assert "--width cannot be combined with --layout" in capsys.readouterr().err
+    (tmp_path / "metrics.json").write_text(json.dumps({"design": "mu", "flow__hierarchical": True,
+                                                       "hier__block": "blk", "design__params": {}}))
+    assert power_main(["--layout", str(tmp_path)]) == 2
+    assert "mu.routed.v is missing" in capsys.readouterr().err
