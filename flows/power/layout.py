@@ -6,7 +6,7 @@ folder the routed top's and the routed block's structural Verilog (``<top>.route
 capacitance per net, in pF). :func:`run_layout` simulates those netlists (the block as it was laid
 out, the top with the repeaters it was routed with; not the hierarchical synthesis that
 :func:`flows.power.run.run` reads) on the same stimulus, checks every result against the bit-true
-model, and computes the energy from that one simulation three times:
+model, and computes the energy from that one simulation four times:
 
 ``pins``
     each net's load is its sink pins (and the default load on top outputs), as ``make power``;
@@ -16,6 +16,10 @@ model, and computes the energy from that one simulation three times:
 ``wires_x2``
     every wire doubled: a sensitivity, since the extraction counts a wire's area and one edge's
     fringe and no coupling, so a fuller extraction would add to the wires.
+``wires_clock``
+    ``wires`` plus the least wire any clock tree must have (:func:`clock_tree`) on the clock net,
+    which the layouts leave unrouted (ideal): a lower bound on the clock's wire, without the tree's
+    buffers.
 
 ``wires`` minus ``pins`` is the wires alone (one run of one netlist): their switching energy plus
 what the heavier loads cost the drivers' internal energy (their tables are read at the larger load
@@ -23,9 +27,9 @@ and slew). The change from the synthesized netlist to the laid-out one (the bloc
 the top's repeaters) is ``pins`` against ``synthesized``, ``make power``'s run of the same variant
 on the same stimulus, which :func:`run_layout` also makes.
 
-Left out: the clock's wire and any clock tree (the layouts keep the clock ideal: it is neither
-routed nor buffered, so it carries its pins' load only), coupling capacitance (the extraction has
-none) and glitches (zero-delay simulation).
+Left out: the clock tree's buffers and any clock wire beyond the least tree (the layouts keep the
+clock ideal: neither routed nor buffered), coupling capacitance (the extraction has none) and
+glitches (zero-delay simulation).
 """
 
 import json
@@ -37,7 +41,10 @@ from pathlib import Path
 import numpy as np
 
 from ..paths import BUILD
+from ..pnr.clockwire import min_tree_um, pin_points
+from ..pnr.defdb import Def
 from ..pnr.netlist import port_bit_name
+from ..pnr.qflow import tech_lef
 from ..synth.flow import WORK, resolve_library
 from ..synth.flow import run as synth_run
 from .energy import Energy, compute
@@ -69,6 +76,8 @@ class LayoutEnergy:
     pins: Energy
     synthesized: Energy
     wires_x2: Energy
+    wires_clock: Energy | None
+    clock: dict | None
     meta: dict
     period_ps: float
     layout_revision: str
@@ -288,15 +297,40 @@ def run_layout(tag_or_dir, workload="tiles", runs=8, liberty=None, log=print) ->
     wires = compute(flat, sim, lib, plib, period / 1e3)
     pins = compute(replace(flat, wire=None), sim, lib, plib, period / 1e3)
     wires_x2 = compute(replace(flat, wire=2 * flat.wire), sim, lib, plib, period / 1e3)
+    clock, wires_clock = clock_tree(d, block, width, pf, wirelength), None
+    if clock:
+        w = flat.wire.copy()
+        w[flat.ports["clk"][1]] += clock["pf"] / lib.cap_pf
+        wires_clock = compute(replace(flat, wire=w), sim, lib, plib, period / 1e3)
     t["energy"] = time.monotonic()
     syn_run = power_run(width, fmt, workload, runs, params=params, log=lambda s: None, liberty=liberty)
     t["synthesized"] = time.monotonic()
     secs = {k: round(t[k] - t[p], 2) for p, k in zip(list(t)[:-1], list(t)[1:], strict=True)}
     secs["total"] = round(t["synthesized"] - t["start"], 2)
     cells = sum(len(g["weight"]) for g in flat.groups.values())
-    return LayoutEnergy(d.name, m["variant"], workload, wires, pins, syn_run.energy, wires_x2, meta, period,
+    return LayoutEnergy(d.name, m["variant"], workload, wires, pins, syn_run.energy, wires_x2, wires_clock,
+                        clock, meta, period,
                         str(m.get("flow__git_revision", "unknown")), checked, int(sim.toggles.sum()),
                         flat.n_nets, cells, pf, wirelength, unwired, secs)
+
+
+def clock_tree(d: Path, block: str, width: int, wire_pf: dict, wirelength: dict) -> dict | None:
+    """The least wire of the ideal clock (:func:`flows.pnr.clockwire.min_tree_um` through the clock
+    pins of the column and of the top, from the run's placed DEFs in its work folder
+    ``build/pnr/<run>``), as capacitance at the column's and the top's mean extracted pF per um;
+    None when the work folder is gone."""
+    work = d.parents[2] / "pnr" / d.name if len(d.parents) > 2 else None
+    defs = {"column": work / "block" / "layout" / f"{block}.def", "top": work / "top" / "mu_route.def"} \
+        if work else {}
+    if not defs or not all(f.is_file() for f in defs.values()):
+        return None
+    lefs = [tech_lef().read_text()]
+    um = {"column": min_tree_um(pin_points(Def.read(defs["column"]), lefs, "clk")),
+          "top": min_tree_um(pin_points(Def.read(defs["top"]), lefs + [(d / f"{block}.lef").read_text()],
+                                        "clk"))}
+    per_um = {"column": wire_pf[block] / wirelength["column"], "top": wire_pf["mu"] / wirelength["top"]}
+    pf = width * um["column"] * per_um["column"] + um["top"] * per_um["top"]
+    return {"min_tree_um": um, "pf": pf}
 
 
 def _part(block: str, block_name: str) -> str:
@@ -329,7 +363,9 @@ def summary(r: LayoutEnergy, block: str) -> dict:
         "energy_pj": {"wires": kinds(r.wires), "pins": kinds(r.pins), "synthesized": kinds(r.synthesized)},
         "pj_per_useful_mac": {k: e.total / u for k, e in (("wires", r.wires), ("pins", r.pins),
                                                            ("synthesized", r.synthesized),
-                                                           ("wires_x2", r.wires_x2))},
+                                                           ("wires_x2", r.wires_x2),
+                                                           ("wires_clock", r.wires_clock)) if e},
+        "clock_wire": r.clock,
         "wire_share": 1 - r.pins.total / r.wires.total,
         "by_part_pj": {"wires": parts(r.wires), "pins": parts(r.pins)},
         "wire_pf": {"top": r.wire_pf["mu"], "column": r.wire_pf[block],
@@ -338,6 +374,14 @@ def summary(r: LayoutEnergy, block: str) -> dict:
                            "column": 1e3 * r.wire_pf[block] / r.wirelength_um["column"]},
         "nets_without_wire": r.unwired_nets, "seconds": r.seconds,
     }
+
+
+def _clock_text(c) -> str:
+    if not c:
+        return "not estimated (the run's work folder with its placed DEFs is gone)"
+    um = c["min_tree_um"]
+    return (f"(2/3 of the rectilinear spanning tree through its pins: {um['column'] / 1e3:.2f} mm per "
+            f"column, {um['top'] / 1e3:.2f} mm in the top) is {c['pf']:.2f} pF")
 
 
 def markdown(s: dict, prov: dict) -> str:
@@ -351,7 +395,10 @@ def markdown(s: dict, prov: dict) -> str:
              f"| synthesized (as `make power`), pins | {p['synthesized']:.2f} |",
              f"| routed, pins | {p['pins']:.2f} |",
              f"| routed, pins + wires | {p['wires']:.2f} |",
-             f"| routed, pins + twice the wires | {p['wires_x2']:.2f} |", "",
+             f"| routed, pins + twice the wires | {p['wires_x2']:.2f} |",
+             f"| routed, pins + wires + the clock's least wire | "
+             f"{p['wires_clock']:.2f} |" if "wires_clock" in p else
+             "| routed, pins + wires + the clock's least wire | not estimated (work folder gone) |", "",
              "| part | pins (pJ/MAC) | pins + wires (pJ/MAC) | wire (pF) |", "|---|---|---|---|"]
     u = s["useful_macs"]
     wpf = s["wire_pf"]
@@ -362,9 +409,10 @@ def markdown(s: dict, prov: dict) -> str:
     ff = s["wire_ff_per_um"]
     lines += ["", f"The columns' wire is one column's extraction ({wpf['column']:.2f} pF), counted once "
               f"per column. Extracted wire per um: {ff['column']:.4f} fF in the column, {ff['top']:.4f} fF "
-              "in the top (area and one edge's fringe, no coupling: the doubled wires bound what a "
-              "fuller extraction would add). Nets "
+              "in the top (area and one edge's fringe, no coupling; the doubled wires are a "
+              "sensitivity to a fuller extraction). Nets "
               f"without a wire: {', '.join(s['nets_without_wire']) or 'none'}. Zero-delay simulation "
-              "(no glitches), no coupling capacitance, ideal clock (no clock wire, no tree); see "
-              "flows/power/layout.py.", "", f"Provenance: {json.dumps(prov)}"]
+              "(no glitches), no coupling capacitance, ideal clock: unrouted, no tree; its least wire "
+              f"{_clock_text(s['clock_wire'])}; see flows/power/layout.py.", "",
+              f"Provenance: {json.dumps(prov)}"]
     return "\n".join(lines) + "\n"

@@ -354,7 +354,9 @@ def test_energy_on_a_routed_unit_row_by_hand(tmp_path):
     m = {"design": "mu", "design__params": {"width": "8", "fmt": "fp4_e2m1", "acc": "exact"},
          "flow__hierarchical": True, "hier__top__target_util": 0.5, "flow__git_revision": "lay"}
     e = {"workload": "tiles", "runs": ["a", "b"], "results_checked": 16, "useful_macs": 1000,
-         "pj_per_useful_mac": {"synthesized": 101.0, "pins": 100.0, "wires": 104.0, "wires_x2": 108.5},
+         "pj_per_useful_mac": {"synthesized": 101.0, "pins": 100.0, "wires": 104.0, "wires_x2": 108.5,
+                               "wires_clock": 105.25},
+         "clock_wire": {"min_tree_um": {"column": 12_000.0, "top": 15_000.0}, "pf": 6.75},
          "wire_share": 1 - 100.0 / 104.0,
          "by_part_pj": {"pins": {"columns": 60_000.0, "top": 10_000.0, "clock net": 30_000.0},
                         "wires": {"columns": 62_500.0, "top": 11_500.0, "clock net": 30_000.0}},
@@ -371,7 +373,13 @@ def test_energy_on_a_routed_unit_row_by_hand(tmp_path):
     lines = energy_section(units)
     (row,) = [ln for ln in lines if ln.startswith("| fp4_e2m1 |")]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[:9] == ["fp4_e2m1", "8", "0.50", "tiles x 2 (16)", "101.0", "100.0", "**104.0**", "3.8%",
-                         "108.5"]
-    assert cells[9:] == ["60.0 / 62.5", "10.0 / 11.5", "30.0", "96.0 / 40.2", "0.063 / 0.051", "lay / nrg"]
+    assert cells[:10] == ["fp4_e2m1", "8", "0.50", "tiles x 2 (16)", "101.0", "100.0", "**104.0**", "3.8%",
+                          "108.5", "105.2"]
+    assert cells[10:] == ["60.0 / 62.5", "10.0 / 11.5", "30.0", "96.0 / 40.2 / 6.8", "0.063 / 0.051",
+                          "lay / nrg"]
+    del e["pj_per_useful_mac"]["wires_clock"], e["clock_wire"]       # the run's work folder was gone
+    (tmp_path / "u8" / "energy-tiles.json").write_text(json.dumps(e))
+    (row,) = [ln for ln in energy_section(load_units(tmp_path)) if ln.startswith("| fp4_e2m1 |")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[9] == "not measured" and cells[13] == "96.0 / 40.2 / not measured"
     assert energy_section([u for u in units if u.width == 16]) == []

@@ -179,3 +179,25 @@ def test_the_layout_command_names_what_is_wrong(tmp_path, capsys):
                                                        "hier__block": "blk", "design__params": {}}))
     assert power_main(["--layout", str(tmp_path)]) == 2
     assert "mu.routed.v is missing" in capsys.readouterr().err
+
+
+def test_the_clocks_least_wire_from_the_runs_placed_defs(tmp_path, monkeypatch):
+    """The column's and the top's least clock trees from the DEFs in the run's work folder, at
+    each part's mean extracted pF per um, the column's counted D times; none without the folder."""
+    import flows.power.layout as lay
+    from tb.flows.test_pnr_clockwire import DEF, LEF
+
+    run = tmp_path / "build" / "reports" / "pnr" / "r"
+    run.mkdir(parents=True)
+    assert lay.clock_tree(run, "blk", 4, {}, {}) is None
+    work = tmp_path / "build" / "pnr" / "r"
+    (work / "block" / "layout").mkdir(parents=True)
+    (work / "top").mkdir()
+    (work / "block" / "layout" / "blk.def").write_text(DEF)                     # 2/3 x 161 um
+    (work / "top" / "mu_route.def").write_text(DEF.replace("( 5000 0 )", "( 2000 0 )"))
+    (run / "blk.lef").write_text("")
+    monkeypatch.setattr(lay, "tech_lef", lambda: type("L", (), {"read_text": lambda self: LEF})())
+    c = lay.clock_tree(run, "blk", 4, {"blk": 2.0, "mu": 1.0}, {"column": 1000.0, "top": 500.0})
+    # top: port (20, 90), f1 CLK (2, 3), f2 flipped at x 20: CLK (28, 3): f1-f2 26 + port-f2 95 = 121 um
+    assert c["min_tree_um"] == {"column": pytest.approx(2 * 161 / 3), "top": pytest.approx(2 * 121 / 3)}
+    assert c["pf"] == pytest.approx(4 * (2 * 161 / 3) * 2.0 / 1000 + (2 * 121 / 3) * 1.0 / 500)
