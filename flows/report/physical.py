@@ -429,7 +429,7 @@ def energy_section(units) -> list:
     L = ["### Energy on the routed units", "",
          "`make power LAYOUT=<run> PUBLISH=1`: the routed top and column netlists simulated gate by gate "
          "on real MiniLM tiles (every result checked bit for bit against the model) and charged from "
-         "the liberty twice, each net loaded with its sink pins alone and with its extracted wire "
+         "the liberty with each net loaded by its sink pins alone, then with its extracted wire "
          "added (a net crossing a column pin gets the top's wire and the column's); \"synthesized\" is "
          "`make power`'s netlist (the hierarchical synthesis) on the same tiles. The clock carries its "
          "pins only (ideal, unrouted). The extraction counts a wire's area and one edge's fringe, no "
@@ -458,6 +458,18 @@ def energy_section(units) -> list:
                  f"{_f((e.get('clock_wire') or {}).get('pf'), 1)} | "
                  f"{e['wire_ff_per_um']['column']:.3f} / {e['wire_ff_per_um']['top']:.3f} | "
                  f"{r.metrics.get('flow__git_revision', '?')} / {e['provenance']['git_revision']} |")
+    L.append("")
+    share = [100 * r.extra["energy"]["wire_share"] for r in rows]
+    L.append(f"The extracted wires are {min(share):.1f}-{max(share):.1f}% of the energy per MAC. Per format, "
+             "each D's run chosen as in the claim above among the runs with an energy:")
+    best = {k: r for k, (r, _, _) in _best_units(rows).items()}
+    for f in sorted({f for f, _ in best}, key=lambda f: FORMATS.index(f) if f in FORMATS else len(FORMATS)):
+        ds = sorted(d for g, d in best if g == f)
+        if len(ds) > 1:
+            pj = {d: best[(f, d)].extra["energy"]["pj_per_useful_mac"]["wires"] for d in ds}
+            L.append(f"- **{f}**, pJ per useful MAC with wires: "
+                     + ", ".join(f"D={d} {pj[d]:.1f}" for d in ds)
+                     + f" ({pj[ds[-1]] / pj[ds[0]]:.2f}x from D={ds[0]} to D={ds[-1]})")
     return L + [""]
 
 
@@ -472,10 +484,9 @@ def _falls_verdict(fmax: dict) -> str | None:
             "with every doubling)")
 
 
-def unit_claims(units) -> list:
-    """The first of the study's claims on whole routed units: per format, the fastest run at each D
-    among those routed with no failed net and both paths timed (on a tie, the shorter top path), its
-    fmax, and what sets it (the top's path or the column's)."""
+def _best_units(units) -> dict:
+    """``{(fmt, D): (run, top path, column path)}``: per format and D the fastest run routed with no
+    failed net and both paths timed; on a tie, the shorter top path."""
     best = {}
     for r in units:
         top, col = r.get(K.ROUTE_CP_PS), r.get("hier__block__critical_path_ps_post")
@@ -484,6 +495,14 @@ def unit_claims(units) -> list:
         key = (r.fmt, r.width)
         if key not in best or (max(top, col), top) < (max(*best[key][1:]), best[key][1]):
             best[key] = (r, top, col)
+    return best
+
+
+def unit_claims(units) -> list:
+    """The first of the study's claims on whole routed units: per format, the fastest run at each D
+    among those routed with no failed net and both paths timed (on a tie, the shorter top path), its
+    fmax, and what sets it (the top's path or the column's)."""
+    best = _best_units(units)
     fmts = sorted({f for f, _ in best}, key=lambda f: FORMATS.index(f) if f in FORMATS else len(FORMATS))
     if not fmts:
         return []

@@ -383,3 +383,19 @@ def test_energy_on_a_routed_unit_row_by_hand(tmp_path):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[9] == "not measured" and cells[13] == "96.0 / 40.2 / not measured"
     assert energy_section([u for u in units if u.width == 16]) == []
+    assert "The extracted wires are 3.8-3.8% of the energy per MAC." in " ".join(lines)
+    assert not [ln for ln in lines if ln.startswith("- **")]     # no routed paths: no run to compare
+
+    def timed(r, top, width, pj):
+        r.metrics.update({K.ROUTE_FAILED: 0, K.ROUTE_CP_PS: top,
+                          "hier__block__critical_path_ps_post": 4000.0})
+        r.width = width
+        r.extra["energy"] = dict(e, pj_per_useful_mac=dict(e["pj_per_useful_mac"], wires=pj))
+        return r
+
+    a, b, c = (Run(dict(m), None, "fp4_e2m1", 8) for _ in range(3))
+    lines = energy_section([timed(a, 3000.0, 8, 100.0), timed(b, 3500.0, 16, 130.0),
+                            timed(c, 3400.0, 16, 150.0)])
+    # at D = 16 both runs are set by the column (4,000 ps): the shorter top path (3,400 ps) is quoted
+    assert ("- **fp4_e2m1**, pJ per useful MAC with wires: D=8 100.0, D=16 150.0 (1.50x from D=8 to D=16)"
+            in lines)
