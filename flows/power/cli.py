@@ -8,11 +8,13 @@ the committed ``reports/power/<variant>/``): ``energy-<workload>.json`` and ``.m
 column is simulated. ``--check-composition K`` runs both and prints
 how far apart they are.
 
-``python -m flows power --layout TAG|DIR [--workload ...] [--runs 8] [--publish]``: the energy of a
-routed matrix unit (a ``make pnr HIER=1`` run: its tag under ``build/reports/pnr/`` or its folder)
-with its wires' capacitance, next to the same netlist without them and the synthesized netlist
-(:mod:`flows.power.layout`); writes ``energy-<workload>.json`` and ``.md`` to the run's folder
-(``--publish``: ``reports/pnr/<tag>/``). The layout sets the width, format and options.
+``python -m flows power --layout TAG|DIR [--workload ...] [--runs 8] [--sample K] [--publish]``: the
+energy of a routed matrix unit (a ``make pnr HIER=1`` run), or of the unit with a routed column macro
+in every column (a ``make pnr BLOCK=mu_col`` run), given as its tag under ``build/reports/pnr/`` or
+its folder, with its wires' capacitance, next to the same netlist without them and the synthesized
+netlist (:mod:`flows.power.layout`); writes ``energy-<workload>.json`` and ``.md`` (named as above) to
+the run's folder (``--publish``: ``reports/pnr/<tag>/``). The layout sets the width, format and
+options.
 """
 
 import argparse
@@ -140,22 +142,20 @@ def _parser():
 
 
 def _layout(a, argv, loads) -> int:
-    given = [f for f, v in (("--width", a.width), ("--fmt", a.fmt), ("--sample", a.sample),
+    given = [f for f, v in (("--width", a.width), ("--fmt", a.fmt),
                             ("--check-composition", a.check_composition), ("--set", a.set)) if v]
     if given:
-        raise ValueError(f"{given[0]} cannot be combined with --layout: the layout fixes the design "
-                         "and every column is simulated")
+        raise ValueError(f"{given[0]} cannot be combined with --layout: the layout fixes the design")
     d = layout.layout_dir(a.layout)
-    block = json.loads((d / "metrics.json").read_text()).get("hier__block", "")
     out = REPO / "reports" / "pnr" / d.name if a.publish else d
     for wl in loads:
-        r = layout.run_layout(d, wl, a.runs, liberty=a.liberty)
-        s = layout.summary(r, block)
+        r = layout.run_layout(d, wl, a.runs, a.sample, liberty=a.liberty)
+        s = layout.summary(r)
         prov = {"git_revision": git_revision(), "tools": tool_versions(),
                 "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "command": "python -m flows power " + " ".join(argv)}
         out.mkdir(parents=True, exist_ok=True)
-        tag = file_tag(wl, None, a.runs)
+        tag = file_tag(wl, r.columns_simulated if r.columns_simulated < r.meta["width"] else None, a.runs)
         (out / f"energy-{tag}.json").write_text(json.dumps(dict(s, provenance=prov), indent=1) + "\n")
         (out / f"energy-{tag}.md").write_text(layout.markdown(s, prov))
         p = s["pj_per_useful_mac"]

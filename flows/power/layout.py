@@ -45,12 +45,12 @@ from ..pnr.clockwire import min_tree_um, pin_points
 from ..pnr.defdb import Def
 from ..pnr.netlist import port_bit_name
 from ..pnr.qflow import tech_lef
-from ..synth.flow import WORK, resolve_library
+from ..synth.flow import resolve_library
 from ..synth.flow import run as synth_run
-from .energy import Energy, compute
+from .energy import Energy, compute, net_loads
 from .libpower import load_power
-from .netlist import flatten
-from .run import PowerError, drive, stimulus
+from .netlist import flatten, sample_indices
+from .run import PowerError, check_counts, drive, hier_modules, stimulus
 from .run import run as power_run
 from .sim import GateSim
 
@@ -71,6 +71,8 @@ class LayoutEnergy:
 
     tag: str
     variant: str
+    kind: str
+    block: str
     workload: str
     wires: Energy
     pins: Energy
@@ -81,6 +83,7 @@ class LayoutEnergy:
     meta: dict
     period_ps: float
     layout_revision: str
+    columns_simulated: int
     checked_results: int
     toggles: int
     nets: int
@@ -230,50 +233,133 @@ def layout_dir(tag_or_dir) -> Path:
     return d
 
 
-def run_layout(tag_or_dir, workload="tiles", runs=8, liberty=None, log=print) -> LayoutEnergy:
-    """Energy of a routed matrix unit on ``workload`` (see the module docstring).
+@dataclass
+class _Layout:
+    """The netlists of one run, ready to flatten: ``mods`` (Yosys JSON layout), ``caps`` (wire
+    capacitance per module, :func:`wire_caps`), and what the summary reports of them."""
+
+    kind: str              # "unit" (hierarchical run) or "column" (the column macro alone)
+    mods: dict
+    caps: dict
+    block: str
+    wire_pf: dict          # {"top": pF or None (not laid out), "column": pF}
+    wirelength_um: dict    # the same, routed um
+    unwired: list
+    period_ps: float
+    clock: dict | None
+
+
+def _spefs(mods, parts, lib) -> tuple:
+    """Wire caps, nets without wire and total pF of each ``(module, SPEF file)`` in ``parts``."""
+    caps, unwired, pf = {}, [], {}
+    for name, f in parts:
+        c = spef_caps(f.read_text(), str(f))
+        caps[name], u = wire_caps(mods[name], c, lib.cap_pf, str(f))
+        unwired += [f"{name}/{n}" for n in u]
+        pf[name] = round(sum(c.values()), 6)
+    return caps, unwired, pf
+
+
+def _need(*files):
+    gone = [str(f) for f in files if not f.is_file()]
+    if gone:
+        raise PowerError(f"{gone[0]} is missing: a run's routed netlists and parasitics are kept in its "
+                         "build folder only; place and route the design again")
+
+
+def _unit_layout(d: Path, m: dict, hier: dict, lib) -> _Layout:
+    """A hierarchical run: the routed top (its ports regrouped into the synthesized top's buses)
+    over the routed column, both with their wires."""
+    top, block = "mu", m["hier__block"]
+    tv, ts, bv, bs = (d / f"{top}.routed.v", d / f"{top}.spef", d / f"{block}.routed.v", d / f"{block}.spef")
+    mods = read_structural(tv.read_text(), str(tv))
+    mods.update(read_structural(bv.read_text(), str(bv)))
+    if top not in mods or block not in mods:
+        raise PowerError(f"{d}: the routed netlists lack module {top if top not in mods else block}")
+    mods[top]["ports"] = bus_ports(mods[top]["ports"], hier[top]["ports"], str(tv))
+    caps, unwired, pf = _spefs(mods, ((top, ts), (block, bs)), lib)
+    wl = {"top": float(m["route__wirelength"]), "column": float(m["hier__block__wirelength_um"])}
+    period = max(float(m["route__timing__critical_path__delay_ps"]),
+                 float(m["hier__block__critical_path_ps_post"]))
+    width = int(m["design__params"]["width"])
+    pfs = {"top": pf[top], "column": pf[block]}
+    return _Layout("unit", mods, caps, block, pfs, wl, unwired, period, clock_tree(d, block, width, pfs, wl))
+
+
+def _column_layout(d: Path, m: dict, hier: dict, lib) -> _Layout:
+    """A column macro run: the routed column, with its wires, in place of the synthesized column
+    under the synthesized top (which has no wires: it was not laid out)."""
+    block = m["design__params"]["block"]
+    if block not in hier:
+        raise PowerError(f"{d}: the hierarchical synthesis of this variant has no module {block} (it has "
+                         f"{', '.join(sorted(hier))}): not the same design")
+    bv, bs = d / f"{block}.routed.v", d / f"{block}.spef"
+    mods = dict(hier)
+    routed = read_structural(bv.read_text(), str(bv))
+    if block not in routed:
+        raise PowerError(f"{bv}: no module {block}")
+    mods[block] = dict(routed[block], ports=bus_ports(routed[block]["ports"], hier[block]["ports"], str(bv)))
+    caps, unwired, pf = _spefs(mods, ((block, bs),), lib)
+    pfs = {"top": None, "column": pf[block]}
+    wl = {"top": None, "column": float(m["route__wirelength"])}
+    clock = None
+    if (d / f"{block}.def").is_file():
+        um = min_tree_um(pin_points(Def.read(d / f"{block}.def"), [tech_lef().read_text()], "clk"))
+        width = int(m["design__params"]["width"])
+        clock = {"min_tree_um": {"column": um, "top": None}, "pf": width * um * pf[block] / wl["column"]}
+    return _Layout("column", mods, caps, block, pfs, wl, unwired,
+                   float(m["route__timing__critical_path__delay_ps"]), clock)
+
+
+def _wired_port_caps(mods, caps, lib, plib):
+    """``port_caps`` for sampling (:func:`flows.power.netlist.flatten`): each input bit's load inside
+    a replaced instance, its wires included."""
+    cache = {}
+
+    def port_caps(mod, port):
+        if mod not in cache:
+            f = flatten(mods, mod, plib.cells, wire_caps={k: v for k, v in caps.items() if k == mod})
+            cache[mod] = (f, net_loads(f, lib, output_load=0.0))
+        f, load = cache[mod]
+        return load[f.ports[port][1]]
+    return port_caps
+
+
+def run_layout(tag_or_dir, workload="tiles", runs=8, sample=None, liberty=None, log=print) -> LayoutEnergy:
+    """Energy of a routed matrix unit, or of a unit whose columns are a routed column macro, on
+    ``workload`` (see the module docstring); ``sample`` columns simulated (None: all).
 
     Raises
     ------
     PowerError
-        Not a hierarchical run of ``mu``, a file missing, the netlists not matching their SPEFs or
-        the synthesized top, or a result differing from the bit-true model.
+        Not a run of ``mu`` (hierarchical, or of its column), a file missing, the netlists not
+        matching their SPEFs or the synthesized design, or a result differing from the bit-true model.
     """
     t = {"start": time.monotonic()}
     d = layout_dir(tag_or_dir)
     m = json.loads((d / "metrics.json").read_text())
-    if m.get("design") != "mu" or not m.get("flow__hierarchical"):
-        raise PowerError(f"{d}: energy on a layout needs a hierarchical run of the matrix unit (make pnr "
-                         f"DESIGN=mu HIER=1), not {m.get('design')!r} "
-                         f"({'hierarchical' if m.get('flow__hierarchical') else 'flat'})")
-    top, block = "mu", m["hier__block"]
-    files = {"top_v": d / f"{top}.routed.v", "top_spef": d / f"{top}.spef",
-             "block_v": d / f"{block}.routed.v", "block_spef": d / f"{block}.spef"}
-    gone = [str(f) for f in files.values() if not f.is_file()]
-    if gone:
-        raise PowerError(f"{d}: {gone[0]} is missing: the run's routed netlists and parasitics are kept "
-                         "in its build folder only; place and route the design again")
-    params = {k: str(v) for k, v in m["design__params"].items()}
+    params = {k: str(v) for k, v in (m.get("design__params") or {}).items() if k not in ("block", "top")}
+    column = str((m.get("design__params") or {}).get("block", "")).startswith("mu_col")
+    if m.get("design") != "mu" or not (m.get("flow__hierarchical") or column):
+        raise PowerError(f"{d}: energy on a layout needs a run of the matrix unit, hierarchical (make pnr "
+                         "DESIGN=mu HIER=1) or of its column (BLOCK=mu_col), not "
+                         f"{m.get('design')!r} ({'hierarchical' if m.get('flow__hierarchical') else 'flat'})")
+    if "width" not in params or "fmt" not in params:
+        raise PowerError(f"{d}: its metrics.json names no width or format (design__params): not a run of "
+                         "`make pnr`")
+    block = m.get("hier__block") if m.get("flow__hierarchical") else m["design__params"]["block"]
+    names = ["mu.routed.v", "mu.spef"] if m.get("flow__hierarchical") else []
+    _need(*(d / n for n in names + [f"{block}.routed.v", f"{block}.spef"]))
     width, fmt = int(params["width"]), params["fmt"]
+    check_counts(width, runs, sample)
     syn = synth_run("mu", params, flow="hier", log=lambda s: None, liberty=liberty)
-    variant = syn.metrics["variant"]
-    ref = json.loads((WORK / variant / "hier" / top / "repaired.json").read_text())["modules"][top]
+    hier = hier_modules(syn.metrics["variant"])
     lib = resolve_library(liberty, log=lambda s: None)
     if lib.generic:
         raise PowerError("energy needs a liberty with internal_power tables and leakage; install the "
                          "OSU 0.18 um library (apt-get install qflow-tech-osu018)")
     plib = load_power(lib.path)
-    mods = read_structural(files["top_v"].read_text(), str(files["top_v"]))
-    mods.update(read_structural(files["block_v"].read_text(), str(files["block_v"])))
-    if top not in mods or block not in mods:
-        raise PowerError(f"{d}: the routed netlists lack module {top if top not in mods else block}")
-    mods[top]["ports"] = bus_ports(mods[top]["ports"], ref["ports"], str(files["top_v"]))
-    caps, unwired, pf = {}, [], {}
-    for name, key in ((top, "top_spef"), (block, "block_spef")):
-        c = spef_caps(files[key].read_text(), str(files[key]))
-        caps[name], u = wire_caps(mods[name], c, lib.cap_pf, str(files[key]))
-        unwired += [f"{name}/{n}" for n in u]
-        pf[name] = round(sum(c.values()), 6)
+    lay = (_unit_layout if m.get("flow__hierarchical") else _column_layout)(d, m, hier, lib)
     t["synth"] = time.monotonic()
     rows = int(params.get("rows", 1))
     acc, guard = params.get("acc", "fp32"), int(params.get("guard_bits", 16))
@@ -282,43 +368,46 @@ def run_layout(tag_or_dir, workload="tiles", runs=8, liberty=None, log=print) ->
     with np.load(stim_path) as z:
         stim = {k: z[k] for k in ("w", "ws", "x", "y") if k in z.files}
     t["stimulus"] = time.monotonic()
-    flat = flatten(mods, top, plib.cells, wire_caps=caps)
+    samp = (lay.block, sample) if sample and sample < width else None
+    flat = flatten(lay.mods, "mu", plib.cells, sample=samp, wire_caps=lay.caps,
+                   port_caps=_wired_port_caps(lay.mods, lay.caps, lib, plib) if samp else None)
     sim = GateSim(flat, plib)
     t["build"] = time.monotonic()
+    cols = np.asarray(sample_indices(width, sample if samp else width))
     log(f"{m['variant']} {workload}: {sum(len(g['weight']) for g in flat.groups.values())} cells, "
-        f"{flat.n_nets} nets, {sum(pf.values()):.2f} pF of wire; {meta['w_beats']} w / {meta['x_beats']} "
-        f"x beats")
+        f"{flat.n_nets} nets, {len(cols)} of {width} columns; {meta['w_beats']} w / {meta['x_beats']} "
+        "x beats")
     max_cycles = 4 * (meta["w_beats"] + meta.get("ws_beats", 0) + meta["x_beats"]) + 100
-    checked = drive(sim, flat, stim, np.arange(width), width, max_cycles)
+    checked = drive(sim, flat, stim, cols, width, max_cycles)
     t["sim"] = time.monotonic()
-    wirelength = {"top": float(m["route__wirelength"]), "column": float(m["hier__block__wirelength_um"])}
-    period = max(float(m["route__timing__critical_path__delay_ps"]),
-                 float(m["hier__block__critical_path_ps_post"]))
-    wires = compute(flat, sim, lib, plib, period / 1e3)
-    pins = compute(replace(flat, wire=None), sim, lib, plib, period / 1e3)
-    wires_x2 = compute(replace(flat, wire=2 * flat.wire), sim, lib, plib, period / 1e3)
-    clock, wires_clock = clock_tree(d, block, width, pf, wirelength), None
-    if clock:
+    ns = lay.period_ps / 1e3
+    wires = compute(flat, sim, lib, plib, ns)
+    pins = compute(replace(flat, wire=None), sim, lib, plib, ns)
+    wires_x2 = compute(replace(flat, wire=2 * flat.wire), sim, lib, plib, ns)
+    wires_clock = None
+    if lay.clock:
         w = flat.wire.copy()
-        w[flat.ports["clk"][1]] += clock["pf"] / lib.cap_pf
-        wires_clock = compute(replace(flat, wire=w), sim, lib, plib, period / 1e3)
+        w[flat.ports["clk"][1]] += lay.clock["pf"] / lib.cap_pf
+        wires_clock = compute(replace(flat, wire=w), sim, lib, plib, ns)
     t["energy"] = time.monotonic()
-    syn_run = power_run(width, fmt, workload, runs, params=params, log=lambda s: None, liberty=liberty)
+    syn_run = power_run(width, fmt, workload, runs, sample if samp else None, params=params,
+                        log=lambda s: None, liberty=liberty)
     t["synthesized"] = time.monotonic()
     secs = {k: round(t[k] - t[p], 2) for p, k in zip(list(t)[:-1], list(t)[1:], strict=True)}
     secs["total"] = round(t["synthesized"] - t["start"], 2)
     cells = sum(len(g["weight"]) for g in flat.groups.values())
-    return LayoutEnergy(d.name, m["variant"], workload, wires, pins, syn_run.energy, wires_x2, wires_clock,
-                        clock, meta, period,
-                        str(m.get("flow__git_revision", "unknown")), checked, int(sim.toggles.sum()),
-                        flat.n_nets, cells, pf, wirelength, unwired, secs)
+    return LayoutEnergy(d.name, m["variant"], lay.kind, lay.block, workload, wires, pins, syn_run.energy,
+                        wires_x2, wires_clock, lay.clock, meta, lay.period_ps,
+                        str(m.get("flow__git_revision", "unknown")), len(cols), checked,
+                        int(sim.toggles.sum()), flat.n_nets, cells, lay.wire_pf, lay.wirelength_um,
+                        lay.unwired, secs)
 
 
 def clock_tree(d: Path, block: str, width: int, wire_pf: dict, wirelength: dict) -> dict | None:
     """The least wire of the ideal clock (:func:`flows.pnr.clockwire.min_tree_um` through the clock
     pins of the column and of the top, from the run's placed DEFs in its work folder
-    ``build/pnr/<run>``), as capacitance at the column's and the top's mean extracted pF per um;
-    None when the work folder is gone."""
+    ``build/pnr/<run>``), as capacitance at the column's and the top's mean extracted pF per um
+    (``wire_pf`` over ``wirelength``, keys ``column`` and ``top``); None when the work folder is gone."""
     work = d.parents[2] / "pnr" / d.name if len(d.parents) > 2 else None
     defs = {"column": work / "block" / "layout" / f"{block}.def", "top": work / "top" / "mu_route.def"} \
         if work else {}
@@ -328,7 +417,7 @@ def clock_tree(d: Path, block: str, width: int, wire_pf: dict, wirelength: dict)
     um = {"column": min_tree_um(pin_points(Def.read(defs["column"]), lefs, "clk")),
           "top": min_tree_um(pin_points(Def.read(defs["top"]), lefs + [(d / f"{block}.lef").read_text()],
                                         "clk"))}
-    per_um = {"column": wire_pf[block] / wirelength["column"], "top": wire_pf["mu"] / wirelength["top"]}
+    per_um = {k: wire_pf[k] / wirelength[k] for k in ("column", "top")}
     pf = width * um["column"] * per_um["column"] + um["top"] * per_um["top"]
     return {"min_tree_um": um, "pf": pf}
 
@@ -337,13 +426,13 @@ def _part(block: str, block_name: str) -> str:
     return {"clock": "clock net", block_name: "columns"}.get(block, "top")
 
 
-def summary(r: LayoutEnergy, block: str) -> dict:
-    """The figures of :func:`run_layout` as a JSON-able dict; ``block``: the column's module name.
+def summary(r: LayoutEnergy) -> dict:
+    """The figures of :func:`run_layout` as a JSON-able dict.
 
     ``by_part_pj``: the columns (the block's cells and nets), the top (its cells, nets and inputs)
     and the clock net, with and without the wires.
     """
-    u = r.meta["useful_macs"]
+    u, block = r.meta["useful_macs"], r.block
 
     def kinds(e):
         return {"internal": e.internal, "switching": e.switching, "leakage": e.leakage, "total": e.total}
@@ -355,7 +444,8 @@ def summary(r: LayoutEnergy, block: str) -> dict:
         return out
 
     return {
-        "run": r.tag, "layout_variant": r.variant, "layout_revision": r.layout_revision,
+        "run": r.tag, "layout_variant": r.variant, "layout_revision": r.layout_revision, "layout": r.kind,
+        "columns_simulated": r.columns_simulated,
         "workload": r.workload, "runs": r.meta["runs"], "width": r.meta["width"], "fmt": r.meta["fmt"],
         "cycles": r.wires.cycles, "results_checked": r.checked_results, "toggles": r.toggles,
         "nets": r.nets, "cells": r.cells, "useful_macs": u, "issued_macs": r.meta["issued_macs"],
@@ -368,28 +458,35 @@ def summary(r: LayoutEnergy, block: str) -> dict:
         "clock_wire": r.clock,
         "wire_share": 1 - r.pins.total / r.wires.total,
         "by_part_pj": {"wires": parts(r.wires), "pins": parts(r.pins)},
-        "wire_pf": {"top": r.wire_pf["mu"], "column": r.wire_pf[block],
-                    "columns": r.wire_pf[block] * r.meta["width"]},
-        "wire_ff_per_um": {"top": 1e3 * r.wire_pf["mu"] / r.wirelength_um["top"],
-                           "column": 1e3 * r.wire_pf[block] / r.wirelength_um["column"]},
+        "wire_pf": dict(r.wire_pf, columns=r.wire_pf["column"] * r.meta["width"]),
+        "wire_ff_per_um": {k: 1e3 * r.wire_pf[k] / r.wirelength_um[k] if r.wire_pf[k] is not None else None
+                           for k in ("column", "top")},
         "nets_without_wire": r.unwired_nets, "seconds": r.seconds,
     }
 
 
 def _clock_text(c) -> str:
     if not c:
-        return "not estimated (the run's work folder with its placed DEFs is gone)"
+        return "not estimated (the run's placed DEFs are gone)"
     um = c["min_tree_um"]
+    top = "the top not laid out" if um["top"] is None else f"{um['top'] / 1e3:.2f} mm in the top"
     return (f"(2/3 of the rectilinear spanning tree through its pins: {um['column'] / 1e3:.2f} mm per "
-            f"column, {um['top'] / 1e3:.2f} mm in the top) is {c['pf']:.2f} pF")
+            f"column, {top}) is {c['pf']:.2f} pF")
+
+
+def _pf(v, digits=2) -> str:
+    return "none: not laid out" if v is None else f"{v:.{digits}f}"
 
 
 def markdown(s: dict, prov: dict) -> str:
     """The summary as a short Markdown page."""
     p = s["pj_per_useful_mac"]
+    what = ("the routed unit (top and columns)" if s["layout"] == "unit" else
+            "the routed column macro in every column, under the synthesized top (not laid out: no wires)")
     lines = [f"# Energy on the layout {s['run']}, workload {s['workload']}", "",
-             f"D = {s['width']} {s['fmt']}, {len(s['runs'])} tile runs: {s['cycles']} cycles after reset, "
-             f"{s['results_checked']} results checked bit for bit against the model, {s['cells']} cells, "
+             f"D = {s['width']} {s['fmt']}, {what}; {len(s['runs'])} tile runs: {s['cycles']} cycles "
+             f"after reset, {s['results_checked']} results checked bit for bit against the model, "
+             f"{s['columns_simulated']} of {s['width']} columns simulated, {s['cells']} cells, "
              f"{s['nets']} nets; the layout from revision {s['layout_revision']}.", "",
              "| netlist, loads | pJ per useful MAC |", "|---|---|",
              f"| synthesized (as `make power`), pins | {p['synthesized']:.2f} |",
@@ -398,19 +495,19 @@ def markdown(s: dict, prov: dict) -> str:
              f"| routed, pins + twice the wires | {p['wires_x2']:.2f} |",
              f"| routed, pins + wires + the clock's least wire | "
              f"{p['wires_clock']:.2f} |" if "wires_clock" in p else
-             "| routed, pins + wires + the clock's least wire | not estimated (work folder gone) |", "",
+             "| routed, pins + wires + the clock's least wire | not estimated (placed DEFs gone) |", "",
              "| part | pins (pJ/MAC) | pins + wires (pJ/MAC) | wire (pF) |", "|---|---|---|---|"]
     u = s["useful_macs"]
     wpf = s["wire_pf"]
     for part in ("columns", "top", "clock net"):
         a, b = s["by_part_pj"]["pins"].get(part, 0.0), s["by_part_pj"]["wires"].get(part, 0.0)
-        wire = f"{wpf[part]:.2f}" if part in wpf else "none (ideal clock)"
+        wire = _pf(wpf[part]) if part in wpf else "none (ideal clock)"
         lines.append(f"| {part} | {a / u:.2f} | {b / u:.2f} | {wire} |")
     ff = s["wire_ff_per_um"]
     lines += ["", f"The columns' wire is one column's extraction ({wpf['column']:.2f} pF), counted once "
-              f"per column. Extracted wire per um: {ff['column']:.4f} fF in the column, {ff['top']:.4f} fF "
-              "in the top (area and one edge's fringe, no coupling; the doubled wires are a "
-              "sensitivity to a fuller extraction). Nets "
+              f"per column. Extracted wire per um: {ff['column']:.4f} fF in the column, "
+              f"{_pf(ff['top'], 4)} fF in the top (area and one edge's fringe, no coupling; the doubled "
+              "wires are a sensitivity to a fuller extraction). Nets "
               f"without a wire: {', '.join(s['nets_without_wire']) or 'none'}. Zero-delay simulation "
               "(no glitches), no coupling capacitance, ideal clock: unrouted, no tree; its least wire "
               f"{_clock_text(s['clock_wire'])}; see flows/power/layout.py.", "",

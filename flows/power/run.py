@@ -35,7 +35,8 @@ from .libpower import load_power
 from .netlist import flatten, sample_indices
 from .sim import GateSim
 
-__all__ = ["PowerRun", "run", "stimulus", "PowerError", "check_counts", "drive"]
+__all__ = ["PowerRun", "run", "stimulus", "PowerError", "check_counts", "drive",
+           "hier_modules"]
 
 
 class PowerError(RuntimeError):
@@ -80,7 +81,7 @@ def stimulus(width, fmt, rows, workload, runs, out: Path, acc="fp32", guard_bits
         return json.loads(str(z["meta"]))
 
 
-def _modules(variant):
+def hier_modules(variant) -> dict:
     """Every block's netlist after the drive repair (``repaired.json``): the netlist whose area and
     timing the QoR reports give."""
     hier = WORK / variant / "hier"
@@ -220,7 +221,7 @@ def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=N
     with np.load(stim_path) as z:
         stim = {k: z[k] for k in ("w", "ws", "x", "y") if k in z.files}
     t["stimulus"] = time.monotonic()
-    mods = _modules(variant)
+    mods = hier_modules(variant)
     col = next(n for n in mods if n.startswith("mu_col"))
     samp = (col, sample) if sample and sample < width else None
     flat = flatten(mods, "mu", plib.cells, sample=samp, port_caps=_port_caps(mods, lib, plib))

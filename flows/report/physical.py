@@ -13,7 +13,6 @@ The text is built by pure functions of the runs and estimates (:func:`render`), 
 checked on hand-made metrics.
 """
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -21,10 +20,11 @@ from pathlib import Path
 
 from .. import metric_keys as K
 from .common import Point, fit_slope, read_metrics
+from .layout_energy import attach_energy, column_energy_section, unit_energy_section
 from .silicon import model_costs, model_perf
 
 __all__ = ["Run", "load_runs", "load_units", "point_of", "unit_of", "choose", "render", "port_load",
-           "LEAVES_OUT", "FORMATS", "WIDTHS"]
+           "best_units", "LEAVES_OUT", "FORMATS", "WIDTHS"]
 
 #: Element formats and widths the study places and routes (``acc = exact`` columns).
 FORMATS = ("fp8_e4m3", "fp4_e2m1")
@@ -101,9 +101,7 @@ def load_units(pnr_dir: Path) -> list:
     found = read_metrics(pnr_dir, "rerun that place-and-route point")
     units = [Run(m, f.parent, *unit_of(m)) for f, m in found if unit_of(m)]
     for r in units:
-        e = r.folder / "energy-tiles.json"
-        if e.is_file():
-            r.extra["energy"] = json.loads(e.read_text())
+        attach_energy(r)
     return units
 
 
@@ -114,7 +112,7 @@ def load_runs(pnr_dir: Path) -> list:
         pt = point_of(m)
         if pt:
             names = m[K.ROUTE_UNROUTED] if K.ROUTE_UNROUTED in m else unrouted_names(m.get("route__project"))
-            runs.append(Run(m, f.parent, *pt, extra={"unrouted": names}))
+            runs.append(attach_energy(Run(m, f.parent, *pt, extra={"unrouted": names})))
     return runs
 
 
@@ -416,61 +414,7 @@ def units_section(units) -> list:
                  f"{_f(r.get(K.CP_PS))} | {_f(col)} | {_f(1e6 / unit if unit else None, 1)} | "
                  f"{_f(total / 60 if total else None, 1)} | "
                  f"{m.get('flow__git_revision', '?')} |")
-    return L + [""] + unit_claims(units) + energy_section(units)
-
-
-def energy_section(units) -> list:
-    """The energy of the routed units that have one (``energy-tiles.json`` beside the metrics,
-    :mod:`flows.power.layout`): the synthesized netlist, the routed netlist without and with its
-    wires, by part."""
-    rows = [r for r in sorted(units, key=_in_order) if "energy" in r.extra]
-    if not rows:
-        return []
-    L = ["### Energy on the routed units", "",
-         "`make power LAYOUT=<run> PUBLISH=1`: the routed top and column netlists simulated gate by gate "
-         "on real MiniLM tiles (every result checked bit for bit against the model) and charged from "
-         "the liberty with each net loaded by its sink pins alone, then with its extracted wire "
-         "added (a net crossing a column pin gets the top's wire and the column's); \"synthesized\" is "
-         "`make power`'s netlist (the hierarchical synthesis) on the same tiles. The clock carries its "
-         "pins only (ideal, unrouted). The extraction counts a wire's area and one edge's fringe, no "
-         "coupling; \"2x wires\" doubles every wire as a sensitivity. The clock's least wire: 2/3 of "
-         "the rectilinear spanning tree through its pins in each column and in the top (no tree is "
-         "shorter; the tree's buffers are not counted), at the extracted pF per um, added to the "
-         "wires. pJ per useful MAC.", "",
-         "| format | D | top util | tiles (results checked) | synthesized | routed, pins | routed, "
-         "pins + wires | wires' share | pins + 2x wires | + the clock's least wire | columns: pins / + wires "
-         "| top: pins / + wires | clock net | wire (pF): columns / top / the clock's least "
-         "| wire per um (fF): column / top | layout / energy revision |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        e = r.extra["energy"]
-        p, u = e["pj_per_useful_mac"], e["useful_macs"]
-        part = {k: {q: e["by_part_pj"][k].get(q, 0.0) / u for q in ("columns", "top", "clock net")}
-                for k in ("pins", "wires")}
-        L.append(f"| {r.fmt} | {r.width} | {_f(r.get('hier__top__target_util'), 2)} | "
-                 f"{e['workload']} x {len(e['runs'])} ({e['results_checked']}) | {p['synthesized']:.1f} | "
-                 f"{p['pins']:.1f} | **{p['wires']:.1f}** | {100 * e['wire_share']:.1f}% | "
-                 f"{p['wires_x2']:.1f} | {_f(p.get('wires_clock'), 1)} | "
-                 f"{part['pins']['columns']:.1f} / {part['wires']['columns']:.1f} | "
-                 f"{part['pins']['top']:.1f} / {part['wires']['top']:.1f} | "
-                 f"{part['wires']['clock net']:.1f} | "
-                 f"{e['wire_pf']['columns']:.1f} / {e['wire_pf']['top']:.1f} / "
-                 f"{_f((e.get('clock_wire') or {}).get('pf'), 1)} | "
-                 f"{e['wire_ff_per_um']['column']:.3f} / {e['wire_ff_per_um']['top']:.3f} | "
-                 f"{r.metrics.get('flow__git_revision', '?')} / {e['provenance']['git_revision']} |")
-    L.append("")
-    share = [100 * r.extra["energy"]["wire_share"] for r in rows]
-    L.append(f"The extracted wires are {min(share):.1f}-{max(share):.1f}% of the energy per MAC. Per format, "
-             "each D's run chosen as in the claim above among the runs with an energy:")
-    best = {k: r for k, (r, _, _) in _best_units(rows).items()}
-    for f in sorted({f for f, _ in best}, key=lambda f: FORMATS.index(f) if f in FORMATS else len(FORMATS)):
-        ds = sorted(d for g, d in best if g == f)
-        if len(ds) > 1:
-            pj = {d: best[(f, d)].extra["energy"]["pj_per_useful_mac"]["wires"] for d in ds}
-            L.append(f"- **{f}**, pJ per useful MAC with wires: "
-                     + ", ".join(f"D={d} {pj[d]:.1f}" for d in ds)
-                     + f" ({pj[ds[-1]] / pj[ds[0]]:.2f}x from D={ds[0]} to D={ds[-1]})")
-    return L + [""]
+    return L + [""] + unit_claims(units) + unit_energy_section(sorted(units, key=_in_order), best_units)
 
 
 def _falls_verdict(fmax: dict) -> str | None:
@@ -484,7 +428,7 @@ def _falls_verdict(fmax: dict) -> str | None:
             "with every doubling)")
 
 
-def _best_units(units) -> dict:
+def best_units(units) -> dict:
     """``{(fmt, D): (run, top path, column path)}``: per format and D the fastest run routed with no
     failed net and both paths timed; on a tie, the shorter top path."""
     best = {}
@@ -502,7 +446,7 @@ def unit_claims(units) -> list:
     """The first of the study's claims on whole routed units: per format, the fastest run at each D
     among those routed with no failed net and both paths timed (on a tie, the shorter top path), its
     fmax, and what sets it (the top's path or the column's)."""
-    best = _best_units(units)
+    best = best_units(units)
     fmts = sorted({f for f, _ in best}, key=lambda f: FORMATS.index(f) if f in FORMATS else len(FORMATS))
     if not fmts:
         return []
@@ -579,7 +523,8 @@ def render(runs, est, provenance, units=()) -> str:
               ""]
     L += ["## Provenance", ""] + provenance
     L += ["", "## What these numbers leave out", ""] + [f"- {x}" for x in LEAVES_OUT] + [""]
-    L += runs_section(runs) + [""] + qor_section(chosen) + [""] + claims_section(chosen, est) + [""]
+    L += runs_section(runs) + [""] + qor_section(chosen) + [""] + column_energy_section(chosen)
+    L += claims_section(chosen, est) + [""]
     L += wires_section(chosen, est) + [""]
     L += units_section(units)
     L += missing_section(chosen, runs)

@@ -8,10 +8,11 @@ import pytest
 
 from flows import metric_keys as K
 from flows.pnr.wires import lef_layers
+from flows.report.layout_energy import column_energy_section, unit_energy_section
 from flows.report.physical import (
     Run,
+    best_units,
     choose,
-    energy_section,
     load_units,
     port_load,
     qor_section,
@@ -370,19 +371,20 @@ def test_energy_on_a_routed_unit_row_by_hand(tmp_path):
             (tmp_path / name / "energy-tiles.json").write_text(json.dumps(energy))
     units = load_units(tmp_path)
     assert sorted(("energy" in u.extra, u.width) for u in units) == [(False, 16), (True, 8)]
-    lines = energy_section(units)
+    lines = unit_energy_section(units, best_units)
     (row,) = [ln for ln in lines if ln.startswith("| fp4_e2m1 |")]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[:10] == ["fp4_e2m1", "8", "0.50", "tiles x 2 (16)", "101.0", "100.0", "**104.0**", "3.8%",
-                          "108.5", "105.2"]
+    assert cells[:10] == ["fp4_e2m1", "8", "top util 0.50", "tiles x 2 (16)", "101.0", "100.0", "**104.0**",
+                          "3.8%", "108.5", "105.2"]
     assert cells[10:] == ["60.0 / 62.5", "10.0 / 11.5", "30.0", "96.0 / 40.2 / 6.8", "0.063 / 0.051",
                           "lay / nrg"]
     del e["pj_per_useful_mac"]["wires_clock"], e["clock_wire"]       # the run's work folder was gone
     (tmp_path / "u8" / "energy-tiles.json").write_text(json.dumps(e))
-    (row,) = [ln for ln in energy_section(load_units(tmp_path)) if ln.startswith("| fp4_e2m1 |")]
+    lines = unit_energy_section(load_units(tmp_path), best_units)
+    (row,) = [ln for ln in lines if ln.startswith("| fp4_e2m1 |")]
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[9] == "not measured" and cells[13] == "96.0 / 40.2 / not measured"
-    assert energy_section([u for u in units if u.width == 16]) == []
+    assert unit_energy_section([u for u in units if u.width == 16], best_units) == []
     assert "The extracted wires are 3.8-3.8% of the energy per MAC." in " ".join(lines)
     assert not [ln for ln in lines if ln.startswith("- **")]     # no routed paths: no run to compare
 
@@ -394,8 +396,41 @@ def test_energy_on_a_routed_unit_row_by_hand(tmp_path):
         return r
 
     a, b, c = (Run(dict(m), None, "fp4_e2m1", 8) for _ in range(3))
-    lines = energy_section([timed(a, 3000.0, 8, 100.0), timed(b, 3500.0, 16, 130.0),
-                            timed(c, 3400.0, 16, 150.0)])
+    lines = unit_energy_section([timed(a, 3000.0, 8, 100.0), timed(b, 3500.0, 16, 130.0),
+                                 timed(c, 3400.0, 16, 150.0)], best_units)
     # at D = 16 both runs are set by the column (4,000 ps): the shorter top path (3,400 ps) is quoted
     assert ("- **fp4_e2m1**, pJ per useful MAC with wires: D=8 100.0, D=16 150.0 (1.50x from D=8 to D=16)"
             in lines)
+
+
+def test_energy_with_the_routed_columns_by_hand(tmp_path):
+    """The column table: a column run's sampled energy file is read, its top has no wires ("not laid
+    out"), the line across D compares the chosen runs, and a report states that the top's wires are
+    in none of the figures."""
+    e = {"workload": "tiles", "runs": ["a"], "results_checked": 8, "useful_macs": 2000,
+         "columns_simulated": 8,
+         "pj_per_useful_mac": {"synthesized": 50.0, "pins": 51.0, "wires": 52.5, "wires_x2": 54.0},
+         "wire_share": 1 - 51.0 / 52.5,
+         "by_part_pj": {"pins": {"columns": 60_000.0, "top": 20_000.0, "clock net": 22_000.0},
+                        "wires": {"columns": 63_000.0, "top": 20_000.0, "clock net": 22_000.0}},
+         "wire_pf": {"columns": 640.0, "top": None, "column": 20.0},
+         "wire_ff_per_um": {"column": 0.0625, "top": None}, "provenance": {"git_revision": "nrg"}}
+    runs = {}
+    for d, pj in ((32, 52.5), (64, 63.0)):
+        folder = tmp_path / f"c{d}"
+        folder.mkdir()
+        (folder / "energy-tiles-sample8.json").write_text(json.dumps(
+            dict(e, pj_per_useful_mac=dict(e["pj_per_useful_mac"], wires=pj))))
+        from flows.report.layout_energy import attach_energy
+        runs[("fp4_e2m1", d)] = attach_energy(Run({"flow__git_revision": "lay"}, folder, "fp4_e2m1", d))
+    lines = column_energy_section(runs)
+    assert "**the top's wires (activation broadcast, weight rows, results) are in none of these figures**" \
+        in lines[2]
+    row = [c.strip() for c in lines[6].strip("|").split("|")]          # D = 32
+    assert row[:3] == ["fp4_e2m1", "32", "column (8 of 32 simulated)"]
+    assert row[9] == "not measured"
+    assert row[10] == "30.0 / 31.5" and row[11] == "10.0 / 10.0"        # 60,000 / 2,000; 63,000; 20,000
+    assert row[13] == "640.0 / not laid out / not measured" and row[14] == "0.062 / not laid out"
+    assert lines[-2] == ("- **fp4_e2m1**, pJ per useful MAC with wires: D=32 52.5, D=64 63.0 (1.20x from "
+                         "D=32 to D=64)")
+    assert column_energy_section({("fp4_e2m1", 32): Run({}, tmp_path, "fp4_e2m1", 32)}) == []

@@ -172,13 +172,23 @@ def test_the_layout_command_names_what_is_wrong(tmp_path, capsys):
     (tmp_path / "metrics.json").write_text(json.dumps({"design": "mu", "flow__hierarchical": False}))
     assert layout_dir(tmp_path) == tmp_path
     assert power_main(["--layout", str(tmp_path)]) == 2
-    assert "hierarchical run of the matrix unit" in capsys.readouterr().err
+    assert "needs a run of the matrix unit, hierarchical (make pnr DESIGN=mu HIER=1) or of its column" \
+        in capsys.readouterr().err
     assert power_main(["--layout", str(tmp_path), "--width", "16"]) == 2
     assert "--width cannot be combined with --layout" in capsys.readouterr().err
     (tmp_path / "metrics.json").write_text(json.dumps({"design": "mu", "flow__hierarchical": True,
                                                        "hier__block": "blk", "design__params": {}}))
     assert power_main(["--layout", str(tmp_path)]) == 2
+    assert "names no width or format" in capsys.readouterr().err
+    (tmp_path / "metrics.json").write_text(json.dumps({"design": "mu", "flow__hierarchical": True,
+                                                       "hier__block": "blk",
+                                                       "design__params": {"width": "8", "fmt": "fp4_e2m1"}}))
+    assert power_main(["--layout", str(tmp_path)]) == 2
     assert "mu.routed.v is missing" in capsys.readouterr().err
+    (tmp_path / "metrics.json").write_text(json.dumps({"design": "mu", "design__params": {
+        "width": "32", "fmt": "fp4_e2m1", "block": "mu_col_w32"}}))           # a column macro run
+    assert power_main(["--layout", str(tmp_path)]) == 2
+    assert "mu_col_w32.routed.v is missing" in capsys.readouterr().err
 
 
 def test_the_clocks_least_wire_from_the_runs_placed_defs(tmp_path, monkeypatch):
@@ -197,7 +207,7 @@ def test_the_clocks_least_wire_from_the_runs_placed_defs(tmp_path, monkeypatch):
     (work / "top" / "mu_route.def").write_text(DEF.replace("( 5000 0 )", "( 2000 0 )"))
     (run / "blk.lef").write_text("")
     monkeypatch.setattr(lay, "tech_lef", lambda: type("L", (), {"read_text": lambda self: LEF})())
-    c = lay.clock_tree(run, "blk", 4, {"blk": 2.0, "mu": 1.0}, {"column": 1000.0, "top": 500.0})
+    c = lay.clock_tree(run, "blk", 4, {"column": 2.0, "top": 1.0}, {"column": 1000.0, "top": 500.0})
     # top: port (20, 90), f1 CLK (2, 3), f2 flipped at x 20: CLK (28, 3): f1-f2 26 + port-f2 95 = 121 um
     assert c["min_tree_um"] == {"column": pytest.approx(2 * 161 / 3), "top": pytest.approx(2 * 121 / 3)}
     assert c["pf"] == pytest.approx(4 * (2 * 161 / 3) * 2.0 / 1000 + (2 * 121 / 3) * 1.0 / 500)
