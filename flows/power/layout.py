@@ -506,7 +506,8 @@ def markdown(s: dict, prov: dict) -> str:
     ff = s["wire_ff_per_um"]
     lines += ["", f"The columns' wire is one column's extraction ({wpf['column']:.2f} pF), counted once "
               f"per column. Extracted wire per um: {ff['column']:.4f} fF in the column, "
-              f"{_pf(ff['top'], 4)} fF in the top (area and one edge's fringe, no coupling; the doubled "
+              + ("none in the top (not laid out)" if ff["top"] is None else f"{ff['top']:.4f} fF in the top")
+              + " (area and one edge's fringe, no coupling; the doubled "
               "wires are a sensitivity to a fuller extraction). Nets "
               f"without a wire: {', '.join(s['nets_without_wire']) or 'none'}. Zero-delay simulation "
               "(no glitches), no coupling capacitance, ideal clock: unrouted, no tree; its least wire "

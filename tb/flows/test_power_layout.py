@@ -211,3 +211,32 @@ def test_the_clocks_least_wire_from_the_runs_placed_defs(tmp_path, monkeypatch):
     # top: port (20, 90), f1 CLK (2, 3), f2 flipped at x 20: CLK (28, 3): f1-f2 26 + port-f2 95 = 121 um
     assert c["min_tree_um"] == {"column": pytest.approx(2 * 161 / 3), "top": pytest.approx(2 * 121 / 3)}
     assert c["pf"] == pytest.approx(4 * (2 * 161 / 3) * 2.0 / 1000 + (2 * 121 / 3) * 1.0 / 500)
+
+
+def test_the_page_says_what_a_column_layout_leaves_out():
+    """The Markdown page of a unit and of a column run: figures per useful MAC, the parts, and for a
+    column run the top's wire named as not laid out (never a number)."""
+    from flows.power.layout import markdown
+
+    s = {"run": "r", "workload": "tiles", "width": 32, "fmt": "fp4_e2m1", "layout": "column", "runs": ["a"],
+         "cycles": 10, "results_checked": 8, "columns_simulated": 8, "cells": 5, "nets": 6,
+         "layout_revision": "abc", "useful_macs": 100,
+         "pj_per_useful_mac": {"synthesized": 1.0, "pins": 2.0, "wires": 3.0, "wires_x2": 4.0,
+                               "wires_clock": 5.0},
+         "by_part_pj": {"pins": {"columns": 100.0, "top": 50.0, "clock net": 25.0},
+                        "wires": {"columns": 150.0, "top": 50.0, "clock net": 25.0}},
+         "wire_pf": {"top": None, "column": 2.5, "columns": 80.0},
+         "wire_ff_per_um": {"column": 0.0625, "top": None}, "nets_without_wire": ["blk/clk"],
+         "clock_wire": {"min_tree_um": {"column": 8000.0, "top": None}, "pf": 16.0}}
+    page = markdown(s, {"git_revision": "x"})
+    assert "| routed, pins + wires + the clock's least wire | 5.00 |" in page
+    assert "| columns | 1.00 | 1.50 | 80.00 |" in page
+    assert "| top | 0.50 | 0.50 | none: not laid out |" in page
+    assert "none in the top (not laid out)" in page
+    assert "8.00 mm per column, the top not laid out) is 16.00 pF" in page
+    s.update(layout="unit", wire_pf={"top": 40.0, "column": 2.5, "columns": 80.0},
+             wire_ff_per_um={"column": 0.0625, "top": 0.05}, clock_wire=None)
+    del s["pj_per_useful_mac"]["wires_clock"]
+    page = markdown(s, {"git_revision": "x"})
+    assert "| top | 0.50 | 0.50 | 40.00 |" in page and "0.0500 fF in the top" in page
+    assert "not estimated (placed DEFs gone)" in page
