@@ -52,10 +52,11 @@ LEAVES_OUT = [
     "DRC and LVS are not run on these large macros (they are run on small blocks: `make pnr`); "
     "where they are run, magic checks the cells as LEF abstracts (no cell GDS in the Debian package).",
     "Power stripes are qflow's (2 um every 50 um); no IR-drop analysis.",
-    "Energy is computed on the whole units of section 5 only (`make power LAYOUT=<run>`: the routed "
-    "netlists simulated on real tiles, each net loaded with its extracted wire); the clock's wire and "
-    "any clock tree are left out there (the clock is ideal and unrouted), and the column runs of "
-    "sections 1-4 have no energy.",
+    "Energy (`make power LAYOUT=<run>`: the routed netlists simulated on real tiles, each net loaded "
+    "with its extracted wire) is given for the whole units of section 5 and, in section 2, for units "
+    "built of a routed column under the synthesized top, whose wires are not laid out and not "
+    "counted. The clock tree is in neither (the clock is ideal and unrouted): only the least wire a "
+    "tree through the clock pins must have.",
 ]
 
 
