@@ -137,7 +137,7 @@ def _parser():
     p.add_argument("--publish", action="store_true",
                    help="write reports/power/ (default build/reports/power/); with --layout reports/pnr/")
     p.add_argument("--layout", default=None, metavar="TAG|DIR",
-                   help="energy on a routed unit (make pnr HIER=1 run) with its wires")
+                   help="energy on a routed unit (make pnr HIER=1) or column (BLOCK=mu_col) with its wires")
     return p
 
 
