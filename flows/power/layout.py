@@ -3,9 +3,11 @@
 A hierarchical place and route run (``make pnr HIER=1``, :mod:`flows.pnr.hierflow`) writes to its
 folder the routed top's and the routed block's structural Verilog (``<top>.routed.v``,
 ``<block>.routed.v``) and their extracted parasitics (``<top>.spef``, ``<block>.spef``: wire
-capacitance per net, in pF). :func:`run_layout` simulates those netlists (the block as it was laid
-out, the top with the repeaters it was routed with; not the hierarchical synthesis that
-:func:`flows.power.run.run` reads) on the same stimulus, checks every result against the bit-true
+capacitance per net, in pF); a column macro run (``make pnr BLOCK=mu_col``, :mod:`flows.pnr.flow`)
+writes the column's. :func:`run_layout` simulates those netlists (the block as it was laid out, the
+top with the repeaters it was routed with; for a column run, the routed column in every column
+under the synthesized top, which has no wires) on the same stimulus as ``make power``
+(:func:`flows.power.run.run`), checks every result against the bit-true
 model, and computes the energy from that one simulation four times:
 
 ``pins``

@@ -7,7 +7,8 @@ a column's activation input presents and the unrouted nets, taken from the run's
 writes, per element format and width D: the runs (effort, utilization, failed routes, runtime per
 step), pre- against post-route area and delay, wirelength per MAC, the analytic estimate of the
 top-level wires the macro leaves out (:mod:`flows.pnr.wires`), and the study's claims restated on
-the routed numbers.
+the routed numbers; and, for the runs that have one (``make power LAYOUT=``), the energy with their
+wires (:mod:`flows.report.layout_energy`).
 
 The text is built by pure functions of the runs and estimates (:func:`render`), so it can be
 checked on hand-made metrics.
