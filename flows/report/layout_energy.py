@@ -90,7 +90,8 @@ def unit_energy_section(units, best_units, formats=("fp8_e4m3", "fp4_e2m1")) -> 
          "`make power LAYOUT=<run> PUBLISH=1`: the routed top and column netlists, " + _METHOD
          + " A net crossing a column pin gets the top's wire and the column's; the clock's least wire "
          "is the columns' and the top's.", ""]
-    L += energy_table(rows, lambda r: f"top util {r.metrics.get('hier__top__target_util', 0):.2f}")
+    L += energy_table(rows, lambda r: f"top util {r.metrics.get('hier__top__target_util', 0):.2f}, trees "
+                      + ("by position" if r.metrics.get("hier__top__rebuffer") else "as synthesized"))
     best = {k: r for k, (r, _, _) in best_units(rows).items()}
     across = _across_d(best, formats)
     if across:

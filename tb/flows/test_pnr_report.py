@@ -374,8 +374,8 @@ def test_energy_on_a_routed_unit_row_by_hand(tmp_path):
     lines = unit_energy_section(units, best_units)
     (row,) = [ln for ln in lines if ln.startswith("| fp4_e2m1 |")]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[:10] == ["fp4_e2m1", "8", "top util 0.50", "tiles x 2 (16)", "101.0", "100.0", "**104.0**",
-                          "3.8%", "108.5", "105.2"]
+    assert cells[:10] == ["fp4_e2m1", "8", "top util 0.50, trees as synthesized", "tiles x 2 (16)", "101.0",
+                          "100.0", "**104.0**", "3.8%", "108.5", "105.2"]
     assert cells[10:] == ["60.0 / 62.5", "10.0 / 11.5", "30.0", "96.0 / 40.2 / 6.8", "0.063 / 0.051",
                           "lay / nrg"]
     del e["pj_per_useful_mac"]["wires_clock"], e["clock_wire"]       # the run's work folder was gone
