@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .macro_lib import liberty_head
 from .opensta import run_script
+from .parasitics import spef_caps
 
 __all__ = ["block_liberty", "BlockArcs", "LOADS_PF"]
 
@@ -94,7 +95,7 @@ def block_liberty(netlist_v: Path, top: str, spef: Path, liberty, lib_caps: dict
         for p, rep in re.findall(r"^REPORT (\S+)\n(.*?)(?=^REPORT |\Z)", text, re.M | re.S):
             m = re.search(rf"^\s+([\d.]+)\s+[\d.]+\s+[\d.]+ [\^v] {re.escape(p)} \(out\)", rep, re.M)
             a.slew[p][load] = float(m[1]) if m else slew_ns
-    wire = {m[1]: float(m[2]) for m in re.finditer(r"^\*D_NET (\S+) (\S+)", Path(spef).read_text(), re.M)}
+    wire = spef_caps(Path(spef).read_text(), str(spef))
     sinks = {}
     for m in re.finditer(r"^\s*(\w+) (\w+) \((.*?)\);", Path(netlist_v).read_text(), re.M | re.S):
         for pin, net in re.findall(r"\.(\w+)\((\w+)\)", m[3]):

@@ -13,9 +13,10 @@ itself: units as in the file (pF, ohm), pins as ``inst:pin``, ports by name, int
 ``net:k``, and every sink is a node of its tree.
 """
 
+import re
 from dataclasses import dataclass, field
 
-__all__ = ["RcNet", "read_rc", "write_spef", "ParasiticsError"]
+__all__ = ["RcNet", "read_rc", "write_spef", "spef_caps", "ParasiticsError"]
 
 
 class ParasiticsError(ValueError):
@@ -143,3 +144,22 @@ def write_spef(nets: list, top: str) -> str:
         out.append("*END")
         out.append("")
     return "\n".join(out) + "\n"
+
+
+def spef_caps(text: str, source: str = "SPEF") -> dict:
+    """``{net: total capacitance}`` of every ``*D_NET`` of a SPEF, in its ``*C_UNIT`` converted to pF.
+
+    Raises
+    ------
+    ParasiticsError
+        No ``*C_UNIT`` line, or a unit other than PF or FF.
+    """
+    unit = re.search(r"^\*C_UNIT\s+(\S+)\s+(\S+)", text, re.M)
+    if not unit:
+        raise ParasiticsError(f"{source}: no *C_UNIT line")
+    scale = {"PF": 1.0, "FF": 1e-3}.get(unit.group(2).upper())
+    if scale is None:
+        raise ParasiticsError(f"{source}: capacitance unit {unit.group(2)!r} is neither PF nor FF")
+    scale *= float(unit.group(1))
+    return {n: float(c) * scale for n, c in re.findall(r"^\*D_NET\s+(\S+)\s+(\S+)", text, re.M)}
+

@@ -46,24 +46,24 @@ from ..paths import BUILD
 from ..pnr.clockwire import min_tree_um, pin_points
 from ..pnr.defdb import Def
 from ..pnr.netlist import port_bit_name
+from ..pnr.parasitics import spef_caps
 from ..pnr.qflow import tech_lef
 from ..synth.flow import resolve_library
 from ..synth.flow import run as synth_run
-from .energy import Energy, compute, net_loads
+from .energy import Energy, compute
 from .libpower import load_power
 from .netlist import flatten, sample_indices
-from .run import PowerError, check_counts, drive, hier_modules, stimulus
+from .run import PowerError, check_counts, drive, hier_modules, port_caps, stimulus
 from .run import run as power_run
 from .sim import GateSim
 
-__all__ = ["LayoutEnergy", "read_structural", "spef_caps", "bus_ports", "wire_caps", "run_layout",
+__all__ = ["LayoutEnergy", "read_structural", "bus_ports", "wire_caps", "run_layout",
            "layout_dir", "summary", "markdown"]
 
 _ID = r"[A-Za-z_][A-Za-z0-9_$]*"
 _MODULE = re.compile(rf"\bmodule\s+({_ID})\s*\((.*?)\)\s*;(.*?)\bendmodule\b", re.S)
 _INST = re.compile(rf"({_ID})\s+({_ID})\s*\((.*)\)\Z", re.S)
 _CONN = re.compile(rf"\.({_ID})\s*\(\s*({_ID})?\s*\)")
-_DNET = re.compile(r"^\*D_NET\s+(\S+)\s+(\S+)", re.M)
 
 
 @dataclass
@@ -156,18 +156,6 @@ def read_structural(text: str, source: str = "netlist") -> dict:
     return mods
 
 
-def spef_caps(text: str, source: str = "SPEF") -> dict:
-    """``{net: total capacitance}`` of every ``*D_NET`` of a SPEF, in its ``*C_UNIT`` converted to pF."""
-    unit = re.search(r"^\*C_UNIT\s+(\S+)\s+(\S+)", text, re.M)
-    if not unit:
-        raise PowerError(f"{source}: no *C_UNIT line")
-    scale = {"PF": 1.0, "FF": 1e-3}.get(unit.group(2).upper())
-    if scale is None:
-        raise PowerError(f"{source}: capacitance unit {unit.group(2)!r} is neither PF nor FF")
-    scale *= float(unit.group(1))
-    return {n: float(c) * scale for n, c in _DNET.findall(text)}
-
-
 def bus_ports(layout_ports: dict, ref_ports: dict, source: str = "layout") -> dict:
     """The layout top's scalar ports (``<port>_<i>_``, :func:`flows.pnr.netlist.port_bit_name`)
     regrouped into the synthesized top's ports ``ref_ports`` (Yosys JSON), bit for bit; a bit the
@@ -202,7 +190,8 @@ def bus_ports(layout_ports: dict, ref_ports: dict, source: str = "layout") -> di
 
 def wire_caps(module: dict, caps_pf: dict, cap_unit_pf: float, source: str = "SPEF") -> tuple:
     """``(local bits, capacitances in library units)`` of ``module``'s nets from ``caps_pf``
-    (:func:`spef_caps`), and the nets of ``module`` with two or more connections that have no wire.
+    (:func:`flows.pnr.parasitics.spef_caps`), and the nets of ``module`` with two or more connections
+    that have no wire.
 
     Raises
     ------
@@ -306,25 +295,10 @@ def _column_layout(d: Path, m: dict, hier: dict, lib) -> _Layout:
     wl = {"top": None, "column": float(m["route__wirelength"])}
     clock = None
     if (d / f"{block}.def").is_file():
-        um = min_tree_um(pin_points(Def.read(d / f"{block}.def"), [tech_lef().read_text()], "clk"))
-        width = int(m["design__params"]["width"])
-        clock = {"min_tree_um": {"column": um, "top": None}, "pf": width * um * pf[block] / wl["column"]}
+        clock = _least_clock({"column": (d / f"{block}.def", [], pfs["column"] / wl["column"]), "top": None},
+                             int(m["design__params"]["width"]))
     return _Layout("column", mods, caps, block, pfs, wl, unwired,
                    float(m["route__timing__critical_path__delay_ps"]), clock)
-
-
-def _wired_port_caps(mods, caps, lib, plib):
-    """``port_caps`` for sampling (:func:`flows.power.netlist.flatten`): each input bit's load inside
-    a replaced instance, its wires included."""
-    cache = {}
-
-    def port_caps(mod, port):
-        if mod not in cache:
-            f = flatten(mods, mod, plib.cells, wire_caps={k: v for k, v in caps.items() if k == mod})
-            cache[mod] = (f, net_loads(f, lib, output_load=0.0))
-        f, load = cache[mod]
-        return load[f.ports[port][1]]
-    return port_caps
 
 
 def run_layout(tag_or_dir, workload="tiles", runs=8, sample=None, liberty=None, log=print) -> LayoutEnergy:
@@ -372,7 +346,7 @@ def run_layout(tag_or_dir, workload="tiles", runs=8, sample=None, liberty=None, 
     t["stimulus"] = time.monotonic()
     samp = (lay.block, sample) if sample and sample < width else None
     flat = flatten(lay.mods, "mu", plib.cells, sample=samp, wire_caps=lay.caps,
-                   port_caps=_wired_port_caps(lay.mods, lay.caps, lib, plib) if samp else None)
+                   port_caps=port_caps(lay.mods, lib, plib, lay.caps) if samp else None)
     sim = GateSim(flat, plib)
     t["build"] = time.monotonic()
     cols = np.asarray(sample_indices(width, sample if samp else width))
@@ -415,12 +389,19 @@ def clock_tree(d: Path, block: str, width: int, wire_pf: dict, wirelength: dict)
         if work else {}
     if not defs or not all(f.is_file() for f in defs.values()):
         return None
-    lefs = [tech_lef().read_text()]
-    um = {"column": min_tree_um(pin_points(Def.read(defs["column"]), lefs, "clk")),
-          "top": min_tree_um(pin_points(Def.read(defs["top"]), lefs + [(d / f"{block}.lef").read_text()],
-                                        "clk"))}
-    per_um = {k: wire_pf[k] / wirelength[k] for k in ("column", "top")}
-    pf = width * um["column"] * per_um["column"] + um["top"] * per_um["top"]
+    return _least_clock({"column": (defs["column"], [], wire_pf["column"] / wirelength["column"]),
+                         "top": (defs["top"], [(d / f"{block}.lef").read_text()],
+                                 wire_pf["top"] / wirelength["top"])}, width)
+
+
+def _least_clock(parts: dict, width: int) -> dict:
+    """:func:`flows.pnr.clockwire.min_tree_um` through the ``clk`` pins of each part's placed DEF
+    (``{"column": (DEF, extra LEF texts, pF per um), "top": ... or None}``), as capacitance: the
+    column's counted ``width`` times; a part given as None has no wire (not laid out)."""
+    tech = tech_lef().read_text()
+    um = {k: min_tree_um(pin_points(Def.read(v[0]), [tech, *v[1]], "clk")) if v else None
+          for k, v in parts.items()}
+    pf = sum((width if k == "column" else 1) * um[k] * v[2] for k, v in parts.items() if v)
     return {"min_tree_um": um, "pf": pf}
 
 

@@ -36,7 +36,7 @@ from .netlist import flatten, sample_indices
 from .sim import GateSim
 
 __all__ = ["PowerRun", "run", "stimulus", "PowerError", "check_counts", "drive",
-           "hier_modules"]
+           "hier_modules", "port_caps"]
 
 
 class PowerError(RuntimeError):
@@ -96,12 +96,16 @@ def hier_modules(variant) -> dict:
     return mods
 
 
-def _port_caps(mods, lib, plib):
+def port_caps(mods, lib, plib, wire_caps=None):
+    """``port_caps`` for sampling (:func:`flows.power.netlist.flatten`): the load each input bit
+    presents inside a replaced instance (its cells' pins, and its wires when ``wire_caps`` has the
+    module's)."""
     cache = {}
 
     def caps(mod, port):
         if mod not in cache:
-            f = flatten(mods, mod, plib.cells)
+            wires = {k: v for k, v in wire_caps.items() if k == mod} if wire_caps is not None else None
+            f = flatten(mods, mod, plib.cells, wire_caps=wires)
             cache[mod] = (f, net_loads(f, lib, output_load=0.0))
         f, load = cache[mod]
         return load[f.ports[port][1]]
@@ -224,7 +228,7 @@ def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=N
     mods = hier_modules(variant)
     col = next(n for n in mods if n.startswith("mu_col"))
     samp = (col, sample) if sample and sample < width else None
-    flat = flatten(mods, "mu", plib.cells, sample=samp, port_caps=_port_caps(mods, lib, plib))
+    flat = flatten(mods, "mu", plib.cells, sample=samp, port_caps=port_caps(mods, lib, plib))
     sim = GateSim(flat, plib)
     t["build"] = time.monotonic()
     cols = np.asarray(sample_indices(width, sample if samp else width))

@@ -1,7 +1,8 @@
 """Energy against hand computation: tiny netlists whose energy is worked out here from the liberty.
 
-The expected numbers come from the tables as ``liberty-parser`` returns them, with this file's own
-interpolation (numpy), never through :mod:`flows.power.libpower` or :mod:`flows.power.energy`.
+The expected numbers come from the tables as ``liberty-parser`` returns them, with the tests' own
+interpolation (:mod:`tb.flows.liberty_by_hand`), never through :mod:`flows.power.libpower` or
+:mod:`flows.power.energy`.
 Conditions are chosen on grid points of the tables where possible (input slew 0.06 or 0.18 ns,
 output load 0.025 pF), and the toggle counts are derived here from the stimulus.
 """
@@ -10,48 +11,13 @@ import numpy as np
 import pytest
 
 from flows.power.energy import compute
-from flows.power.libpower import load_power, lookup
+from flows.power.libpower import lookup
 from flows.power.netlist import NetlistError, flatten
 from flows.power.sim import GateSim, truth_table
-from flows.synth import liberty as L
-from tb.flows import OSU, needs_osu
+from tb.flows import needs_osu
+from tb.flows.liberty_by_hand import PERIOD, V, at, raw
 
 pytestmark = pytest.mark.quick
-
-V = 1.8           # OSU 0.18 um nom_voltage (V); pF x V^2 = pJ
-PERIOD = 10.0     # ns, for the leakage time
-
-
-def _raw(cell_name):
-    """(input pin caps, {(pin, related): {"rise_power"/"fall_power": (i1, i2, values)}}, leakage)."""
-    from liberty.parser import parse_liberty
-
-    lib = parse_liberty(OSU.read_text())
-    cell = lib.get_group("cell", cell_name)
-    caps, power = {}, {}
-    for p in cell.get_groups("pin"):
-        name = str(p.args[0])
-        if str(p["direction"]) == "input":
-            caps[name] = float(p["capacitance"])
-        for ig in p.get_groups("internal_power"):
-            rel = str(ig["related_pin"]).strip('"') if "related_pin" in ig else None
-            d = {}
-            for k in ("rise_power", "fall_power"):
-                g = ig.get_group(k)
-                i2 = g.get_array("index_2")[0] if "index_2" in g else None
-                d[k] = (g.get_array("index_1")[0], i2, g.get_array("values"))
-            power[(name, rel)] = d
-    return caps, power, float(cell["cell_leakage_power"])
-
-
-def _at(tab, load, slew):
-    """A table at (load, slew): 2-D tables are (load, slew); 1-D passive tables are slew only."""
-    i1, i2, v = tab
-    if i2 is None:
-        return float(np.interp(slew, i1, np.ravel(v)))
-    along = np.array([np.interp(slew, i2, v[k]) for k in range(len(i1))])
-    return float(np.interp(load, i1, along))
-
 
 def _module(inputs, outputs, cells):
     """Yosys-JSON module: ``inputs``/``outputs`` name -> bit, ``cells`` [(type, {pin: bit})]."""
@@ -59,11 +25,6 @@ def _module(inputs, outputs, cells):
     ports.update({n: {"direction": "output", "bits": [b]} for n, b in outputs.items()})
     return {"ports": ports, "cells": {f"u{k}": {"type": t, "connections": {p: [b] for p, b in c.items()}}
                                       for k, (t, c) in enumerate(cells)}}
-
-
-@pytest.fixture(scope="module")
-def libs():
-    return L.load(OSU), load_power(OSU)
 
 
 def _simulate(libs, mod, stimulus, out_load=0.025, slew=0.06):
@@ -92,7 +53,7 @@ def _leak(cells_leak, cycles):
 @needs_osu
 @pytest.mark.parametrize("n_toggles", [10, 11])
 def test_inverter_chain_toggled_n_times(libs, n_toggles):
-    caps, power, leak = _raw("INVX1")
+    caps, power, leak = raw("INVX1")
     mod = _module({"a": 2}, {"y": 5}, [("INVX1", {"A": 2, "Y": 3}), ("INVX1", {"A": 3, "Y": 4}),
                                        ("INVX1", {"A": 4, "Y": 5})])
     stim = [{"a": k % 2} for k in range(n_toggles + 1)]      # a starts at 0, toggles n times
@@ -107,7 +68,7 @@ def test_inverter_chain_toggled_n_times(libs, n_toggles):
         load = caps["A"] if k < 2 else 0.025
         in_rises = ups_a if k % 2 == 0 else downs_a
         in_falls = n_toggles - in_rises
-        e_int += in_falls * _at(pw["rise_power"], load, 0.06) + in_rises * _at(pw["fall_power"], load, 0.06)
+        e_int += in_falls * at(pw["rise_power"], load, 0.06) + in_rises * at(pw["fall_power"], load, 0.06)
     cap_total = 3 * caps["A"] + 0.025       # nets a, n1, n2 (one INVX1 input each) and y (output load)
     e_sw = 0.5 * cap_total * V * V * n_toggles
     assert e.cycles == cycles
@@ -118,13 +79,13 @@ def test_inverter_chain_toggled_n_times(libs, n_toggles):
 
 @needs_osu
 def test_flip_flop_with_constant_data_pays_the_clock_only(libs):
-    caps, power, leak = _raw("DFFPOSX1")
+    caps, power, leak = raw("DFFPOSX1")
     mod = _module({"clk": 2, "d": 3}, {"q": 4}, [("DFFPOSX1", {"CLK": 2, "D": 3, "Q": 4})])
     n = 20
     flat, sim, e, trace = _simulate(libs, mod, [{"d": 0}] * (n + 1))
     assert all(t["q"] == 0 for t in trace)
-    per_cycle = (_at(power[("CLK", None)]["rise_power"], 0, 0.06)
-                 + _at(power[("CLK", None)]["fall_power"], 0, 0.06))
+    per_cycle = (at(power[("CLK", None)]["rise_power"], 0, 0.06)
+                 + at(power[("CLK", None)]["fall_power"], 0, 0.06))
     assert e.internal == pytest.approx(n * per_cycle, rel=1e-9)
     # only the clock net switches: one rise and one fall per cycle on the CLK pin's capacitance
     assert e.switching == pytest.approx(n * caps["CLK"] * V * V, rel=1e-9)
@@ -148,7 +109,7 @@ def _full_adder_sequence():
 
 @needs_osu
 def test_full_adder_through_all_input_transitions(libs):
-    caps, power, leak = _raw("FAX1")
+    caps, power, leak = raw("FAX1")
     seq = _full_adder_sequence()
     assert len(seq) == 65 and len({(a, b) for a, b in zip(seq, seq[1:], strict=False)}) == 64
     mod = _module({"a": 2, "b": 3, "c": 4}, {"s": 5, "co": 6},
@@ -171,8 +132,8 @@ def test_full_adder_through_all_input_transitions(libs):
         up, down = edges(bits[out])
         for p in "ABC":
             pw = power[(out, p)]
-            e_int += share[p] * (up * _at(pw["rise_power"], 0.025, 0.18)
-                                 + down * _at(pw["fall_power"], 0.025, 0.18))
+            e_int += share[p] * (up * at(pw["rise_power"], 0.025, 0.18)
+                                 + down * at(pw["fall_power"], 0.025, 0.18))
     e_sw = 0.5 * V * V * (sum(caps[p] * tog[p] for p in "ABC") + 0.025 * (tog["YS"] + tog["YC"]))
     assert e.internal == pytest.approx(e_int, rel=1e-9)
     assert e.switching == pytest.approx(e_sw, rel=1e-9)
@@ -183,7 +144,7 @@ def test_full_adder_through_all_input_transitions(libs):
 def test_table_interpolation_at_and_between_grid_points(libs):
     _, plib = libs
     tab = next(en for en in plib.cells["INVX1"].entries if en.pin == "Y").rise
-    _, power, _ = _raw("INVX1")
+    _, power, _ = raw("INVX1")
     i1, i2, v = power[("Y", "A")]["rise_power"]
     for a in range(len(i1)):
         for b in range(len(i2)):
@@ -193,7 +154,7 @@ def test_table_interpolation_at_and_between_grid_points(libs):
     assert lookup(tab, load, slew) == pytest.approx(hand, rel=1e-12)
     assert float(lookup(tab, [load], [slew])[0]) == pytest.approx(tab.lookup(load, slew), rel=1e-12)
     passive = next(en for en in plib.cells["DFFPOSX1"].entries if en.pin == "CLK").fall
-    j1, _, pv = _raw("DFFPOSX1")[1][("CLK", None)]["fall_power"]
+    j1, _, pv = raw("DFFPOSX1")[1][("CLK", None)]["fall_power"]
     mid = 0.5 * (j1[0] + j1[1])
     assert lookup(passive, 0.0, mid) == pytest.approx(0.5 * (pv[0] + pv[1]) if np.ndim(pv) == 1
                                                       else 0.5 * (np.ravel(pv)[0] + np.ravel(pv)[1]))
@@ -234,12 +195,12 @@ def test_unknown_and_unsupported_cells_are_named(libs):
 
 @needs_osu
 def test_slews_beyond_the_tables_are_clamped_to_their_last_point(libs):
-    _, power, _ = _raw("INVX1")
+    _, power, _ = raw("INVX1")
     mod = _module({"a": 2}, {"y": 3}, [("INVX1", {"A": 2, "Y": 3})])
     e = _simulate(libs, mod, [{"a": k % 2} for k in range(5)], slew=50.0)[2]
     pw = power[("Y", "A")]
     top = pw["rise_power"][1][-1]           # the largest characterised input transition
-    hand = 2 * _at(pw["rise_power"], 0.025, top) + 2 * _at(pw["fall_power"], 0.025, top)
+    hand = 2 * at(pw["rise_power"], 0.025, top) + 2 * at(pw["fall_power"], 0.025, top)
     assert e.internal == pytest.approx(hand, rel=1e-9)
 
 
@@ -340,12 +301,12 @@ def test_gated_flop_loads_and_pays_its_clock_only_in_enabled_cycles(libs):
     # counted cycles: the edges after cycles 0 .. n-2 (the last cycle's edge is not simulated)
     n = len(en) - 1
     k_on = sum(en[:n])
-    caps_ff, power_ff, _ = _raw("DFFPOSX1")
-    caps_inv, _, _ = _raw("INVX1")
-    caps_and, _, _ = _raw("AND2X2")
-    caps_lat, _, _ = _raw("LATCH")
+    caps_ff, power_ff, _ = raw("DFFPOSX1")
+    caps_inv, _, _ = raw("INVX1")
+    caps_and, _, _ = raw("AND2X2")
+    caps_lat, _, _ = raw("LATCH")
     clk_pin = power_ff[("CLK", None)]
-    per_pulse = _at(clk_pin["rise_power"], 0, 0.06) + _at(clk_pin["fall_power"], 0, 0.06)
+    per_pulse = at(clk_pin["rise_power"], 0, 0.06) + at(clk_pin["fall_power"], 0, 0.06)
     ff_int = e.by_block["ff"]["internal"]
     # d and q internal energy on top of the clock pin's: bounded below by the clock pin alone
     assert ff_int >= k_on * per_pulse * (1 - 1e-9)
@@ -362,9 +323,9 @@ def test_gated_flop_with_constant_data_pays_only_enabled_clock_pulses(libs):
     en = [0, 1, 1, 0, 0, 0, 1, 0, 1]
     flat, sim, e, trace = _gated_flop(en, [0] * len(en), libs)
     assert trace == [0] * len(en)
-    _, power_ff, _ = _raw("DFFPOSX1")
+    _, power_ff, _ = raw("DFFPOSX1")
     clk_pin = power_ff[("CLK", None)]
-    per_pulse = _at(clk_pin["rise_power"], 0, 0.06) + _at(clk_pin["fall_power"], 0, 0.06)
+    per_pulse = at(clk_pin["rise_power"], 0, 0.06) + at(clk_pin["fall_power"], 0, 0.06)
     assert e.by_block["ff"]["internal"] == pytest.approx(sum(en[:-1]) * per_pulse, rel=1e-9)
     assert e.by_block["ff"]["switching"] == 0.0
 

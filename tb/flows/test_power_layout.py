@@ -7,14 +7,15 @@ import json
 import numpy as np
 import pytest
 
+from flows.pnr.parasitics import ParasiticsError, spef_caps
 from flows.power.cli import main as power_main
 from flows.power.energy import compute
-from flows.power.layout import bus_ports, layout_dir, read_structural, spef_caps, wire_caps
+from flows.power.layout import bus_ports, layout_dir, read_structural, wire_caps
 from flows.power.netlist import flatten
 from flows.power.run import PowerError
 from flows.power.sim import GateSim
 from tb.flows import needs_osu
-from tb.flows.test_power import PERIOD, V, _at, _raw, libs  # noqa: F401 (libs is a fixture)
+from tb.flows.liberty_by_hand import PERIOD, V, at, raw
 
 pytestmark = pytest.mark.quick
 
@@ -80,9 +81,9 @@ def test_spef_totals_in_pf_from_either_unit():
     assert spef_caps(_spef("1 PF", {"a": 0.25, "b": 1e-3})) == {"a": 0.25, "b": 1e-3}
     ff = spef_caps(_spef("1 FF", {"a": 250.0}))
     assert ff["a"] == pytest.approx(0.25)
-    with pytest.raises(PowerError, match="C_UNIT"):
+    with pytest.raises(ParasiticsError, match="C_UNIT"):
         spef_caps("*D_NET a 1\n")
-    with pytest.raises(PowerError, match="neither PF nor FF"):
+    with pytest.raises(ParasiticsError, match="neither PF nor FF"):
         spef_caps(_spef("1 NF", {"a": 1}))
 
 
@@ -119,7 +120,7 @@ def _layout_flat(plib, cap_pf):
 
 
 @needs_osu
-def test_wires_of_both_sides_of_a_block_pin_add_up(libs):  # noqa: F811
+def test_wires_of_both_sides_of_a_block_pin_add_up(libs):
     lib, plib = libs
     flat = _layout_flat(plib, lib.cap_pf)
     a, y = flat.ports["a"][1][0], flat.ports["y"][1][0]
@@ -132,7 +133,7 @@ def test_wires_of_both_sides_of_a_block_pin_add_up(libs):  # noqa: F811
 
 @needs_osu
 @pytest.mark.parametrize("n_toggles", [6, 7])
-def test_energy_with_wires_against_the_liberty_by_hand(libs, n_toggles):  # noqa: F811
+def test_energy_with_wires_against_the_liberty_by_hand(libs, n_toggles):
     lib, plib = libs
     flat = _layout_flat(plib, lib.cap_pf)
     sim = GateSim(flat, plib)
@@ -148,7 +149,7 @@ def test_energy_with_wires_against_the_liberty_by_hand(libs, n_toggles):  # noqa
     wired = compute(flat, sim, lib, plib, PERIOD, input_slew=slew, output_load=out_load)
     bare = compute(dataclasses.replace(flat, wire=None), sim, lib, plib, PERIOD, input_slew=slew,
                    output_load=out_load)
-    caps, power, _ = _raw("INVX1")
+    caps, power, _ = raw("INVX1")
     pin = caps["A"]
     wire = {"a": 0.003, "m": 0.003, "n1": 0.0045, "y": 0.001}
     pw = power[("Y", "A")]
@@ -158,8 +159,8 @@ def test_energy_with_wires_against_the_liberty_by_hand(libs, n_toggles):  # noqa
         e_int = 0.0
         for k, load in enumerate(loads):                             # output rises when input falls
             in_rises = ups if k % 2 == 0 else downs
-            e_int += (n_toggles - in_rises) * _at(pw["rise_power"], load, slew) \
-                + in_rises * _at(pw["fall_power"], load, slew)
+            e_int += (n_toggles - in_rises) * at(pw["rise_power"], load, slew) \
+                + in_rises * at(pw["fall_power"], load, slew)
         e_sw = 0.5 * V * V * n_toggles * (3 * pin + out_load + sum(w.values()))
         assert e.internal == pytest.approx(e_int, rel=1e-9)
         assert e.switching == pytest.approx(e_sw, rel=1e-9)
