@@ -21,7 +21,11 @@ model, and computes the energy from that one simulation four times:
 ``wires_clock``
     ``wires`` plus the least wire any clock tree must have (:func:`clock_tree`) on the clock net,
     which the layouts leave unrouted (ideal): a lower bound on the clock's wire, without the tree's
-    buffers.
+    buffers;
+``wires_clock_tree``
+    ``wires_clock`` plus the energy of the least buffer tree that drives that clock load at our
+    STA's clock slew (:func:`flows.power.clocktree.least_tree`: the tree's cells and their input
+    pins, once per cycle).
 
 ``wires`` minus ``pins`` is the wires alone (one run of one netlist): their switching energy plus
 what the heavier loads cost the drivers' internal energy (their tables are read at the larger load
@@ -29,8 +33,9 @@ and slew). The change from the synthesized netlist to the laid-out one (the bloc
 the top's repeaters) is ``pins`` against ``synthesized``, ``make power``'s run of the same variant
 on the same stimulus, which :func:`run_layout` also makes.
 
-Left out: the clock tree's buffers and any clock wire beyond the least tree (the layouts keep the
-clock ideal: neither routed nor buffered), coupling capacitance (the extraction has none) and
+Left out: any clock wire beyond the least tree, the wire between the clock tree's levels and
+any buffers beyond the least tree (the layouts keep the clock ideal: neither routed nor buffered),
+coupling capacitance (the extraction has none) and
 glitches (zero-delay simulation).
 """
 
@@ -50,7 +55,8 @@ from ..pnr.parasitics import spef_caps
 from ..pnr.qflow import tech_lef
 from ..synth.flow import resolve_library
 from ..synth.flow import run as synth_run
-from .energy import Energy, compute
+from .clocktree import least_tree
+from .energy import Energy, compute, net_loads
 from .libpower import load_power
 from .netlist import flatten, sample_indices
 from .run import PowerError, check_counts, drive, hier_modules, port_caps, stimulus
@@ -365,6 +371,11 @@ def run_layout(tag_or_dir, workload="tiles", runs=8, sample=None, liberty=None, 
         w = flat.wire.copy()
         w[flat.ports["clk"][1]] += lay.clock["pf"] / lib.cap_pf
         wires_clock = compute(replace(flat, wire=w), sim, lib, plib, ns)
+        load = net_loads(replace(flat, wire=w), lib)[flat.ports["clk"][1]]
+        tree = least_tree(float(load.sum()), lib, plib)
+        slower = least_tree(float(load.sum()), lib, plib, slew=2 * lib.default_input_slew())
+        tree["at_2x_slew"] = {k: slower[k] for k in ("cell", "levels", "pj_per_cycle")}
+        lay = replace(lay, clock=dict(lay.clock, tree=tree))
     t["energy"] = time.monotonic()
     syn_run = power_run(width, fmt, workload, runs, sample if samp else None, params=params,
                         log=lambda s: None, liberty=liberty)
@@ -437,7 +448,9 @@ def summary(r: LayoutEnergy) -> dict:
         "pj_per_useful_mac": {k: e.total / u for k, e in (("wires", r.wires), ("pins", r.pins),
                                                            ("synthesized", r.synthesized),
                                                            ("wires_x2", r.wires_x2),
-                                                           ("wires_clock", r.wires_clock)) if e},
+                                                           ("wires_clock", r.wires_clock)) if e}
+        | ({"wires_clock_tree": (r.wires_clock.total + r.clock["tree"]["pj_per_cycle"] * r.wires.cycles) / u}
+           if r.wires_clock and "tree" in (r.clock or {}) else {}),
         "clock_wire": r.clock,
         "wire_share": 1 - r.pins.total / r.wires.total,
         "by_part_pj": {"wires": parts(r.wires), "pins": parts(r.pins)},
@@ -453,8 +466,18 @@ def _clock_text(c) -> str:
         return "not estimated (the run's placed DEFs are gone)"
     um = c["min_tree_um"]
     top = "the top not laid out" if um["top"] is None else f"{um['top'] / 1e3:.2f} mm in the top"
-    return (f"(2/3 of the rectilinear spanning tree through its pins: {um['column'] / 1e3:.2f} mm per "
+    text = (f"(2/3 of the rectilinear spanning tree through its pins: {um['column'] / 1e3:.2f} mm per "
             f"column, {top}) is {c['pf']:.2f} pF")
+    t = c.get("tree")
+    if t:
+        text += (f"; its least tree at the clock slew {1e3 * t['slew_ns']:.0f} ps "
+                 f"(flows/power/clocktree.py): {t['cell']}, {' + '.join(map(str, t['levels']))} cells from "
+                 f"the leaves up, each taking at most {t['buffer_load_pf']:.3f} pF, on {t['load_pf']:.1f} pF "
+                 f"of clock pins and least wire: {t['pj_per_cycle']:.1f} pJ per cycle "
+                 f"({t['internal_pj']:.1f} internal, {t['input_pins_pj']:.1f} its input pins); at twice "
+                 f"that slew {t['at_2x_slew']['pj_per_cycle']:.1f} pJ per cycle ({t['at_2x_slew']['cell']}, "
+                 f"{sum(t['at_2x_slew']['levels']):,} cells), a sensitivity")
+    return text
 
 
 def _pf(v, digits=2) -> str:
@@ -478,7 +501,10 @@ def markdown(s: dict, prov: dict) -> str:
              f"| routed, pins + twice the wires | {p['wires_x2']:.2f} |",
              f"| routed, pins + wires + the clock's least wire | "
              f"{p['wires_clock']:.2f} |" if "wires_clock" in p else
-             "| routed, pins + wires + the clock's least wire | not estimated (placed DEFs gone) |", "",
+             "| routed, pins + wires + the clock's least wire | not estimated (placed DEFs gone) |",
+             f"| routed, pins + wires + the clock's least wire and least tree | "
+             f"{p['wires_clock_tree']:.2f} |" if "wires_clock_tree" in p else
+             "| routed, pins + wires + the clock's least wire and least tree | not estimated |", "",
              "| part | pins (pJ/MAC) | pins + wires (pJ/MAC) | wire (pF) |", "|---|---|---|---|"]
     u = s["useful_macs"]
     wpf = s["wire_pf"]

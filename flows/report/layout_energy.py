@@ -17,8 +17,10 @@ _METHOD = (
     "the same tiles and columns. The clock carries its pins only (ideal, unrouted). The extraction "
     "counts a wire's area and one edge's fringe, no coupling; \"2x wires\" doubles every wire as a "
     "sensitivity. The clock's least wire: 2/3 of the rectilinear spanning tree through its pins (no "
-    "tree is shorter; the tree's buffers are not counted), at the extracted pF per um, added to the "
-    "wires. pJ per useful MAC.")
+    "tree is shorter), at the extracted pF per um, added to the wires. The clock's least tree: the "
+    "cheapest tree of one buffer or inverter cell that drives the clock's pins and least wire at our "
+    "STA's clock slew, every buffer loaded with the most it drives within that slew (its cells' "
+    "internal energy and input pins, once per cycle; no wire between its levels). pJ per useful MAC.")
 
 
 def attach_energy(run):
@@ -41,10 +43,11 @@ def energy_table(rows, layout_of) -> list:
     """The table's lines: one row per run with ``extra["energy"]``; ``layout_of(run)`` names its
     layout (the top's utilization, or the columns simulated)."""
     L = ["| format | D | layout | tiles (results checked) | synthesized | routed, pins | routed, "
-         "pins + wires | wires' share | pins + 2x wires | + the clock's least wire | columns: pins / + wires "
+         "pins + wires | wires' share | pins + 2x wires | + the clock's least wire | + its least tree (cell: "
+         "buffers) | columns: pins / + wires "
          "| top: pins / + wires | clock net | wire (pF): columns / top / the clock's least "
          "| wire per um (fF): column / top | layout / energy revision |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         e = r.extra["energy"]
         p, u = e["pj_per_useful_mac"], e["useful_macs"]
@@ -52,10 +55,13 @@ def energy_table(rows, layout_of) -> list:
                 for k in ("pins", "wires")}
         clock = (e.get("clock_wire") or {}).get("pf")
         least = "not measured" if "wires_clock" not in p else _n(p["wires_clock"])
+        tree = (e.get("clock_wire") or {}).get("tree")
+        tree = "not measured" if tree is None or "wires_clock_tree" not in p else \
+            f"{p['wires_clock_tree']:.1f} ({tree['cell']}: {sum(tree['levels']):,})"
         L.append(f"| {r.fmt} | {r.width} | {layout_of(r)} | "
                  f"{e['workload']} x {len(e['runs'])} ({e['results_checked']}) | {p['synthesized']:.1f} | "
                  f"{p['pins']:.1f} | **{p['wires']:.1f}** | {100 * e['wire_share']:.1f}% | "
-                 f"{p['wires_x2']:.1f} | {least} | "
+                 f"{p['wires_x2']:.1f} | {least} | {tree} | "
                  f"{part['pins']['columns']:.1f} / {part['wires']['columns']:.1f} | "
                  f"{part['pins']['top']:.1f} / {part['wires']['top']:.1f} | "
                  f"{part['wires']['clock net']:.1f} | "

@@ -56,8 +56,9 @@ LEAVES_OUT = [
     "Energy (`make power LAYOUT=<run>`: the routed netlists simulated on real tiles, each net loaded "
     "with its extracted wire) is given for the whole units of section 5 and, in section 2, for units "
     "built of a routed column under the synthesized top, whose wires are not laid out and not "
-    "counted. The clock tree is in neither (the clock is ideal and unrouted): only the least wire a "
-    "tree through the clock pins must have.",
+    "counted. The clock is ideal and unrouted in both: its energy adds the least wire a tree through "
+    "the clock pins must have and the least buffer tree that drives them at our STA's clock slew, "
+    "not a synthesized clock tree.",
 ]
 
 

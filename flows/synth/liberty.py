@@ -226,6 +226,12 @@ class Library:
             return top
         return limit
 
+    def load_within_slew(self, ctype: str, pin: str, slew: float) -> float:
+        """Most load (library units) output ``pin`` of cell ``ctype`` drives with every output
+        transition within ``slew`` when its input transition is ``slew`` too (the load a buffer of a
+        tree that holds one slew throughout may take)."""
+        return _transition_limit(self.cell(ctype), pin, slew, slew)
+
     def default_output_load(self) -> float:
         """Load on primary outputs (library units): four GE NAND2 inputs (fanout of 4)."""
         if self.generic:

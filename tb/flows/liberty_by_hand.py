@@ -9,7 +9,7 @@ import numpy as np
 
 from tb.flows import OSU
 
-__all__ = ["V", "PERIOD", "raw", "at"]
+__all__ = ["V", "PERIOD", "raw", "at", "transitions"]
 
 V = 1.8           # OSU 0.18 um nom_voltage (V); pF x V^2 = pJ
 PERIOD = 10.0     # ns, for the leakage time
@@ -44,3 +44,18 @@ def at(tab, load, slew):
         return float(np.interp(slew, i1, np.ravel(v)))
     along = np.array([np.interp(slew, i2, v[k]) for k in range(len(i1))])
     return float(np.interp(load, i1, along))
+
+
+def transitions(cell_name):
+    """{(output pin, related pin): {"rise_transition"/"fall_transition": (i1, i2, values)}}."""
+    from liberty.parser import parse_liberty
+
+    cell = parse_liberty(OSU.read_text()).get_group("cell", cell_name)
+    out = {}
+    for p in cell.get_groups("pin"):
+        for tg in p.get_groups("timing"):
+            rel = str(tg["related_pin"]).strip('"')
+            out[(str(p.args[0]), rel)] = {
+                k: (g.get_array("index_1")[0], g.get_array("index_2")[0], g.get_array("values"))
+                for k in ("rise_transition", "fall_transition") for g in [tg.get_group(k)]}
+    return out

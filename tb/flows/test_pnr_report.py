@@ -356,8 +356,9 @@ def test_energy_on_a_routed_unit_row_by_hand(tmp_path):
          "flow__hierarchical": True, "hier__top__target_util": 0.5, "flow__git_revision": "lay"}
     e = {"workload": "tiles", "runs": ["a", "b"], "results_checked": 16, "useful_macs": 1000,
          "pj_per_useful_mac": {"synthesized": 101.0, "pins": 100.0, "wires": 104.0, "wires_x2": 108.5,
-                               "wires_clock": 105.25},
-         "clock_wire": {"min_tree_um": {"column": 12_000.0, "top": 15_000.0}, "pf": 6.75},
+                               "wires_clock": 105.25, "wires_clock_tree": 117.0},
+         "clock_wire": {"min_tree_um": {"column": 12_000.0, "top": 15_000.0}, "pf": 6.75,
+                        "tree": {"cell": "BUFX4", "levels": [588, 38, 3, 1]}},
          "wire_share": 1 - 100.0 / 104.0,
          "by_part_pj": {"pins": {"columns": 60_000.0, "top": 10_000.0, "clock net": 30_000.0},
                         "wires": {"columns": 62_500.0, "top": 11_500.0, "clock net": 30_000.0}},
@@ -374,16 +375,16 @@ def test_energy_on_a_routed_unit_row_by_hand(tmp_path):
     lines = unit_energy_section(units, best_units)
     (row,) = [ln for ln in lines if ln.startswith("| fp4_e2m1 |")]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[:10] == ["fp4_e2m1", "8", "top util 0.50, trees as synthesized", "tiles x 2 (16)", "101.0",
-                          "100.0", "**104.0**", "3.8%", "108.5", "105.2"]
-    assert cells[10:] == ["60.0 / 62.5", "10.0 / 11.5", "30.0", "96.0 / 40.2 / 6.8", "0.063 / 0.051",
+    assert cells[:11] == ["fp4_e2m1", "8", "top util 0.50, trees as synthesized", "tiles x 2 (16)", "101.0",
+                          "100.0", "**104.0**", "3.8%", "108.5", "105.2", "117.0 (BUFX4: 630)"]
+    assert cells[11:] == ["60.0 / 62.5", "10.0 / 11.5", "30.0", "96.0 / 40.2 / 6.8", "0.063 / 0.051",
                           "lay / nrg"]
-    del e["pj_per_useful_mac"]["wires_clock"], e["clock_wire"]       # the run's work folder was gone
+    del e["pj_per_useful_mac"]["wires_clock"], e["pj_per_useful_mac"]["wires_clock_tree"], e["clock_wire"]
     (tmp_path / "u8" / "energy-tiles.json").write_text(json.dumps(e))
     lines = unit_energy_section(load_units(tmp_path), best_units)
     (row,) = [ln for ln in lines if ln.startswith("| fp4_e2m1 |")]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[9] == "not measured" and cells[13] == "96.0 / 40.2 / not measured"
+    assert cells[9:11] == ["not measured"] * 2 and cells[14] == "96.0 / 40.2 / not measured"
     assert unit_energy_section([u for u in units if u.width == 16], best_units) == []
     assert "The extracted wires are 3.8-3.8% of the energy per MAC." in " ".join(lines)
     assert not [ln for ln in lines if ln.startswith("- **")]     # no routed paths: no run to compare
@@ -428,9 +429,9 @@ def test_energy_with_the_routed_columns_by_hand(tmp_path):
         in lines[2]
     row = [c.strip() for c in lines[6].strip("|").split("|")]          # D = 32
     assert row[:3] == ["fp4_e2m1", "32", "column (8 of 32 simulated)"]
-    assert row[9] == "not measured"
-    assert row[10] == "30.0 / 31.5" and row[11] == "10.0 / 10.0"        # 60,000 / 2,000; 63,000; 20,000
-    assert row[13] == "640.0 / not laid out / not measured" and row[14] == "0.062 / not laid out"
+    assert row[9:11] == ["not measured"] * 2
+    assert row[11] == "30.0 / 31.5" and row[12] == "10.0 / 10.0"        # 60,000 / 2,000; 63,000; 20,000
+    assert row[14] == "640.0 / not laid out / not measured" and row[15] == "0.062 / not laid out"
     assert lines[-2] == ("- **fp4_e2m1**, pJ per useful MAC with wires: D=32 52.5, D=64 63.0 (1.20x from "
                          "D=32 to D=64)")
     assert column_energy_section({("fp4_e2m1", 32): Run({}, tmp_path, "fp4_e2m1", 32)}) == []

@@ -223,21 +223,29 @@ def test_the_page_says_what_a_column_layout_leaves_out():
          "cycles": 10, "results_checked": 8, "columns_simulated": 8, "cells": 5, "nets": 6,
          "layout_revision": "abc", "useful_macs": 100,
          "pj_per_useful_mac": {"synthesized": 1.0, "pins": 2.0, "wires": 3.0, "wires_x2": 4.0,
-                               "wires_clock": 5.0},
+                               "wires_clock": 5.0, "wires_clock_tree": 6.0},
          "by_part_pj": {"pins": {"columns": 100.0, "top": 50.0, "clock net": 25.0},
                         "wires": {"columns": 150.0, "top": 50.0, "clock net": 25.0}},
          "wire_pf": {"top": None, "column": 2.5, "columns": 80.0},
          "wire_ff_per_um": {"column": 0.0625, "top": None}, "nets_without_wire": ["blk/clk"],
-         "clock_wire": {"min_tree_um": {"column": 8000.0, "top": None}, "pf": 16.0}}
+         "clock_wire": {"min_tree_um": {"column": 8000.0, "top": None}, "pf": 16.0, "tree": {
+             "cell": "BUFX4", "levels": [90, 7, 1], "buffer_load_pf": 0.2166, "slew_ns": 0.148,
+             "load_pf": 19.5, "pj_per_cycle": 25.5, "internal_pj": 21.0, "input_pins_pj": 4.5,
+             "at_2x_slew": {"cell": "INVX1", "levels": [150, 10, 1], "pj_per_cycle": 12.0}}}}
     page = markdown(s, {"git_revision": "x"})
     assert "| routed, pins + wires + the clock's least wire | 5.00 |" in page
     assert "| columns | 1.00 | 1.50 | 80.00 |" in page
     assert "| top | 0.50 | 0.50 | none: not laid out |" in page
     assert "none in the top (not laid out)" in page
     assert "8.00 mm per column, the top not laid out) is 16.00 pF" in page
+    assert "| routed, pins + wires + the clock's least wire and least tree | 6.00 |" in page
+    assert ("least tree at the clock slew 148 ps (flows/power/clocktree.py): BUFX4, 90 + 7 + 1 cells from "
+            "the leaves up, each taking at most 0.217 pF, on 19.5 pF of clock pins and least wire: 25.5 pJ "
+            "per cycle (21.0 internal, 4.5 its input pins); at twice that slew 12.0 pJ per cycle (INVX1, 161 "
+            "cells)") in page
     s.update(layout="unit", wire_pf={"top": 40.0, "column": 2.5, "columns": 80.0},
              wire_ff_per_um={"column": 0.0625, "top": 0.05}, clock_wire=None)
-    del s["pj_per_useful_mac"]["wires_clock"]
+    del s["pj_per_useful_mac"]["wires_clock"], s["pj_per_useful_mac"]["wires_clock_tree"]
     page = markdown(s, {"git_revision": "x"})
     assert "| top | 0.50 | 0.50 | 40.00 |" in page and "0.0500 fF in the top" in page
     assert "not estimated (placed DEFs gone)" in page
