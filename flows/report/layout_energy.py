@@ -70,7 +70,15 @@ def energy_table(rows, layout_of) -> list:
                  f"{e['wire_ff_per_um']['column']:.3f} / {_n(e['wire_ff_per_um']['top'], 3)} | "
                  f"{r.metrics.get('flow__git_revision', '?')} / {e['provenance']['git_revision']} |")
     share = [100 * r.extra["energy"]["wire_share"] for r in rows]
-    return L + ["", f"The extracted wires are {min(share):.1f}-{max(share):.1f}% of the energy per MAC."]
+    with_tree = [e for e in (r.extra["energy"] for r in rows) if "wires_clock_tree" in e["pj_per_useful_mac"]]
+    tree = [100 * (e["pj_per_useful_mac"]["wires_clock_tree"] / e["pj_per_useful_mac"]["wires_clock"] - 1)
+            for e in with_tree]
+    slower = [t["at_2x_slew"]["pj_per_cycle"] / t["pj_per_cycle"] for e in with_tree
+              for t in [e["clock_wire"]["tree"]]]
+    return L + ["", f"The extracted wires are {min(share):.1f}-{max(share):.1f}% of the energy per MAC."
+                + (f" The clock's least tree adds {min(tree):.1f}-{max(tree):.1f}% to the figure with the "
+                   f"clock's least wire; a clock of twice the slew needs a tree of {min(slower):.2f}-"
+                   f"{max(slower):.2f}x that energy (each run's energy page)." if tree else "")]
 
 
 def _across_d(best: dict, formats) -> list:

@@ -358,7 +358,8 @@ def test_energy_on_a_routed_unit_row_by_hand(tmp_path):
          "pj_per_useful_mac": {"synthesized": 101.0, "pins": 100.0, "wires": 104.0, "wires_x2": 108.5,
                                "wires_clock": 105.25, "wires_clock_tree": 117.0},
          "clock_wire": {"min_tree_um": {"column": 12_000.0, "top": 15_000.0}, "pf": 6.75,
-                        "tree": {"cell": "BUFX4", "levels": [588, 38, 3, 1]}},
+                        "tree": {"cell": "BUFX4", "levels": [588, 38, 3, 1], "pj_per_cycle": 164.0,
+                                 "at_2x_slew": {"pj_per_cycle": 77.1}}},
          "wire_share": 1 - 100.0 / 104.0,
          "by_part_pj": {"pins": {"columns": 60_000.0, "top": 10_000.0, "clock net": 30_000.0},
                         "wires": {"columns": 62_500.0, "top": 11_500.0, "clock net": 30_000.0}},
@@ -387,6 +388,14 @@ def test_energy_on_a_routed_unit_row_by_hand(tmp_path):
     assert cells[9:11] == ["not measured"] * 2 and cells[14] == "96.0 / 40.2 / not measured"
     assert unit_energy_section([u for u in units if u.width == 16], best_units) == []
     assert "The extracted wires are 3.8-3.8% of the energy per MAC." in " ".join(lines)
+    assert "least tree adds" not in " ".join(lines)
+    e["pj_per_useful_mac"].update(wires_clock=100.0, wires_clock_tree=112.5)
+    e["clock_wire"] = {"pf": 1.0, "tree": {"cell": "BUFX4", "levels": [2, 1], "pj_per_cycle": 8.0,
+                                           "at_2x_slew": {"pj_per_cycle": 3.0}}}
+    (tmp_path / "u8" / "energy-tiles.json").write_text(json.dumps(e))
+    assert ("The clock's least tree adds 12.5-12.5% to the figure with the clock's least wire; a clock of "
+            "twice the slew needs a tree of 0.38-0.38x that energy"
+            in " ".join(unit_energy_section(load_units(tmp_path), best_units)))
     assert not [ln for ln in lines if ln.startswith("- **")]     # no routed paths: no run to compare
 
     def timed(r, top, width, pj):
