@@ -8,7 +8,8 @@ writes the column's. :func:`run_layout` simulates those netlists (the block as i
 top with the repeaters it was routed with; for a column run, the routed column in every column
 under the synthesized top, which has no wires) on the same stimulus as ``make power``
 (:func:`flows.power.run.run`), checks every result against the bit-true
-model, and computes the energy from that one simulation four times:
+model, and computes the energy from that one simulation four times, then adds the clock tree to
+the last:
 
 ``pins``
     each net's load is its sink pins (and the default load on top outputs), as ``make power``;
@@ -35,8 +36,7 @@ on the same stimulus, which :func:`run_layout` also makes.
 
 Left out: any clock wire beyond the least tree, the wire between the clock tree's levels and
 any buffers beyond the least tree (the layouts keep the clock ideal: neither routed nor buffered),
-coupling capacitance (the extraction has none) and
-glitches (zero-delay simulation).
+coupling capacitance (the extraction has none) and glitches (zero-delay simulation).
 """
 
 import json
