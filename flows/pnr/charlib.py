@@ -5,7 +5,14 @@ ideal clock of a long period (inputs arriving at 0 with the default slew, output
 period), and
 
 - every data input gets a setup requirement: the period minus the slack of the worst path from it
-  to a register (wire, logic and the flop's setup inside the block);
+  to a register (wire, logic and the flop's setup inside the block). A path that ends at a clock
+  gate's latch (transparent while the clock is low, :mod:`hw.clock_gate`) goes on through it: the
+  latch's D is checked against its opening edge, half a period after the clock's rise, which says
+  nothing about when the input must arrive. So the block is timed again with the inputs arriving at
+  that half period, every latch's data passing straight through (time borrowing), and such an
+  input's requirement is the period minus the half period minus the slack of the latch's worst
+  path onward (to the gate's AND, whose clock-gating check is at the next rise): a requirement the
+  inputs reaching one latch share, the latest of them setting it;
 - every output a clock-to-output delay: the period minus the slack of the worst register-to-output
   path, at two output loads (a two-point ``total_output_net_capacitance`` table), with the
   output's transition read from the same paths;
@@ -62,6 +69,11 @@ def _measure(netlist_v, top, spef, liberty, inputs, outputs, clock, workdir: Pat
               f"[get_property $pe slack]\" }}" for p in outputs]
     t += [f"puts \"REPORT {p}\"\nreport_checks -to [get_ports {p}] -fields {{slew}} -digits 5"
           for p in outputs]
+    if clock and data:      # the clock gates' latches, their data arriving at the half period
+        t += [f"set_input_delay {period_ns / 2} -clock clk [get_ports {{{' '.join(data)}}}]",
+              "foreach l [all_registers -level_sensitive] { set w \"\"; foreach pe [find_timing_paths "
+              "-from $l -path_delay max] { set w [get_property $pe slack] }; puts \"LATCH [get_full_name "
+              "$l] $w\" }"]
     t.append("exit")
     return run_script([x for x in t if x], workdir, top, name=f"measure_{load:g}", timeout_s=3600)
 
@@ -83,8 +95,18 @@ def block_liberty(netlist_v: Path, top: str, spef: Path, liberty, lib_caps: dict
     for load in LOADS_PF:
         text = _measure(netlist_v, top, spef, liberty, inputs, outputs, clock, workdir, load, period_ns,
                         slew_ns)
+        latch = dict(re.findall(r"^LATCH (\S+) ?(\S*)$", text, re.M))
         for start, end, slack in re.findall(r"^PATH (\S+) (\S+) (\S+)", text, re.M):
             delay = period_ns - float(slack)
+            inst = end.rsplit("/", 1)[0]
+            if inst in latch:
+                if float(slack) < period_ns / 4:
+                    raise ValueError(f"{top}: input {start} reaches latch {inst}, which is transparent "
+                                     "while the clock is high; the block model handles only clock "
+                                     "gates' latches (transparent while it is low)")
+                if not latch[inst]:
+                    continue                    # the latch drives no timed path
+                delay = period_ns / 2 - float(latch[inst])
             if end in outset:
                 arc = a.comb.setdefault((start, end), {})
                 arc[load] = max(delay, arc.get(load, 0.0))
