@@ -58,7 +58,7 @@ def energy_table(rows, layout_of) -> list:
         tree = (e.get("clock_wire") or {}).get("tree")
         tree = "not measured" if tree is None or "wires_clock_tree" not in p else \
             f"{p['wires_clock_tree']:.1f} ({tree['cell']}: {sum(tree['levels']):,})"
-        L.append(f"| {r.fmt} | {r.width} | {layout_of(r)} | "
+        L.append(f"| {r.label} | {r.width} | {layout_of(r)} | "
                  f"{e['workload']} x {len(e['runs'])} ({e['results_checked']}) | {p['synthesized']:.1f} | "
                  f"{p['pins']:.1f} | **{p['wires']:.1f}** | {100 * e['wire_share']:.1f}% | "
                  f"{p['wires_x2']:.1f} | {least} | {tree} | "

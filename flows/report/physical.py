@@ -78,6 +78,13 @@ class Run:
         without wires)."""
         return self.metrics.get(K.ROUTE_CP_PS) is not None
 
+    @property
+    def label(self) -> str:
+        """The format, and "+ clock gates" for a unit built with them (``GATE=on``): units with and
+        without gates are told apart in the tables and compared only with their own kind."""
+        gate = str((self.metrics.get("design__params") or {}).get("gate", "")).lower()
+        return f"{self.fmt} + clock gates" if gate in ("true", "on", "1") else self.fmt
+
     def get(self, key):
         v = self.metrics.get(key)
         return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
@@ -405,7 +412,7 @@ def units_section(units) -> list:
         rb = m.get("hier__top__rebuffer")
         trees = (f"by position: {rb['nets']} nets, {_f(rb['repeaters'])} repeaters every "
                  f"<= {_f(rb['segment_um'] / 1000, 1)} mm" if rb else "as synthesized")
-        L.append(f"| {r.fmt} | {d} | {_f(r.get('hier__block__cells'))} | {_f(bw)} x {_f(bh)} | "
+        L.append(f"| {r.label} | {d} | {_f(r.get('hier__block__cells'))} | {_f(bw)} x {_f(bh)} | "
                  f"{_f(r.get('hier__block__drc_errors'))} / {lvs} | {_f(r.get('hier__top__cells'))} | "
                  f"{_f(r.get('hier__top__target_util'), 2)} | {trees} | "
                  f"{_f(tw / 1000, 2)} x {_f(th / 1000, 2)} | {_f(tw * th / (d * bw * bh), 2)} | "
@@ -439,7 +446,7 @@ def best_units(units) -> dict:
         top, col = r.get(K.ROUTE_CP_PS), r.get("hier__block__critical_path_ps_post")
         if r.get(K.ROUTE_FAILED) != 0 or top is None or col is None:
             continue
-        key = (r.fmt, r.width)
+        key = (r.label, r.width)
         if key not in best or (max(top, col), top) < (max(*best[key][1:]), best[key][1]):
             best[key] = (r, top, col)
     return best

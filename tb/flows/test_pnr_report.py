@@ -444,3 +444,18 @@ def test_energy_with_the_routed_columns_by_hand(tmp_path):
     assert lines[-2] == ("- **fp4_e2m1**, pJ per useful MAC with wires: D=32 52.5, D=64 63.0 (1.20x from "
                          "D=32 to D=64)")
     assert column_energy_section({("fp4_e2m1", 32): Run({}, tmp_path, "fp4_e2m1", 32)}) == []
+
+
+def test_units_with_clock_gates_are_their_own_kind():
+    """A unit built with clock gates is labelled so and is compared only with gated units: the
+    fastest run per (format, D) is chosen within each kind."""
+    def unit(gate, top):
+        p = {"width": "8", "fmt": "fp4_e2m1", "acc": "exact", **({"gate": gate} if gate else {})}
+        return Run({"design": "mu", "design__params": p, "flow__hierarchical": True, K.ROUTE_FAILED: 0,
+                    K.ROUTE_CP_PS: top, "hier__block__critical_path_ps_post": 4000.0}, None, "fp4_e2m1", 8)
+
+    gated, plain = unit("True", 3000.0), unit(None, 4500.0)
+    assert gated.label == "fp4_e2m1 + clock gates" and plain.label == "fp4_e2m1"
+    assert unit("False", 1.0).label == "fp4_e2m1"
+    best = best_units([gated, plain])
+    assert best[("fp4_e2m1", 8)][0] is plain and best[("fp4_e2m1 + clock gates", 8)][0] is gated
