@@ -84,7 +84,11 @@ def energy_table(rows, layout_of) -> list:
 def _across_d(best: dict, formats) -> list:
     """Per format with two widths or more: the energy per MAC with wires of ``best[(fmt, D)]``."""
     out = []
-    for f in sorted({f for f, _ in best}, key=lambda f: formats.index(f) if f in formats else len(formats)):
+    def order(label):       # a format without clock gates, then with them ("<fmt> + clock gates")
+        fmt = label.split(" + ")[0]
+        return (formats.index(fmt) if fmt in formats else len(formats)), label
+
+    for f in sorted({f for f, _ in best}, key=order):
         ds = sorted(d for g, d in best if g == f)
         if len(ds) > 1:
             pj = {d: best[(f, d)].extra["energy"]["pj_per_useful_mac"]["wires"] for d in ds}
