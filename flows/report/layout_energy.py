@@ -8,7 +8,7 @@ sections render the runs that have one: whole units (the routed top and columns)
 
 import json
 
-__all__ = ["attach_energy", "unit_energy_section", "column_energy_section", "energy_table"]
+__all__ = ["attach_energy", "unit_energy_section", "column_energy_section", "energy_table", "label_key"]
 
 _METHOD = (
     "simulated gate by gate on real MiniLM tiles (every result checked bit for bit against "
@@ -81,14 +81,17 @@ def energy_table(rows, layout_of) -> list:
                    f"{max(slower):.2f}x that energy (each run's energy page)." if tree else "")]
 
 
+def label_key(label: str, formats) -> tuple:
+    """Sort key of a run label (``<fmt>`` or ``<fmt> + clock gates``): the formats in ``formats``'
+    order first, each without clock gates before with them."""
+    fmt = label.split(" + ")[0]
+    return (formats.index(fmt) if fmt in formats else len(formats)), label
+
+
 def _across_d(best: dict, formats) -> list:
     """Per format with two widths or more: the energy per MAC with wires of ``best[(fmt, D)]``."""
     out = []
-    def order(label):       # a format without clock gates, then with them ("<fmt> + clock gates")
-        fmt = label.split(" + ")[0]
-        return (formats.index(fmt) if fmt in formats else len(formats)), label
-
-    for f in sorted({f for f, _ in best}, key=order):
+    for f in sorted({f for f, _ in best}, key=lambda f: label_key(f, formats)):
         ds = sorted(d for g, d in best if g == f)
         if len(ds) > 1:
             pj = {d: best[(f, d)].extra["energy"]["pj_per_useful_mac"]["wires"] for d in ds}

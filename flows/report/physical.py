@@ -21,11 +21,11 @@ from pathlib import Path
 
 from .. import metric_keys as K
 from .common import Point, fit_slope, read_metrics
-from .layout_energy import attach_energy, column_energy_section, unit_energy_section
+from .layout_energy import attach_energy, column_energy_section, label_key, unit_energy_section
 from .silicon import model_costs, model_perf
 
 __all__ = ["Run", "load_runs", "load_units", "point_of", "unit_of", "choose", "render", "port_load",
-           "best_units", "label_order", "LEAVES_OUT", "FORMATS", "WIDTHS"]
+           "best_units", "LEAVES_OUT", "FORMATS", "WIDTHS"]
 
 #: Element formats and widths the study places and routes (``acc = exact`` columns).
 FORMATS = ("fp8_e4m3", "fp4_e2m1")
@@ -438,13 +438,6 @@ def _falls_verdict(fmax: dict) -> str | None:
             "with every doubling)")
 
 
-def label_order(label: str):
-    """Sort key of a unit label (:attr:`Run.label`): the study's formats first, each without gates
-    before with them."""
-    fmt = label.split(" + ")[0]
-    return (FORMATS.index(fmt) if fmt in FORMATS else len(FORMATS)), label
-
-
 def best_units(units) -> dict:
     """``{(fmt, D): (run, top path, column path)}``: per format and D the fastest run routed with no
     failed net and both paths timed; on a tie, the shorter top path."""
@@ -464,7 +457,7 @@ def unit_claims(units) -> list:
     among those routed with no failed net and both paths timed (on a tie, the shorter top path), its
     fmax, and what sets it (the top's path or the column's)."""
     best = best_units(units)
-    fmts = sorted({f for f, _ in best}, key=label_order)
+    fmts = sorted({f for f, _ in best}, key=lambda f: label_key(f, FORMATS))
     if not fmts:
         return []
     L = ["Wider arrays cannot be clocked as fast, on whole units (the fastest routed run of each D with "
