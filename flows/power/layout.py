@@ -53,15 +53,11 @@ from ..pnr.defdb import Def
 from ..pnr.netlist import port_bit_name
 from ..pnr.parasitics import spef_caps
 from ..pnr.qflow import tech_lef
-from ..synth.flow import resolve_library
 from ..synth.flow import run as synth_run
 from .clocktree import least_tree
 from .energy import Energy, compute, net_loads
-from .libpower import load_power
-from .netlist import flatten, sample_indices
-from .run import PowerError, check_counts, drive, hier_modules, port_caps, stimulus
+from .run import PowerError, check_counts, hier_modules, power_library, simulate
 from .run import run as power_run
-from .sim import GateSim
 
 __all__ = ["LayoutEnergy", "read_structural", "bus_ports", "wire_caps", "run_layout",
            "layout_dir", "summary", "markdown"]
@@ -336,32 +332,13 @@ def run_layout(tag_or_dir, workload="tiles", runs=8, sample=None, liberty=None, 
     check_counts(width, runs, sample)
     syn = synth_run("mu", params, flow="hier", log=lambda s: None, liberty=liberty)
     hier = hier_modules(syn.metrics["variant"])
-    lib = resolve_library(liberty, log=lambda s: None)
-    if lib.generic:
-        raise PowerError("energy needs a liberty with internal_power tables and leakage; install the "
-                         "OSU 0.18 um library (apt-get install qflow-tech-osu018)")
-    plib = load_power(lib.path)
+    lib, plib = power_library(liberty)
     lay = (_unit_layout if m.get("flow__hierarchical") else _column_layout)(d, m, hier, lib)
     t["synth"] = time.monotonic()
-    rows = int(params.get("rows", 1))
-    acc, guard = params.get("acc", "fp32"), int(params.get("guard_bits", 16))
-    stim_path = BUILD / "power" / "stim" / f"{workload}-w{width}-{fmt}-r{rows}-{acc}-n{runs}.npz"
-    meta = stimulus(width, fmt, rows, workload, runs, stim_path, acc, guard)
-    with np.load(stim_path) as z:
-        stim = {k: z[k] for k in ("w", "ws", "x", "y") if k in z.files}
-    t["stimulus"] = time.monotonic()
-    samp = (lay.block, sample) if sample and sample < width else None
-    flat = flatten(lay.mods, "mu", plib.cells, sample=samp, wire_caps=lay.caps,
-                   port_caps=port_caps(lay.mods, lib, plib, lay.caps) if samp else None)
-    sim = GateSim(flat, plib)
-    t["build"] = time.monotonic()
-    cols = np.asarray(sample_indices(width, sample if samp else width))
-    log(f"{m['variant']} {workload}: {sum(len(g['weight']) for g in flat.groups.values())} cells, "
-        f"{flat.n_nets} nets, {len(cols)} of {width} columns; {meta['w_beats']} w / {meta['x_beats']} "
-        "x beats")
-    max_cycles = 4 * (meta["w_beats"] + meta.get("ws_beats", 0) + meta["x_beats"]) + 100
-    checked = drive(sim, flat, stim, cols, width, max_cycles)
-    t["sim"] = time.monotonic()
+    s = simulate(lay.mods, lay.block, params, workload, runs, sample, lib, plib, wire_caps=lay.caps, t=t,
+                 log=log, label=m["variant"])
+    flat, sim, meta, cols, checked = s.flat, s.sim, s.meta, s.cols, s.checked
+    samp = cols.size < width
     ns = lay.period_ps / 1e3
     wires = compute(flat, sim, lib, plib, ns)
     pins = compute(replace(flat, wire=None), sim, lib, plib, ns)

@@ -36,7 +36,7 @@ from .netlist import flatten, sample_indices
 from .sim import GateSim
 
 __all__ = ["PowerRun", "run", "stimulus", "PowerError", "check_counts", "drive",
-           "hier_modules", "port_caps"]
+           "hier_modules", "port_caps", "power_library", "Simulated", "simulate"]
 
 
 class PowerError(RuntimeError):
@@ -192,6 +192,64 @@ def check_counts(width, runs, sample=None, what="SAMPLE (--sample)"):
                          f"D = {width}), not {sample!r}; leave it out to simulate every column")
 
 
+def power_library(liberty=None):
+    """``(lib, plib)``: the timing and the energy view of the liberty (``liberty`` or the default).
+
+    Raises
+    ------
+    PowerError
+        The library has no energy data (the generic fallback).
+    """
+    lib = resolve_library(liberty, log=lambda s: None)
+    if lib.generic:
+        raise PowerError("energy needs a liberty with internal_power tables and leakage; install the "
+                         "OSU 0.18 um library (apt-get install qflow-tech-osu018) or pass "
+                         "LIBERTY=/path/to/cells.lib")
+    return lib, load_power(lib.path)
+
+
+@dataclass
+class Simulated:
+    """What :func:`simulate` leaves: the flattened netlist, the simulator after the counted cycles,
+    the stimulus' metadata, the columns simulated and the results checked."""
+
+    flat: object
+    sim: GateSim
+    meta: dict
+    cols: np.ndarray
+    checked: int
+
+
+def simulate(mods, block, params: dict, workload, runs, sample, lib, plib, wire_caps=None, t=None,
+             log=print, label="") -> Simulated:
+    """The matrix unit ``mods["mu"]`` (Yosys JSON modules, the column module ``block``) simulated gate
+    by gate on the stimulus of ``workload`` (``runs`` tile runs, from the generator ``params``), with
+    ``sample`` columns kept (None: all) and each module's wires ``wire_caps`` (None: pins only); every
+    result checked against the bit-true model. ``t`` (a dict) gets the times of the steps."""
+    t = {} if t is None else t
+    width, fmt = int(params["width"]), params["fmt"]
+    rows, acc = int(params.get("rows", 1)), str(params.get("acc", "fp32"))
+    guard = int(params.get("guard_bits", 16))
+    stim_path = BUILD / "power" / "stim" / f"{workload}-w{width}-{fmt}-r{rows}-{acc}-n{runs}.npz"
+    meta = stimulus(width, fmt, rows, workload, runs, stim_path, acc, guard)
+    with np.load(stim_path) as z:
+        stim = {k: z[k] for k in ("w", "ws", "x", "y") if k in z.files}
+    t["stimulus"] = time.monotonic()
+    samp = (block, sample) if sample and sample < width else None
+    flat = flatten(mods, "mu", plib.cells, sample=samp, wire_caps=wire_caps,
+                   port_caps=port_caps(mods, lib, plib, wire_caps))
+    sim = GateSim(flat, plib)
+    t["build"] = time.monotonic()
+    cols = np.asarray(sample_indices(width, sample if samp else width))
+    log(f"{label} {workload}: {sum(len(g['weight']) for g in flat.groups.values())} cells, "
+        f"{flat.n_nets} nets, depth {sim.depth}; {meta['w_beats']} w / {meta['x_beats']} x beats, "
+        f"{len(cols)} of {width} columns simulated")
+    max_cycles = 4 * (meta["w_beats"] + meta.get("ws_beats", 0) + meta["x_beats"]) + 100
+    checked = drive(sim, flat, stim, cols, width, max_cycles)
+    t["sim"] = time.monotonic()
+    return Simulated(flat, sim, meta, cols, checked)
+
+
 def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=None, log=print,
         liberty=None) -> PowerRun:
     """Energy of the matrix unit ``mu`` (``width``, ``fmt``, other generator ``params``) on
@@ -210,34 +268,14 @@ def run(width=8, fmt="fp8_e4m3", workload="tiles", runs=8, sample=None, params=N
     syn = synth_run("mu", given, flow="hier", log=lambda s: None, liberty=liberty)
     m = syn.metrics
     variant = m["variant"]
-    rows = int(m["design__params"].get("rows", 1))
-    lib = resolve_library(liberty, log=lambda s: None)
-    if lib.generic:
-        raise PowerError("energy needs a liberty with internal_power tables and leakage; install the "
-                         "OSU 0.18 um library (apt-get install qflow-tech-osu018) or pass "
-                         "LIBERTY=/path/to/cells.lib")
-    plib = load_power(lib.path)
+    lib, plib = power_library(liberty)
     t["synth"] = time.monotonic()
-    acc = str(m["design__params"].get("acc", "fp32"))
-    guard = int(m["design__params"].get("guard_bits", 16))
-    stim_path = BUILD / "power" / "stim" / f"{workload}-w{width}-{fmt}-r{rows}-{acc}-n{runs}.npz"
-    meta = stimulus(width, fmt, rows, workload, runs, stim_path, acc, guard)
-    with np.load(stim_path) as z:
-        stim = {k: z[k] for k in ("w", "ws", "x", "y") if k in z.files}
-    t["stimulus"] = time.monotonic()
     mods = hier_modules(variant)
     col = next(n for n in mods if n.startswith("mu_col"))
-    samp = (col, sample) if sample and sample < width else None
-    flat = flatten(mods, "mu", plib.cells, sample=samp, port_caps=port_caps(mods, lib, plib))
-    sim = GateSim(flat, plib)
-    t["build"] = time.monotonic()
-    cols = np.asarray(sample_indices(width, sample if samp else width))
-    log(f"{variant} {workload}: {sum(len(g['weight']) for g in flat.groups.values())} cells, "
-        f"{flat.n_nets} nets, depth {sim.depth}; {meta['w_beats']} w / {meta['x_beats']} x beats, "
-        f"{len(cols)} of {width} columns simulated")
-    max_cycles = 4 * (meta["w_beats"] + meta.get("ws_beats", 0) + meta["x_beats"]) + 100
-    checked = drive(sim, flat, stim, cols, width, max_cycles)
-    t["sim"] = time.monotonic()
+    s = simulate(mods, col, {k: str(v) for k, v in m["design__params"].items()} | {"width": str(width),
+                 "fmt": fmt}, workload, runs, sample, lib, plib, t=t, log=log, label=variant)
+    flat, sim, meta, cols, checked = s.flat, s.sim, s.meta, s.cols, s.checked
+    samp = cols.size < width
     fmax = float(m["synth__timing__fmax_mhz"])
     en = compute(flat, sim, lib, plib, 1e3 / fmax)
     t["energy"] = time.monotonic()
