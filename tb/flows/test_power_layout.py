@@ -132,6 +132,38 @@ def test_wires_of_both_sides_of_a_block_pin_add_up(libs):
 
 
 @needs_osu
+def test_a_replaced_block_still_loads_its_input_with_its_wire(libs):
+    """Sampling keeps one of two copies of the block; the other's input is a phantom load that must be
+    its pin and its wire (``port_caps`` with the wires), like the kept copy's: the column runs' energy
+    counts the unsimulated columns' wires so."""
+    from flows.power.energy import net_loads
+    from flows.power.run import port_caps
+
+    lib, plib = libs
+    two = """module t2 (a, b, y, z);
+  input a;
+  input b;
+  output y;
+  output z;
+  inv2 c0 (.a(a), .y(y));
+  inv2 c1 (.a(b), .y(z));
+endmodule
+"""
+    mods = read_structural(two + BLOCK_V)
+    caps = {"inv2": wire_caps(mods["inv2"], BLOCK_WIRES, lib.cap_pf)[0]}
+    flat = flatten(mods, "t2", plib.cells, sample=("inv2", 1), wire_caps=caps,
+                   port_caps=port_caps(mods, lib, plib, caps))
+    load = net_loads(flat, lib) * lib.cap_pf
+    pin = raw("INVX1")[0]["A"]
+    for port in ("a", "b"):                                  # one kept, one replaced: the same load
+        assert load[flat.ports[port][1][0]] == pytest.approx(pin + BLOCK_WIRES["a"], rel=1e-9)
+    bare = flatten(mods, "t2", plib.cells, sample=("inv2", 1), wire_caps=caps,
+                   port_caps=port_caps(mods, lib, plib))     # without the wires: the replaced copy lacks it
+    assert sorted(net_loads(bare, lib)[[bare.ports[p][1][0] for p in "ab"]] * lib.cap_pf) == \
+        [pytest.approx(pin), pytest.approx(pin + BLOCK_WIRES["a"])]
+
+
+@needs_osu
 @pytest.mark.parametrize("n_toggles", [6, 7])
 def test_energy_with_wires_against_the_liberty_by_hand(libs, n_toggles):
     lib, plib = libs
