@@ -51,12 +51,13 @@ from ..clock_gate import gated_assign
 from ..formats import BLOCK_FORMATS, get_format
 from ..hier import BlockParams
 from .accumulate import beat_inputs
-from .exact_drain import carries, magnitude, normalize, resolve, round_pack
+from .exact_drain import carries, lookahead_add, magnitude, normalize, resolve, round_pack
 from .numerics import GUARD_BITS, dot_widths
 from .scales import fixed_sum_widths
 from .window import (
     anchor_step,
     drain_steps,
+    move_select,
     offsets,
     place_needs,
     place_terms,
@@ -299,7 +300,7 @@ class ExactAccumulator(wiring.Component):
                                     "kr": moves["kr"], "b": moves["b"]}, "i1_", platform,
                                 self.we_ahead)
             vals = {**{k: p2[k] for k in vals}, **place_terms(m, self._dw, p2),
-                    "kr": p2["kr"], "b": p2["b"]}
+                    "kr": move_select(m, self._dw, p2["kr"]), "b": p2["b"]}
             return self._register(m, vals, "i_", platform, v2)
         if self._gate_in:
             regs = {k: Signal(v.shape(), name=f"i_{k}", reset_less=True) for k, v in vals.items()}
@@ -365,8 +366,14 @@ class ExactAccumulator(wiring.Component):
         xs, cs = [], []
         for i in range(nc):
             lo, hi = i * cb, min((i + 1) * cb, A)
+            ci = cin[i - 1] if i > 0 else Const(0, 1)
+            if self._win:
+                sm, co = lookahead_add(m, p[lo:hi], q[lo:hi], ci, name=f"sum{i}")
+                xs.append(sm)
+                cs.append(co)
+                continue
             t = Signal(hi - lo + 1, name=f"sum{i}")
-            m.d.comb += t.eq(p[lo:hi] + q[lo:hi] + (cin[i - 1] if i > 0 else Const(0, 1)))
+            m.d.comb += t.eq(p[lo:hi] + q[lo:hi] + ci)
             xs.append(t[:hi - lo])
             cs.append(t[-1])
         full = Signal(name="cnt_full")
@@ -459,8 +466,8 @@ class ExactAccumulator(wiring.Component):
         steps = (carries, resolve, magnitude, normalize, round_pack)
         if self._win:  # carry into chunk 0 apart; then 2 v + lost, anchor's exponent, subnormals
             vals = {**vals, "c0": vals["c"][0], "c": vals["c"][1:]}
-            mag, norm = drain_steps(dw)
-            steps = steps[:2] + (lambda *a: mag(*a, magnitude), norm, round_pack)
+            res, mag, norm = drain_steps(dw)
+            steps = (carries, lambda *a: res(*a, resolve), mag, norm, round_pack)
         for i, step in enumerate(steps):
             if i in cuts:
                 vals, valid = self._stage(m, platform, vals, valid, i)

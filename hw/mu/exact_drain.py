@@ -14,7 +14,8 @@ from amaranth.hdl import Cat, Const, Mux, Signal, signed
 from ..formats import get_format
 from ..fp.round import leading_zeros, pack_code
 
-__all__ = ["carries", "resolve", "magnitude", "normalize", "round_pack", "prefix", "flags"]
+__all__ = ["carries", "resolve", "magnitude", "normalize", "round_pack", "prefix", "lookahead_add",
+           "flags"]
 
 FP32 = get_format("fp32")
 _FP32_SIG = FP32.man_bits + 1  # significand bits of FP32 (hidden bit included)
@@ -142,6 +143,18 @@ def prefix(m, gp: list, *, name: str, propagate: bool = False) -> list:
             m.d.comb += [ng[i].eq(g[i] | (p[i] & g[i - d])), np_[i].eq(p[i] & p[i - d])]
         g, p, d, level = ng, np_, 2 * d, level + 1
     return p if propagate else g
+
+
+def lookahead_add(m, a, b, cin, *, name: str):
+    """``a + b + cin`` (equal widths) with its carries from a :func:`prefix` over the bits'
+    generate and propagate instead of a ripple: ``(sum, carry out)``."""
+    n = len(a)
+    g = [cin] + [a[i] & b[i] for i in range(n)]
+    t = [Const(0, 1)] + [a[i] ^ b[i] for i in range(n)]
+    cc = prefix(m, list(zip(g, t, strict=True)), name=name)  # cc[i]: carry into bit i (cc[n]: out)
+    s = Signal(n, name=f"{name}_s")
+    m.d.comb += s.eq(Cat(*[t[i + 1] ^ cc[i] for i in range(n)]))
+    return s, cc[n]
 
 
 def flags(v: dict) -> dict:

@@ -22,12 +22,15 @@ ceil(log2 D/B)`` and ``E' = e(sx) + e(sw) + 254`` in ``0 .. 510``:
 Hardware (in :class:`hw.mu.exact_acc.ExactAccumulator` with an MX format): three placement stages
 (:func:`place_needs`: the needs, the beat's anchor and the offsets; :func:`anchor_step` and
 :func:`offsets`: the rows' anchors two stages ahead of the loop and each term's offset below its
-row's; :func:`place_terms`: the terms shifted there, compressed to two rows), a per-beat loop
-whose only additions are the carry-pending chunk adds of the ``exact`` mode (:func:`realign`: the
-row's sum moves down by whole chunks, an arithmetic shift of the pending sum whose dropped part's
-carry and zero test come from a prefix over the chunks, no carry propagation; a move past the
-whole window takes the row's resolved sign, a state bit :func:`resolved_sign` forms beside the
-chunk adds), and a drain with a variable exponent and subnormals (:func:`drain_steps`).
+row's; :func:`place_terms`: the terms shifted there, compressed to two rows, beside
+:func:`move_select`: the row's move as one-hot selects), a per-beat loop whose only additions
+are the carry-pending chunk adds of the ``exact`` mode, each a lookahead adder
+(:func:`realign`: the row's sum moves down by whole chunks, a two-level arithmetic shift of the
+pending sum whose dropped part's carry and zero test come from a prefix over the chunks, no carry
+propagation; a move past the whole window takes the row's resolved sign, a state bit
+:func:`resolved_sign` forms beside the chunk adds), and a drain with a variable exponent and
+subnormals (:func:`drain_steps`: its magnitude's OR prefix starts from per-chunk nonzero flags
+registered with the resolved sum).
 """
 
 from dataclasses import dataclass
@@ -39,12 +42,13 @@ from ..clock_gate import gated_assign
 from ..formats import BLOCK_FORMATS, get_block_format, get_format
 from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
-from .exact_drain import prefix
+from .exact_drain import flags, prefix
 from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
 from .scales import finish_sum
 
 __all__ = ["WINDOW_ROOM", "WindowWidths", "window_widths", "windowed", "window_inputs", "place_needs",
-           "offsets", "place_terms", "anchor_step", "realign", "resolved_sign", "drain_steps"]
+           "offsets", "place_terms", "anchor_step", "MOVE_GROUP", "move_select", "realign",
+           "resolved_sign", "drain_steps"]
 
 FP32 = get_format("fp32")
 #: Binades below the largest term's LSB that a window holds at least (rounded up to whole chunks).
@@ -303,8 +307,36 @@ def _chunk_gp(m, x, cin, Q, nc, *, name):
     return gp
 
 
-def realign(m: Module, ww: WindowWidths, x, c, k, sign):
-    """The row's pending sum ``x + sum_i c_i 2**(Q i)`` floor-divided by ``2**(Q k)``.
+#: Chunks a row's sum moves within the first level of :func:`realign`'s shift (the second moves
+#: by whole groups of this many chunks).
+MOVE_GROUP = 4
+
+
+def move_select(m: Module, ww: WindowWidths, k):
+    """``k`` (chunks the row's sum moves down, :func:`anchor_step`) as the selects of
+    :func:`realign`'s two-level shift, ``k = MOVE_GROUP a + b``: one-hot ``b`` (:data:`MOVE_GROUP`
+    bits), one-hot ``a`` (one bit per group of chunks, none on a move past the whole window) and
+    that move (``k >= nc``). Formed a stage ahead of the loop, so the loop's shift starts from
+    registered selects instead of decoding ``k`` in its own cycle."""
+    nc, g = ww.chunks, MOVE_GROUP
+    na, lg = -(-nc // g), g.bit_length() - 1
+    h = Signal(g + na + 1, name="wm_h")
+    m.d.comb += h.eq(Cat(*[k[:lg] == b for b in range(g)],
+                         *[((k >> lg) == a) & (k < nc) for a in range(na)], k >= nc))
+    return h
+
+
+def _any(terms):
+    """OR of ``terms`` as a balanced tree."""
+    while len(terms) > 1:
+        terms = [terms[i] | terms[i + 1] if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+    return terms[0]
+
+
+def realign(m: Module, ww: WindowWidths, x, c, h, sign):
+    """The row's pending sum ``x + sum_i c_i 2**(Q i)`` floor-divided by ``2**(Q k)``, with the move
+    ``k`` given as the selects ``h`` of :func:`move_select`.
 
     ``c`` holds the pending carry into every chunk (chunk 0's included). With ``|sum| <= 2**(A-2)``
     an arithmetic shift of ``x`` by whole chunks (its own top bit as the sign) plus the carries
@@ -313,9 +345,12 @@ def realign(m: Module, ww: WindowWidths, x, c, k, sign):
     part is zero iff ``(x ^ C) ^ ((x | C) << 1)`` has no one below ``Q k`` (a sum of two vectors is 0
     modulo ``2**n`` iff every bit's XOR equals the OR one bit below). ``k >= A/Q`` leaves the sign
     of the resolved sum, ``sign`` (kept with the row by :func:`resolved_sign`, so no carry chain
-    over the row's sum sits in the loop). Returns ``(x', c', lam, loss)``.
+    over the row's sum sits in the loop). The shift has two levels of AND-OR over one-hot selects
+    (by ``b`` chunks, then by ``MOVE_GROUP a``). Returns ``(x', c', lam, loss)``.
     """
-    Q, A, nc = ww.chunk_bits, ww.acc_bits, ww.chunks
+    Q, A, nc, g = ww.chunk_bits, ww.acc_bits, ww.chunks, MOVE_GROUP
+    na = -(-nc // g)
+    hb, ha, past = h[:g], h[g:g + na], h[g + na]
     gp = _chunk_gp(m, x, c, Q, nc, name="wl")
     cc = prefix(m, gp, name="wl_cc")  # cc[i]: carry out of chunks 0..i resolved (into chunk i+1)
     cvec = Signal(A, name="wl_C")
@@ -324,18 +359,25 @@ def realign(m: Module, ww: WindowWidths, x, c, k, sign):
     m.d.comb += z.eq((x ^ cvec) ^ Cat(Const(0, 1), (x | cvec)[:A - 1]))
     zc = [z[i * Q:(i + 1) * Q].any() for i in range(nc)]
     nz = prefix(m, [(zc[i], Const(1, 1)) for i in range(nc)], name="wl_nz")  # OR of chunks 0..i
-    xs, cs = Signal(A, name="wl_x"), Signal(nc, name="wl_c")
+    levels = []  # (x, c) after each level: by b chunks, then by g a chunks
+    for name, sel, step in (("b", hb, 1), ("a", ha, g)):
+        xi, ci = levels[-1] if levels else (x, c)
+        xt, ct = [], []
+        for j in range(len(sel)):
+            t = Signal(A, name=f"wl_{name}{j}")
+            m.d.comb += t.eq(xi.as_signed() >> (Q * step * j))
+            xt.append(t & sel[j].replicate(A))
+            ct.append((ci >> (step * j)) & sel[j].replicate(nc))
+        if name == "a":
+            xt.append(sign.replicate(A) & past.replicate(A))
+        xo, co = Signal(A, name=f"wl_x{name}"), Signal(nc, name=f"wl_c{name}")
+        m.d.comb += [xo.eq(_any(xt)), co.eq(_any(ct))]
+        levels.append((xo, co))
     lam, loss = Signal(name="wl_lam"), Signal(name="wl_loss")
-    with m.Switch(k):
-        for j in range(nc):
-            with m.Case(j):
-                m.d.comb += [xs.eq(x.as_signed() >> (Q * j)),
-                             cs.eq(c >> j),
-                             lam.eq(cc[j - 1] if j else 0),
-                             loss.eq(nz[j - 1] if j else 0)]
-        with m.Default():
-            m.d.comb += [xs.eq(sign.replicate(A)), cs.eq(0), lam.eq(0), loss.eq(nz[nc - 1])]
-    return xs, cs, lam, loss
+    moved = [ha[j // g] & hb[j % g] for j in range(nc)]  # k == j
+    m.d.comb += [lam.eq(_any([cc[j - 1] & moved[j] for j in range(1, nc)])),
+                 loss.eq(_any([nz[j - 1] & moved[j] for j in range(1, nc)] + [nz[nc - 1] & past]))]
+    return (*levels[-1], lam, loss)
 
 
 def resolved_sign(m: Module, ww: WindowWidths, p, q, cin, lam):
@@ -367,25 +409,46 @@ def resolved_sign(m: Module, ww: WindowWidths, p, q, cin, lam):
 
 # ---------------------------------------------------------------------------------- the drain
 def drain_steps(ww: WindowWidths):
-    """The window's drain steps between the ``exact`` mode's resolve and its rounding: magnitude of
-    ``2 v + lost`` (A + 1 bits), then normalize with the exponent of the captured anchor, FP32's
-    subnormals included (the rounding takes the ``sub`` flag)."""
-    return (_odd_magnitude, _normalize)
+    """The window's drain steps between the ``exact`` mode's carries and its rounding: the resolve
+    with a nonzero flag per chunk of the sum, the magnitude of ``2 v + lost`` (A + 1 bits), then
+    normalize with the exponent of the captured anchor, FP32's subnormals included (the rounding
+    takes the ``sub`` flag)."""
+    return (_resolve_chunks, _odd_magnitude, _normalize)
 
 
-def _odd_magnitude(m, v, A, cb, dw, magnitude):
-    """``2 v + lost`` (A + 1 bits) into the ``exact`` mode's magnitude step, and its leading zeros
-    and the exponents the normalization needs from the anchor (computed here, beside the
-    magnitude, so the normalization starts from registers)."""
-    odd = Signal(signed(A + 1), name="wd_odd")
-    m.d.comb += odd.eq(Cat(v["lost"], v["v"]))
-    out = magnitude(m, {**v, "v": odd}, A + 1, cb, dw)
-    n = len(out["mag"])
+def _resolve_chunks(m, v, A, cb, ww, resolve):
+    """The ``exact`` mode's resolve, and whether each chunk of the sum is nonzero (``nzc``), so the
+    magnitude's OR prefix starts from a prefix over the chunks' registered flags."""
+    out = resolve(m, v, A, cb, ww)
+    nzc = Signal(A // cb, name="wr_nzc")
+    m.d.comb += nzc.eq(Cat(*[out["v"][i * cb:(i + 1) * cb].any() for i in range(A // cb)]))
+    return {**out, "nzc": nzc}
+
+
+def _odd_magnitude(m, v, A, cb, dw):
+    """Sign and magnitude of ``2 v + lost`` (A + 1 bits, ``|v| < 2**(A-1)``): a negative value keeps
+    its bits up to the lowest one and inverts the rest. Whether a one lies below a bit is ``lost``,
+    or a nonzero chunk below the bit's chunk (a prefix over the resolve's chunk flags), or a one
+    below it in its own chunk; no carry chain. Also the leading zeros and the exponents the
+    normalization needs from the anchor (computed here, beside the magnitude, so the normalization
+    starts from registers)."""
+    x, lost, nc = v["v"], v["lost"], A // cb
+    low = prefix(m, [(lost, Const(1, 1))] + [(v["nzc"][i], Const(1, 1)) for i in range(nc - 1)],
+                 name="wo_c")  # low[i]: lost or a one in chunks 0 .. i-1
+    sign = Signal(name="mag_sign")
+    m.d.comb += sign.eq(x[-1])
+    below = []  # below[k]: a one in 2 v + lost below its bit k + 1 (lost or x[0 .. k-1])
+    for c in range(nc):
+        inner = prefix(m, [(x[c * cb + i], Const(1, 1)) for i in range(cb)], name=f"wo_i{c}")
+        below += [low[c]] + [low[c] | inner[i] for i in range(cb - 1)]
+    mag = Signal(A, name="mag")  # |2 v + lost| below its sign bit
+    m.d.comb += mag.eq(Cat(lost, x[:A - 1] ^ (Cat(*below[:A - 1]) & sign.replicate(A - 1))))
+    n = len(mag)
     etop = Signal(signed(12), name="wn_etop")  # the exponent of the magnitude's MSB
     lim = Signal(signed(12), name="wn_lim")  # the left shift that puts the MSB at 2**emin
     m.d.comb += [etop.eq(dw.exp_min + dw.lsb_exp - dw.top + n - 2 + (v["b"] << (cb.bit_length() - 1))),
                  lim.eq(etop - FP32.emin)]
-    return {**out, "lz": leading_zeros(m, out["mag"], name="wn_lz"),  # the drain's two halves
+    return {"sign": sign, "mag": mag, **flags(v), "lz": leading_zeros(m, mag, name="wn_lz"),
             "etop": etop, "lim": lim}
 
 

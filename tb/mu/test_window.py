@@ -258,6 +258,38 @@ def test_rtl_directed_carries_sign_and_sticky():
 
 
 @pytest.mark.quick
+@pytest.mark.parametrize("fmt,width", [("mxfp4_e2m1", 128), ("mxfp8_e4m3", 32)])
+def test_rtl_every_move_size(fmt, width):
+    """Every move of the row's sum from 0 chunks to past the whole window (``nc`` .. ``nc + 3``),
+    each on the sum +255 whose top pending bit is one (a pending carry makes it positive): kept
+    while it fits, else dropped to 0 and the lost bit. MXFP4 at D = 128 has 13 chunks, not a whole
+    number of the shift's groups of four, so moves of 13 to 15 chunks reach a group that exists
+    only in part; MXFP8 E4M3 at D = 32 has 16."""
+    dut = ExactAccumulator(fmt, width, 1)
+    model = WindowAccModel(fmt, width)
+    ww = model.ww
+    lo = 240 - ww.top  # position 0 under anchor 30
+    pad = [(0, 0)] * (ww.blocks - 1)
+    beats = []
+
+    def acc(parts):  # (term, E') pairs, one a beat
+        for i, pair in enumerate(parts):
+            beats.append(dict(terms=[p for p, _ in [pair] + pad],
+                              exps=[ep + ww.exp_min for _, ep in [pair] + pad],
+                              first=i == 0, last=i == len(parts) - 1, row=0))
+
+    for k in range(ww.chunks + 4):
+        e = 240 + ww.chunk_bits * k
+        acc([(1, 240), (-1, 240), (-1, lo), (0x100, lo), (1, e), (-1, e)])
+    _run(dut, model, beats, en_prob=0.9, bubble_prob=0.1, seed=13)
+    codes = [model.beat(b["terms"], b["exps"], first=b["first"], last=b["last"]) for b in beats]
+    codes = [c for c, _ in filter(None, codes)]
+    assert codes[0] == rne_fp32(255, ww.lsb(30))  # no move: +255 exactly
+    assert all(c == rne_fp32(1, ww.lsb(30 + k) - 1)  # dropped entirely: 0 and the lost bit
+               for k, c in enumerate(codes) if k >= ww.chunks), [hex(c) for c in codes]
+
+
+@pytest.mark.quick
 def test_rtl_resolved_sign_takes_pending_carries():
     """The row's sign kept for a move past the whole window counts every pending carry (two blocks
     a beat, MXFP8 E4M3 at D = 64; positions as in the test above):
