@@ -36,6 +36,7 @@ import re
 from amaranth.hdl import Cat, ClockDomain, ClockSignal, Instance, ResetSignal, Signal
 
 __all__ = ["CELLS", "CellsPlatform", "gated_assign", "gated_domain", "GATE_CELLS", "CLOCK_BUFFER",
+           "FANOUT_BUFFER", "fanout",
            "GATE_GROUP", "LATCH_FANOUT", "SIM_MODELS", "with_cell_models"]
 
 
@@ -71,9 +72,33 @@ endmodule
 module BUFX2(input A, output Y);
   assign Y = A;
 endmodule
+module BUFX4(input A, output Y);
+  assign Y = A;
+endmodule
 """
 
-_USES_CELLS = re.compile(r"^\s*(?:" + "|".join(GATE_CELLS + (CLOCK_BUFFER,)) + r")\s+\S+\s*\(", re.M)
+#: The buffer :func:`fanout` puts in front of each share of a wide select's loads.
+FANOUT_BUFFER = "BUFX4"
+
+_USES_CELLS = re.compile(r"^\s*(?:" + "|".join(GATE_CELLS + (CLOCK_BUFFER, FANOUT_BUFFER)) + r")\s+\S+\s*\(",
+                         re.M)
+
+
+def fanout(m, platform, sig, width: int, name: str, *, per_buffer: int = 32):
+    """``sig`` (one bit) replicated ``width`` times for a wide AND-OR select, each share of at most
+    ``per_buffer`` bits behind a :data:`FANOUT_BUFFER` cell with :data:`CELLS` (the register or
+    gate that forms ``sig`` then drives a few buffer inputs, not ``width`` gates: the mapping adds
+    no buffers for delay, only for a driver's maximum load). Any other platform gets
+    ``sig.replicate(width)``."""
+    n = -(-width // per_buffer)
+    if platform is not CELLS or n < 2:
+        return sig.replicate(width)
+    parts = []
+    for i in range(n):
+        o = Signal(name=f"{name}_f{i}")
+        m.submodules[f"{name}_f{i}"] = Instance(FANOUT_BUFFER, i_A=sig, o_Y=o)
+        parts.append(o.replicate(min(per_buffer, width - i * per_buffer)))
+    return Cat(*parts)
 
 
 def with_cell_models(verilog: str) -> str:

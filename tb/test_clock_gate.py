@@ -17,12 +17,15 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
+from flows.synth.flow import resolve_library
 from hw.clock_gate import (
     CELLS,
     CLOCK_BUFFER,
+    FANOUT_BUFFER,
     GATE_CELLS,
     LATCH_FANOUT,
     SIM_MODELS,
+    fanout,
     gated_assign,
     with_cell_models,
 )
@@ -97,3 +100,47 @@ def test_amaranth_view_matches_the_model():
     s.add_testbench(bench)
     s.run()
     assert seen["loads"] > 10
+
+
+class FanoutDemo(wiring.Component):
+    """``q = d & s`` for a 70-bit ``d``, the select ``s`` replicated by :func:`fanout`."""
+
+    def __init__(self):
+        super().__init__({"s": In(1), "d": In(70), "q": Out(70)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.q.eq(self.d & fanout(m, platform, self.s, 70, "sel"))
+        return m
+
+
+def test_fanout_buffers_each_share():
+    """With the liberty cells a 70-bit select is three buffers (32 + 32 + 6 loads), each driving
+    its own bits; without them it is a plain replication. The buffer's simulation model is the
+    liberty's function."""
+    text = verilog.convert(FanoutDemo(), name="fanout_demo", platform=CELLS, emit_src=False)
+    bufs = re.findall(rf"^\s*{FANOUT_BUFFER}\s+(\S+)", text, re.M)
+    assert len(bufs) == 3
+    assert with_cell_models(text).endswith(SIM_MODELS)
+    plain = verilog.convert(FanoutDemo(), name="fanout_demo", emit_src=False)
+    assert FANOUT_BUFFER not in plain and with_cell_models(plain) == plain
+    lib = resolve_library(None, log=lambda s: None)
+    if lib.generic:
+        pytest.fail("the OSU 0.18 um liberty is missing: apt-get install qflow-tech-osu018")
+    cell = lib.cell(FANOUT_BUFFER)
+    assert cell.functions[cell.outputs[0]].strip("() ") == next(iter(cell.inputs))
+    assert re.search(rf"module {FANOUT_BUFFER}\(input A, output Y\);\s*assign Y = A;", SIM_MODELS)
+
+    dut = FanoutDemo()
+    s = Simulator(dut)
+    rng = random.Random(5)
+
+    async def bench(ctx):
+        for _ in range(50):
+            sel, d = rng.getrandbits(1), rng.getrandbits(70)
+            ctx.set(dut.s, sel)
+            ctx.set(dut.d, d)
+            assert ctx.get(dut.q) == (d if sel else 0)
+
+    s.add_testbench(bench)
+    s.run()

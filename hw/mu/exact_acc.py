@@ -392,7 +392,8 @@ class ExactAccumulator(wiring.Component):
         moved sum, ``(carry into chunk 0, carries into chunks 1..)`` and the window's next state
         (anchor, lost bit, carry out of the dropped chunks)."""
         A, nc = self.acc_bits, self.chunks
-        x, c, lam, lossr = realign(m, self._dw, raw["x"], raw["c"], inp["kr"], raw["sg"])
+        x, c, lam, lossr = realign(m, self._dw, raw["x"], raw["c"], inp["kr"], raw["sg"],
+                                   self._platform)
         keep = ~self.first
         xk, ck = Signal(A, name="w_xk"), Signal(nc, name="w_ck")
         m.d.comb += [xk.eq(x & keep.replicate(A)), ck.eq(c & keep.replicate(nc))]
@@ -402,6 +403,7 @@ class ExactAccumulator(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        self._platform = platform  # the window's select buffers (realign)
         inp = self._inputs(m, platform)
         gate = self.params.gate
         take = Signal()
@@ -467,7 +469,8 @@ class ExactAccumulator(wiring.Component):
         if self._win:  # carry into chunk 0 apart; then 2 v + lost, anchor's exponent, subnormals
             vals = {**vals, "c0": vals["c"][0], "c": vals["c"][1:]}
             res, mag, norm = drain_steps(dw)
-            steps = (carries, lambda *a: res(*a, resolve), mag, norm, round_pack)
+            steps = (carries, lambda *a: res(*a, resolve), mag,
+                     lambda *a: norm(*a, platform=platform), round_pack)
         for i, step in enumerate(steps):
             if i in cuts:
                 vals, valid = self._stage(m, platform, vals, valid, i)

@@ -38,7 +38,7 @@ from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 
-from ..clock_gate import gated_assign
+from ..clock_gate import fanout, gated_assign
 from ..formats import BLOCK_FORMATS, get_block_format, get_format
 from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
@@ -334,7 +334,7 @@ def _any(terms):
     return terms[0]
 
 
-def realign(m: Module, ww: WindowWidths, x, c, h, sign):
+def realign(m: Module, ww: WindowWidths, x, c, h, sign, platform=None):
     """The row's pending sum ``x + sum_i c_i 2**(Q i)`` floor-divided by ``2**(Q k)``, with the move
     ``k`` given as the selects ``h`` of :func:`move_select`.
 
@@ -346,7 +346,9 @@ def realign(m: Module, ww: WindowWidths, x, c, h, sign):
     modulo ``2**n`` iff every bit's XOR equals the OR one bit below). ``k >= A/Q`` leaves the sign
     of the resolved sum, ``sign`` (kept with the row by :func:`resolved_sign`, so no carry chain
     over the row's sum sits in the loop). The shift has two levels of AND-OR over one-hot selects
-    (by ``b`` chunks, then by ``MOVE_GROUP a``). Returns ``(x', c', lam, loss)``.
+    (by ``b`` chunks, then by ``MOVE_GROUP a``); each select and ``sign`` reach their A + nc gates
+    through buffers (:func:`hw.clock_gate.fanout`, with the caller's ``platform``). Returns
+    ``(x', c', lam, loss)``.
     """
     Q, A, nc, g = ww.chunk_bits, ww.acc_bits, ww.chunks, MOVE_GROUP
     na = -(-nc // g)
@@ -366,10 +368,11 @@ def realign(m: Module, ww: WindowWidths, x, c, h, sign):
         for j in range(len(sel)):
             t = Signal(A, name=f"wl_{name}{j}")
             m.d.comb += t.eq(xi.as_signed() >> (Q * step * j))
-            xt.append(t & sel[j].replicate(A))
-            ct.append((ci >> (step * j)) & sel[j].replicate(nc))
+            s = fanout(m, platform, sel[j], A + nc, f"wl_s{name}{j}")
+            xt.append(t & s[:A])
+            ct.append((ci >> (step * j)) & s[A:])
         if name == "a":
-            xt.append(sign.replicate(A) & past.replicate(A))
+            xt.append(fanout(m, platform, sign, A, "wl_sg") & fanout(m, platform, past, A, "wl_sp"))
         xo, co = Signal(A, name=f"wl_x{name}"), Signal(nc, name=f"wl_c{name}")
         m.d.comb += [xo.eq(_any(xt)), co.eq(_any(ct))]
         levels.append((xo, co))
@@ -452,12 +455,14 @@ def _odd_magnitude(m, v, A, cb, dw):
             "etop": etop, "lim": lim}
 
 
-def _normalize(m, v, A, cb, ww):
+def _normalize(m, v, A, cb, ww, platform=None):
     """Leading zeros and one left shift of the A-bit magnitude (MSB weight ``e_top = L(b) - 1 +
     A - 1``) that stops where the exponent would go below FP32's ``emin``: a normal keeps its 24
     bits and guard, a subnormal the bits from ``2**-149`` up, the rest ORed into a sticky bit. The
     magnitude sits between 26 zero bits on each side, so a value below the subnormals shifts in
-    zeros (all of it sticky). Biased exponents for both outcomes of the rounding, and ``sub``."""
+    zeros (all of it sticky). Biased exponents for both outcomes of the rounding, and ``sub``. The
+    shift is a level per bit of its amount, each bit reaching its gates through buffers
+    (:func:`hw.clock_gate.fanout`, with the caller's ``platform``)."""
     mag = v["mag"]
     n = len(mag)
     keep = FP32.man_bits + 2  # significand and guard
@@ -466,8 +471,13 @@ def _normalize(m, v, A, cb, ww):
     sh = Signal(range(n + keep + 1), name="wn_sh")
     m.d.comb += [sub.eq(lim < lz),
                  sh.eq(Mux(sub, Mux(lim < -(keep + 1), 0, lim + keep + 1), lz + keep + 1))]
-    ext = Signal(n + 2 * (keep + 1), name="wn_ext")
-    m.d.comb += ext.eq(Cat(Const(0, keep + 1), mag, Const(0, keep + 1)) << sh)
+    ext = Cat(Const(0, keep + 1), mag, Const(0, keep + 1))
+    w = len(ext)
+    for i in range(len(sh)):
+        s = fanout(m, platform, sh[i], w, f"wn_s{i}")
+        nxt = Signal(w, name=f"wn_ext{i}")
+        m.d.comb += nxt.eq(((ext << (1 << i))[:w] & s) | (ext & ~s))
+        ext = nxt
     sig = Signal(keep + 1, name="wn_sig")  # {significand, guard, sticky}
     m.d.comb += sig.eq(Cat(ext[:len(ext) - keep].any(), ext[-keep:]))
     eb0, eb1 = Signal(10, name="wn_eb0"), Signal(10, name="wn_eb1")
