@@ -26,9 +26,14 @@ Two views of the same function, chosen by the elaboration's ``platform``:
   parent clock's registers, so the gated registers would see the new values; Verilog's scheduling
   (and Verilator's) evaluates the gate before non-blocking updates, as the silicon does.
 
-Simulating the emitted Verilog needs models of the three cells: :func:`with_cell_models` appends
-behavioural ones (written from the cells' liberty ``function`` and ``latch`` groups) to a design's
-text; synthesis reads the cells from the liberty instead (``read_liberty -lib``).
+:func:`fanout` uses the same two views for a wide select: with :data:`CELLS` a
+:data:`FANOUT_BUFFER` per share of its loads (the mapping adds buffers only where a driver's
+maximum load is exceeded, never for delay), otherwise a plain replication.
+
+Simulating the emitted Verilog needs models of the three cells (and the buffers):
+:func:`with_cell_models` appends behavioural ones (written from the cells' liberty ``function`` and
+``latch`` groups) to a design's text; synthesis reads the cells from the liberty instead
+(``read_liberty -lib``).
 """
 
 import re

@@ -344,14 +344,14 @@ class ExactAccumulator(wiring.Component):
         ]
         return u, v
 
-    def _beat(self, m, cur, inp, raw=None):
+    def _beat(self, m, cur, inp, raw=None, platform=None):
         """The row's next state after adding this beat (``cur`` is already cleared on ``first``,
         ``raw`` is not: the window moves it and clears the result)."""
         A, cb, nc = self.acc_bits, self._cb, self.chunks
         p, q = Signal(A, name="csa_p"), Signal(A, name="csa_q")  # x + addend = p + q
         win = {}
         if self._win:  # the row's sum moved to the beat's anchor, then one full-adder level
-            x, cin, win = self._window_beat(m, cur, raw, inp)
+            x, cin, win = self._window_beat(m, cur, raw, inp, platform)
             u, v = inp["u"], inp["v"]
             m.d.comb += [p.eq(x ^ u ^ v),
                          q.eq(Cat(cin[0], ((x & u) | (x & v) | (u & v))[:A - 1]))]
@@ -385,15 +385,14 @@ class ExactAccumulator(wiring.Component):
                 "cnt": Mux(self.first, 0, cur["cnt"] + 1), "ovf": cur["ovf"] | full,
                 **{k: cur[k] | inp[k] for k in self._flag_names()}}
 
-    def _window_beat(self, m, cur, raw, inp):
+    def _window_beat(self, m, cur, raw, inp, platform):
         """The window's move (``kr`` and the anchor ``b`` come with the beat, a stage ahead, and
         the beat's rows are already placed under that anchor): the row's sum floor-shifted down by
         ``kr`` chunks (the uncleared row, cleared after the shift on ``first``). Returns the row's
         moved sum, ``(carry into chunk 0, carries into chunks 1..)`` and the window's next state
         (anchor, lost bit, carry out of the dropped chunks)."""
         A, nc = self.acc_bits, self.chunks
-        x, c, lam, lossr = realign(m, self._dw, raw["x"], raw["c"], inp["kr"], raw["sg"],
-                                   self._platform)
+        x, c, lam, lossr = realign(m, self._dw, raw["x"], raw["c"], inp["kr"], raw["sg"], platform)
         keep = ~self.first
         xk, ck = Signal(A, name="w_xk"), Signal(nc, name="w_ck")
         m.d.comb += [xk.eq(x & keep.replicate(A)), ck.eq(c & keep.replicate(nc))]
@@ -403,7 +402,6 @@ class ExactAccumulator(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        self._platform = platform  # the window's select buffers (realign)
         inp = self._inputs(m, platform)
         gate = self.params.gate
         take = Signal()
@@ -421,7 +419,7 @@ class ExactAccumulator(wiring.Component):
         else:
             m.d.comb += [cur[k].eq(v) for k, v in rows[0].items()]
         op = {k: Mux(self.first, 0, v) for k, v in cur.items()}  # a new accumulation starts at 0
-        nxt = self._beat(m, op, inp, cur)
+        nxt = self._beat(m, op, inp, cur, platform)
         for r, regs in enumerate(rows):
             sel = take if self._rows == 1 else take & (self.row == r)
             if gate:
