@@ -28,7 +28,9 @@ On a ``last`` beat the row's new state is also written into the capture register
 (:data:`DRAIN_STEPS`, in :mod:`hw.mu.exact_drain`): find the carry into every chunk (each chunk's
 generate/propagate and a prefix over the chunks), add them chunk by chunk (no carry crosses a
 chunk), take the magnitude (an OR prefix: no carry chain), normalize (leading-zero count and left
-shift, the bits below FP32's guard ORed into a sticky bit), round and pack. The rounding is
+shift, the bits below FP32's guard ORed into a sticky bit; the shift amount's bits and the sign
+reach their many gates through buffers, and the normalization also forms the all-ones and
+overflow bits the rounding only selects), round and pack. The rounding is
 specialised rather than :class:`hw.fp.round.RoundPack`: the sum is a multiple of ``2**lsb_exp >=
 2**-32``, so it is never an FP32 subnormal, and the increment is an AND prefix instead of
 RoundPack's 37-bit ``{exponent, mantissa} + up`` adder (a ripple after mapping, the slowest drain
@@ -463,7 +465,8 @@ class ExactAccumulator(wiring.Component):
     def _drain(self, m, platform, vals, valid):
         dw, A, cb = self._dw, self.acc_bits, self._cb
         cuts = _cuts(self._k)
-        steps = (carries, resolve, magnitude, normalize, round_pack)
+        steps = (carries, resolve, lambda *a: magnitude(*a, platform=platform),
+                 lambda *a: normalize(*a, platform=platform), round_pack)
         if self._win:  # carry into chunk 0 apart; then 2 v + lost, anchor's exponent, subnormals
             vals = {**vals, "c0": vals["c"][0], "c": vals["c"][1:]}
             res, mag, norm = drain_steps(dw)

@@ -11,11 +11,12 @@ from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
+from ..clock_gate import fanout
 from ..formats import get_format
 from ..fp.round import leading_zeros, pack_code
 
 __all__ = ["carries", "resolve", "magnitude", "normalize", "round_pack", "prefix", "lookahead_add",
-           "flags"]
+           "shift_left", "flags"]
 
 FP32 = get_format("fp32")
 _FP32_SIG = FP32.man_bits + 1  # significand bits of FP32 (hidden bit included)
@@ -63,24 +64,26 @@ def resolve(m, v, A, cb, dw):
     return {"v": sum_, **flags(v)}
 
 
-def magnitude(m, v, A, cb, dw):
+def magnitude(m, v, A, cb, dw, platform=None):
     """Sign and magnitude (``|v| < 2**(A-1)``): a negative v keeps its bits up to the lowest
-    one and inverts the rest (an OR prefix, no carry chain)."""
+    one and inverts the rest (an OR prefix, no carry chain). The sign reaches its A - 1 gates
+    through buffers (:func:`hw.clock_gate.fanout`, with the caller's ``platform``)."""
     sign, mag = Signal(name="mag_sign"), Signal(A - 1, name="mag")
     below = prefix(m, [(v["v"][i], Const(1, 1)) for i in range(A - 2)], name="mo")
-    flip = Cat(Const(0, 1), *below) & sign.replicate(A - 1)
+    flip = Cat(Const(0, 1), *below) & fanout(m, platform, sign, A - 1, "mag_sg")
     m.d.comb += [sign.eq(v["v"][-1]), mag.eq(v["v"][:A - 1] ^ flip)]
     return {"sign": sign, "mag": mag, **flags(v)}
 
 
-def normalize(m, v, A, cb, dw):
-    """Leading-zero count and left shift. Keeps FP32's 24 significant bits and the guard bit of
-    the normalized magnitude, ORs the rest into a sticky bit, and forms the biased exponent for
-    both outcomes of the rounding (no carry into the next binade / a carry)."""
+def normalize(m, v, A, cb, dw, platform=None):
+    """Leading-zero count and left shift (:func:`shift_left`). Keeps FP32's 24 significant bits
+    and the guard bit of the normalized magnitude, ORs the rest into a sticky bit, and forms the
+    biased exponent for both outcomes of the rounding (no carry into the next binade / a carry).
+    For the rounding, which then only selects: whether the kept significand is all ones, and
+    whether either exponent overflows."""
     mag = v["mag"]
     lz = leading_zeros(m, mag, name="n_lz")
-    norm = Signal(A - 1, name="n_norm")
-    m.d.comb += norm.eq(mag << lz)
+    norm = shift_left(m, mag, lz, platform, name="n")
     keep = _FP32_SIG + 1  # significand and guard
     if len(norm) > keep:
         sig = Cat(norm[:len(norm) - keep].any(), norm[-keep:])
@@ -90,17 +93,33 @@ def normalize(m, v, A, cb, dw):
     top = dw.lsb_exp + A - 2 + FP32.bias  # biased exponent of mag's MSB
     eb0, eb1 = Signal(10, name="n_eb0"), Signal(10, name="n_eb1")
     zero = Signal(name="n_zero")
-    m.d.comb += [sig_r.eq(sig), eb0.eq(top - lz), eb1.eq(top + 1 - lz), zero.eq(mag == 0)]
-    return {"sig": sig_r, "eb0": eb0, "eb1": eb1, "zero": zero, "sign": v["sign"], **flags(v)}
+    ones, over0, over1 = Signal(name="n_ones"), Signal(name="n_over0"), Signal(name="n_over1")
+    m.d.comb += [sig_r.eq(sig), eb0.eq(top - lz), eb1.eq(top + 1 - lz), zero.eq(mag == 0),
+                 ones.eq(sig[2:].all()), over0.eq(eb0 >= 255), over1.eq(eb1 >= 255)]
+    return {"sig": sig_r, "eb0": eb0, "eb1": eb1, "zero": zero, "sign": v["sign"],
+            "ones": ones, "over0": over0, "over1": over1, **flags(v)}
+
+
+def shift_left(m, x, sh, platform=None, *, name: str):
+    """``x << sh`` truncated to ``len(x)``: a level of AND-OR selects per bit of ``sh``, each bit
+    reaching its ``len(x)`` gates through buffers (:func:`hw.clock_gate.fanout`, with the
+    caller's ``platform``)."""
+    w = len(x)
+    for i in range(len(sh)):
+        s = fanout(m, platform, sh[i], w, f"{name}_s{i}")
+        nxt = Signal(w, name=f"{name}_ext{i}")
+        m.d.comb += nxt.eq(((x << (1 << i))[:w] & s) | (x & ~s))
+        x = nxt
+    return x
 
 
 def round_pack(m, v, A, cb, dw):
     """RNE to FP32 and pack, with the specials: NaN (NaN seen, +Inf and -Inf seen, or the
     overflow mark), Inf, +0. The increment is an AND prefix (no carry chain); a carry out of the
-    significand selects the next binade's exponent. Where the normalization formed them (the
-    window's, :mod:`hw.mu.window`), the kept significand's all-ones bit (``ones``) and both
-    exponents' overflow (``over0``, ``over1``) are only selected here; the subnormal flag
-    (``sub``) takes the field from the rounded significand."""
+    significand selects the next binade's exponent. Where the normalization formed them (both
+    :func:`normalize` and the window's, :mod:`hw.mu.window`), the kept significand's all-ones bit
+    (``ones``) and both exponents' overflow (``over0``, ``over1``) are only selected here; the
+    subnormal flag (``sub``, the window's) takes the field from the rounded significand."""
     sig = v["sig"]
     kept, guard, sticky = sig[2:], sig[1], sig[0]
     up = Signal(name="r_up")

@@ -42,7 +42,7 @@ from ..clock_gate import fanout, gated_assign
 from ..formats import BLOCK_FORMATS, get_block_format, get_format
 from ..fp.booth import dadda_reduce
 from ..fp.round import leading_zeros
-from .exact_drain import flags, prefix
+from .exact_drain import flags, prefix, shift_left
 from .numerics import EXACT_SPAN_MAX, dot_widths, scale_span
 from .scales import finish_sum
 
@@ -472,12 +472,7 @@ def _normalize(m, v, A, cb, ww, platform=None):
     m.d.comb += [sub.eq(lim < lz),
                  sh.eq(Mux(sub, Mux(lim < -(keep + 1), 0, lim + keep + 1), lz + keep + 1))]
     ext = Cat(Const(0, keep + 1), mag, Const(0, keep + 1))
-    w = len(ext)
-    for i in range(len(sh)):
-        s = fanout(m, platform, sh[i], w, f"wn_s{i}")
-        nxt = Signal(w, name=f"wn_ext{i}")
-        m.d.comb += nxt.eq(((ext << (1 << i))[:w] & s) | (ext & ~s))
-        ext = nxt
+    ext = shift_left(m, ext, sh, platform, name="wn")
     sig = Signal(keep + 1, name="wn_sig")  # {significand, guard, sticky}
     m.d.comb += sig.eq(Cat(ext[:len(ext) - keep].any(), ext[-keep:]))
     eb0, eb1 = Signal(10, name="wn_eb0"), Signal(10, name="wn_eb1")
