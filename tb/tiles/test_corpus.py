@@ -82,11 +82,11 @@ def test_plans():
     assert sum(s.width == 128 for s in quick) == 1
     assert {s.mode for s in quick} == set(corpus.MODES)
     rtl = corpus.rtl_quick()
-    # every float format through the RTL, every op at D = 64 in E4M3 and E2M1, D = 128 in E4M3;
-    # the integers' RTL runs are the D = 8 smoke
+    # every float format through the RTL, every op at D = 64 in E4M3 and E2M1 (D = 128 on the
+    # model: its unit build is in the full set); the integers' RTL runs are the D = 8 smoke
     floats = {f for f in MATRIX_FORMATS if not get_format(f).is_integer}
     assert {s.op for s in rtl} == set(minilm.OPS) and {s.fmt for s in rtl} == floats
-    assert {s.width for s in rtl} == {32, 64, 128} and {s.mode for s in rtl} == set(corpus.MODES)
+    assert {s.width for s in rtl} == {32, 64} and {s.mode for s in rtl} == set(corpus.MODES)
     for fmt in ("fp8_e4m3", "fp4_e2m1"):
         assert {s.op for s in rtl if (s.fmt, s.width) == (fmt, 64)} == set(minilm.OPS)
     assert {s.fmt for s in corpus.smoke()} == set(MATRIX_FORMATS)

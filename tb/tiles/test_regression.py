@@ -7,7 +7,7 @@ The quick subset (``-m quick``, what ``make test`` runs) checks the model side o
 (E5M2) and D = 64 (E2M1, E4M3), one D = 128 run and one D = 32 run of each other format (E3M2, E2M3,
 INT8, INT4), and sends the runs on the units CI builds through the RTL (every op at D = 64 in E2M1 on
 the Dadda tree and in E4M3 on the word-level tree, at D = 32 in E5M2 and the FP6 runs on the
-word-level tree, the D = 128 E4M3 run, and the D = 8 smoke runs of every format); the other RTL runs
+word-level tree, and the D = 8 smoke runs of every format); the other RTL runs, D = 128 among them,
 are ``full``.
 
 Each run asserts: the model in the ``fp32`` mode and the independent ``tb/tiles/exact.py`` agree bit
@@ -47,8 +47,8 @@ RUNS = [pytest.param(s, id=corpus._run_id(s),
         for s in corpus.plan(full=True)]
 SMOKE = [pytest.param(s, id=f"smoke-{corpus._run_id(s)}", marks=pytest.mark.quick) for s in corpus.smoke()]
 RUNS += SMOKE
-# CI sends the quick runs on the units it builds anyway through the RTL (corpus.rtl_quick: D = 32,
-# 64 and 128, every op, every float format); the rest of the plan is `full`.
+# CI sends the quick runs on the units it builds anyway through the RTL (corpus.rtl_quick: D = 32
+# and 64, every op, every float format); the rest of the plan, D = 128 among it, is `full`.
 RTL_QUICK = {corpus._run_id(s) for s in corpus.rtl_quick()}
 RTL_RUNS = [pytest.param(s, id=corpus._run_id(s),
                          marks=pytest.mark.quick if corpus._run_id(s) in RTL_QUICK else pytest.mark.full)
