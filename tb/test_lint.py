@@ -23,6 +23,7 @@ import subprocess
 
 import pytest
 
+from hw.clock_gate import with_cell_models
 from hw.designs import MU_WIDTHS, get_design
 from hw.formats import MATRIX_FORMATS, get_format
 from tb.sim import BUILD, verilator_env
@@ -76,8 +77,9 @@ def _stub(block) -> str:
 def _lint_units(net, by_block: bool) -> list:
     """(top module, Verilog text) pairs to lint: the whole netlist, or each module with stubs."""
     if not by_block:
-        return [(net.top, net.verilog)]
-    return [(name, block.verilog + "\n" + "".join(_stub(net.modules[c]) for c in block.children))
+        return [(net.top, with_cell_models(net.verilog))]
+    return [(name, with_cell_models(block.verilog + "\n"
+                                    + "".join(_stub(net.modules[c]) for c in block.children)))
             for name, block in net.modules.items()]
 
 
