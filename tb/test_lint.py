@@ -99,8 +99,8 @@ def _first_per_rule() -> tuple:
 #: Formats linted above D = 8 in the quick set: the first matrix format of each special-value rule
 #: (the blocks' code differs between formats only by the rule and the field widths, and every
 #: format's field widths are linted at D = 8); the others are ``full``. Above the first width linted
-#: block by block (D = 32) the quick set lints E4M3 only (each rule's code is linted whole at D = 16
-#: and block by block at D = 32; a wider D changes only the widths).
+#: block by block (D = 32) the quick set lints E4M3 at the widest D only (each rule's code is linted
+#: whole at D = 16 and block by block at D = 32; a wider D changes only the widths).
 WIDE_QUICK_FORMATS = _first_per_rule()
 WIDEST_QUICK_FORMAT = "fp8_e4m3"
 
@@ -110,7 +110,8 @@ def _marks(case):
     wide = design == "mu" and opts.get("width", 8) > MU_WIDTHS[0]
     if design == "mu" and opts.get("acc") == "exact" and not get_format(opts["fmt"]).has_nan:
         return [pytest.mark.full]   # quick: the exact mode in the formats with specials (E4M3, E5M2)
-    if design == "mu" and opts.get("width", 8) > BY_BLOCK[0] and opts["fmt"] != WIDEST_QUICK_FORMAT:
+    if design == "mu" and opts.get("width", 8) > BY_BLOCK[0] and (
+            opts["fmt"] != WIDEST_QUICK_FORMAT or opts["width"] != BY_BLOCK[-1]):
         return [pytest.mark.full]
     return [pytest.mark.full] if wide and opts["fmt"] not in WIDE_QUICK_FORMATS else []
 

@@ -103,9 +103,11 @@ def normalize(m, v, A, cb, dw, platform=None):
 def shift_left(m, x, sh, platform=None, *, name: str, per_buffer: int = 32):
     """``x << sh`` truncated to ``len(x)``: a level of AND-OR selects per bit of ``sh``, each bit
     reaching its ``len(x)`` selects through buffers of ``per_buffer`` selects each
-    (:func:`hw.clock_gate.fanout`, with the caller's ``platform``). The drain's normalization
-    uses 16: at 32 a shift of up to 32 bits (the narrow formats' sums) had no buffer, and its
-    leading-zero gates drove every select themselves (0.8 ns per gate at D = 64 INT4)."""
+    (:func:`hw.clock_gate.fanout`, with the caller's ``platform``; each select loads the bit
+    twice, as the shifted and as the held bit's enable). ``fanout`` adds no buffer where one
+    share covers the word, so a word of at most ``per_buffer`` bits is driven by the bit's own
+    gate: the drain's normalization, whose narrow formats shift words of 32 bits or fewer, uses
+    16."""
     w = len(x)
     for i in range(len(sh)):
         s = fanout(m, platform, sh[i], w, f"{name}_s{i}", per_buffer=per_buffer)

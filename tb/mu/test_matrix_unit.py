@@ -26,7 +26,7 @@ BUILDS = [
     pytest.param(8, "fp8_e4m3", 1, ["every_product"] + CORE, marks=quick, id="w8-e4m3"),
     pytest.param(8, "fp8_e5m2", 3, ["every_product"] + CORE, marks=full, id="w8-e5m2-r3"),
     pytest.param(8, "fp4_e2m1", 2, ["every_product"] + CORE, marks=full, id="w8-e2m1-r2"),
-    pytest.param(16, "fp4_e2m1", 2, ["every_product"] + CORE, marks=quick, id="w16-e2m1-r2"),
+    pytest.param(16, "fp4_e2m1", 2, ["every_product"] + CORE, marks=full, id="w16-e2m1-r2"),
     # D >= 32: the column is a Verilator hierarchical block (tb/sim.py), so builds take minutes,
     # not hours; simulation speed falls with D^2 (bit-level netlist), so these use R = 16 rows,
     # which the real-tile runs (tb/tiles/rtl.py) share.

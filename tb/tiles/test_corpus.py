@@ -82,13 +82,18 @@ def test_plans():
     assert sum(s.width == 128 for s in quick) == 1
     assert {s.mode for s in quick} == set(corpus.MODES)
     rtl = corpus.rtl_quick()
-    # every float format through the RTL, every op at D = 64 in E4M3 and E2M1 (D = 128 on the
-    # model: its unit build is in the full set); the integers' RTL runs are the D = 8 smoke
+    # every float format through the RTL, every op at D = 32 in E5M2 and once at D = 64, shared
+    # by E4M3 and E2M1, each in both modes (D = 128 on the model: its unit build is in the full
+    # set); the integers' RTL runs are the D = 8 smoke
     floats = {f for f in MATRIX_FORMATS if not get_format(f).is_integer}
     assert {s.op for s in rtl} == set(minilm.OPS) and {s.fmt for s in rtl} == floats
     assert {s.width for s in rtl} == {32, 64} and {s.mode for s in rtl} == set(corpus.MODES)
+    assert {s.op for s in rtl if (s.fmt, s.width) == ("fp8_e5m2", 32)} == set(minilm.OPS)
+    d64 = [s for s in rtl if s.width == 64]
+    assert sorted(s.op for s in d64) == sorted(minilm.OPS)
     for fmt in ("fp8_e4m3", "fp4_e2m1"):
-        assert {s.op for s in rtl if (s.fmt, s.width) == (fmt, 64)} == set(minilm.OPS)
+        assert {s.mode for s in d64 if s.fmt == fmt} == set(corpus.MODES), fmt
+        assert len([s for s in d64 if s.fmt == fmt]) == len(minilm.OPS) // 2, fmt
     assert {s.fmt for s in corpus.smoke()} == set(MATRIX_FORMATS)
     assert {corpus._run_id(s) for s in rtl} <= {corpus._run_id(s) for s in quick}
 

@@ -5,10 +5,10 @@ One test per planned run (:func:`tb.tiles.corpus.plan`): every study width
 classes x decode (M = 1) and prefill (M = 16), K accumulated over every tile of the real reduction.
 The quick subset (``-m quick``, what ``make test`` runs) checks the model side of every op at D = 32
 (E5M2) and D = 64 (E2M1, E4M3), one D = 128 run and one D = 32 run of each other format (E3M2, E2M3,
-INT8, INT4), and sends the runs on the units CI builds through the RTL (every op at D = 64 in E2M1 on
-the Dadda tree and in E4M3 on the word-level tree, at D = 32 in E5M2 and the FP6 runs on the
-word-level tree, and the D = 8 smoke runs of every format); the other RTL runs, D = 128 among them,
-are ``full``.
+INT8, INT4), and sends runs on the units CI builds through the RTL (every op at D = 32 in E5M2 and
+the FP6 runs on the word-level tree; every op once at D = 64, half of them in E2M1 on the Dadda tree
+and half in E4M3 on the word-level tree; and the D = 8 smoke runs of every format); the other RTL
+runs, D = 128 among them, are ``full``.
 
 Each run asserts: the model in the ``fp32`` mode and the independent ``tb/tiles/exact.py`` agree bit
 for bit; the model in the unit's recommended mode (:func:`hw.mu.numerics.default_acc`: ``exact``)
@@ -47,7 +47,7 @@ RUNS = [pytest.param(s, id=corpus._run_id(s),
         for s in corpus.plan(full=True)]
 SMOKE = [pytest.param(s, id=f"smoke-{corpus._run_id(s)}", marks=pytest.mark.quick) for s in corpus.smoke()]
 RUNS += SMOKE
-# CI sends the quick runs on the units it builds anyway through the RTL (corpus.rtl_quick: D = 32
+# CI sends quick runs on the units it builds anyway through the RTL (corpus.rtl_quick: D = 32
 # and 64, every op, every float format); the rest of the plan, D = 128 among it, is `full`.
 RTL_QUICK = {corpus._run_id(s) for s in corpus.rtl_quick()}
 RTL_RUNS = [pytest.param(s, id=corpus._run_id(s),
