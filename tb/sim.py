@@ -23,6 +23,7 @@ processes with an exclusive file lock; useful on a shared 2-core machine), ``HW_
 """
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -41,7 +42,8 @@ BUILD = REPO / "build" / "sim"
 #: built, for the CI budget (``docs/verification.md``).
 BUILD_LOG = BUILD / "build_times.jsonl"
 
-__all__ = ["run", "build", "verilator_env", "BUILD", "BUILD_LOG", "REPO", "FAST_BUILD_ARGS"]
+__all__ = ["run", "build", "verilator_env", "BUILD", "BUILD_LOG", "REPO", "FAST_BUILD_ARGS",
+           "LONG_SIM_BUILD_ARGS"]
 
 #: Verilator options for testbenches that touch only the top's ports, with hierarchical blocks:
 #:
@@ -49,10 +51,15 @@ __all__ = ["run", "build", "verilator_env", "BUILD", "BUILD_LOG", "REPO", "FAST_
 #:   read/write), so Verilator keeps each one as it is and the top gets a VPI symbol per instance
 #:   port, which makes a wide top slow to compile and several times slower to simulate
 #:   (``python -m tb.mu.bench`` measures build time and simulation rate).
-#: * ``-MAKEFLAGS OPT_FAST=-O2``: Verilator's own ``--build`` compiles the hierarchical blocks at
-#:   -O2 instead of -Os (about twice as fast to simulate); the top, compiled by cocotb's make, stays
-#:   at -Os.
-FAST_BUILD_ARGS = ("--no-public-flat-rw", "--public-depth", "1", "-MAKEFLAGS", "OPT_FAST=-O2")
+#: * ``-MAKEFLAGS OPT_FAST=-Og``: the hierarchical blocks (Verilator's own ``--build``) and the top
+#:   (cocotb's make, :func:`_top_make_flags`) are compiled at -Og instead of -Os. A test's
+#:   simulation is short beside its build, and -Og builds a unit in well under -O2's time while
+#:   simulating its tests and real tiles nearly as fast (``reports/ci_budget.md`` has the
+#:   measurement).
+FAST_BUILD_ARGS = ("--no-public-flat-rw", "--public-depth", "1", "-MAKEFLAGS", "OPT_FAST=-Og")
+#: As :data:`FAST_BUILD_ARGS` at -O2, for simulations much longer than their build: the BF16
+#: bank's millions of products, which -O2 simulates about a third faster than -Og.
+LONG_SIM_BUILD_ARGS = FAST_BUILD_ARGS[:-1] + ("OPT_FAST=-O2",)
 
 
 def verilator_env() -> dict:
@@ -172,10 +179,28 @@ def _build(sources, toplevel, sub, trace, build_args, timescale, hierarchical, l
             # never write the makefile, so this folder could not build again
             shutil.rmtree(sub)
         t0 = time.perf_counter()
-        runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=sub, waves=trace,
-                     timescale=timescale, build_args=_build_args(trace, build_args, hierarchical))
+        with _top_make_flags(build_args):
+            runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=sub, waves=trace,
+                         timescale=timescale,
+                         build_args=_build_args(trace, build_args, hierarchical))
         _log_build(sub, time.perf_counter() - t0, cold)
     return runner
+
+
+@contextlib.contextmanager
+def _top_make_flags(build_args):
+    """The ``OPT_*`` assignments among ``build_args``' ``-MAKEFLAGS`` values (which reach only
+    Verilator's own make of the hierarchical blocks) also given to cocotb's make of the top,
+    through the ``MAKEFLAGS`` environment variable, for the duration of the build."""
+    args = list(build_args or ())
+    opts = [v for k, v in itertools.pairwise(args) if k == "-MAKEFLAGS" and v.startswith("OPT_")]
+    old = os.environ.get("MAKEFLAGS", "")
+    if opts:
+        os.environ["MAKEFLAGS"] = " ".join([old, *opts]).strip()
+    try:
+        yield
+    finally:
+        os.environ["MAKEFLAGS"] = old
 
 
 def build(name: str, verilog: str, toplevel: str, *, hier_blocks=(), build_args=(),

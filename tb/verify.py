@@ -84,7 +84,7 @@ def _verify_bf16(params: dict, effort: dict, seed: int) -> tuple:
            "BF16_RANDOM": effort["bf16_random"], "BF16_STALL_CYCLES": effort["bf16_stall_cycles"],
            "BF16_SEED": seed}
     sim.run(name, net.verilog, "bf16_simtop", "tb.fp.bf16_mul_cocotb", env=env,
-            hier_blocks=net.blocks(), build_args=sim.FAST_BUILD_ARGS)
+            hier_blocks=net.blocks(), build_args=sim.LONG_SIM_BUILD_ARGS)
     return {"latency": top.latency(0), "lanes": lanes}
 
 

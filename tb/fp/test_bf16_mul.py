@@ -31,7 +31,7 @@ def _run(name, lanes, groups, **knobs) -> list:
            "BF16_RATE_OUT": rates}
     env.update({f"BF16_{k.upper()}": int(v) for k, v in knobs.items()})
     sim.run(name, net.verilog, "bf16_simtop", "tb.fp.bf16_mul_cocotb", env=env,
-            hier_blocks=net.blocks(), build_args=sim.FAST_BUILD_ARGS)
+            hier_blocks=net.blocks(), build_args=sim.LONG_SIM_BUILD_ARGS)
     return [json.loads(line) for line in rates.read_text().splitlines()]
 
 

@@ -84,4 +84,4 @@ def test_every_placement_bit_exact():
            "BF16_LATENCIES": json.dumps([top.latency(g) for g in range(len(top.groups))]),
            "BF16_BOUNDARY": 1, "BF16_RANDOM": 200_000, "BF16_STALL_CYCLES": 5_000}
     sim.run("bf16_mul-placements", net.verilog, "bf16_simtop", "tb.fp.bf16_mul_cocotb", env=env,
-            hier_blocks=net.blocks(), build_args=sim.FAST_BUILD_ARGS)
+            hier_blocks=net.blocks(), build_args=sim.LONG_SIM_BUILD_ARGS)
