@@ -98,11 +98,9 @@ def _first_per_rule() -> tuple:
 
 #: Formats linted above D = 8 in the quick set: the first matrix format of each special-value rule
 #: (the blocks' code differs between formats only by the rule and the field widths, and every
-#: format's field widths are linted at D = 8); the others are ``full``. Above D = 8 the quick set
-#: lints each rule block by block at D = 32 and E4M3 at the widest D only (a wider D changes only
-#: the widths); the whole unit is linted at D = 8 in every format and at D = 16 in the rows and
-#: stages extremes of ``LINT_CASES`` (E2M1, and E5M2 on the word tree), the plain D = 16 units in
-#: ``full``.
+#: format's field widths are linted at D = 8); the others are ``full``. Above the first width linted
+#: block by block (D = 32) the quick set lints E4M3 at the widest D only (each rule's code is linted
+#: whole at D = 16 and block by block at D = 32; a wider D changes only the widths).
 WIDE_QUICK_FORMATS = _first_per_rule()
 WIDEST_QUICK_FORMAT = "fp8_e4m3"
 
@@ -115,9 +113,6 @@ def _marks(case):
     if design == "mu" and opts.get("width", 8) > BY_BLOCK[0] and (
             opts["fmt"] != WIDEST_QUICK_FORMAT or opts["width"] != BY_BLOCK[-1]):
         return [pytest.mark.full]
-    if design == "mu" and set(opts) == {"width", "fmt", "acc"} and (
-            MU_WIDTHS[0] < opts["width"] < BY_BLOCK[0]):
-        return [pytest.mark.full]   # the plain units linted whole between D = 8 and D = 32
     return [pytest.mark.full] if wide and opts["fmt"] not in WIDE_QUICK_FORMATS else []
 
 

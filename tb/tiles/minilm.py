@@ -21,6 +21,12 @@ op          x (M x K)                    W (K x N)                    result
 =========== ============================ ============================ ==================
 
 Biases, the 1/sqrt(32) score scale, softmax, GELU and LayerNorm stay outside the matrix unit.
+
+The float32 products go through numpy's BLAS. OpenBLAS picks its kernel for the CPU, and kernels
+sum in different orders, so a product's last bits, and a few of the codes quantized from the next
+layer's inputs, can differ between CPU families (forcing another kernel with
+``OPENBLAS_CORETYPE`` on one machine shows it): the tiles, and the report counts that depend on
+their codes, repeat exactly on one machine, not across machines.
 """
 
 import importlib.util
