@@ -51,11 +51,11 @@ __all__ = ["run", "build", "verilator_env", "BUILD", "BUILD_LOG", "REPO", "FAST_
 #:   read/write), so Verilator keeps each one as it is and the top gets a VPI symbol per instance
 #:   port, which makes a wide top slow to compile and several times slower to simulate
 #:   (``python -m tb.mu.bench`` measures build time and simulation rate).
-#: * ``-MAKEFLAGS OPT_FAST=-Og``: the hierarchical blocks (Verilator's own ``--build``) and the top
-#:   (cocotb's make, :func:`_top_make_flags`) are compiled at -Og instead of -Os. A test's
-#:   simulation is short beside its build, and -Og builds a unit in well under -O2's time while
-#:   simulating its tests and real tiles nearly as fast (``reports/ci_budget.md`` has the
-#:   measurement).
+#: * ``-MAKEFLAGS OPT_FAST=-Og``: the design is compiled at -Og instead of -Os: a hierarchical
+#:   build's blocks and top by Verilator's own ``--build``, a flat build's top by cocotb's make
+#:   (:func:`_top_make_flags`). A test's simulation is short beside its build, and -Og builds a
+#:   unit in well under -O2's time while simulating its tests and real tiles nearly as fast
+#:   (``reports/ci_budget.md`` has the measurement).
 FAST_BUILD_ARGS = ("--no-public-flat-rw", "--public-depth", "1", "-MAKEFLAGS", "OPT_FAST=-Og")
 #: As :data:`FAST_BUILD_ARGS` at -O2, for simulations much longer than their build: the BF16
 #: bank's millions of products, which -O2 simulates about a third faster than -Og.
@@ -190,8 +190,9 @@ def _build(sources, toplevel, sub, trace, build_args, timescale, hierarchical, l
 @contextlib.contextmanager
 def _top_make_flags(build_args):
     """The ``OPT_*`` assignments among ``build_args``' ``-MAKEFLAGS`` values (which reach only
-    Verilator's own make of the hierarchical blocks) also given to cocotb's make of the top,
-    through the ``MAKEFLAGS`` environment variable, for the duration of the build."""
+    Verilator's own ``--build``, run for hierarchical builds) also given to cocotb's make, which
+    compiles a flat build's top, through the ``MAKEFLAGS`` environment variable for the duration
+    of the build."""
     args = list(build_args or ())
     opts = [v for k, v in itertools.pairwise(args) if k == "-MAKEFLAGS" and v.startswith("OPT_")]
     old = os.environ.get("MAKEFLAGS", "")
