@@ -45,6 +45,11 @@ BUILD_LOG = BUILD / "build_times.jsonl"
 __all__ = ["run", "build", "verilator_env", "BUILD", "BUILD_LOG", "REPO", "FAST_BUILD_ARGS",
            "LONG_SIM_BUILD_ARGS"]
 
+def _port_only_args(level: str) -> tuple:
+    """The options of :data:`FAST_BUILD_ARGS` with the design compiled at ``level``."""
+    return ("--no-public-flat-rw", "--public-depth", "1", "-MAKEFLAGS", f"OPT_FAST={level}")
+
+
 #: Verilator options for testbenches that touch only the top's ports, with hierarchical blocks:
 #:
 #: * ``--no-public-flat-rw --public-depth 1``: cocotb's runner makes every signal public (VPI
@@ -56,10 +61,10 @@ __all__ = ["run", "build", "verilator_env", "BUILD", "BUILD_LOG", "REPO", "FAST_
 #:   (:func:`_top_make_flags`). A test's simulation is short beside its build, and -Og builds a
 #:   unit in well under -O2's time while simulating its tests and real tiles nearly as fast
 #:   (``reports/ci_budget.md`` has the measurement).
-FAST_BUILD_ARGS = ("--no-public-flat-rw", "--public-depth", "1", "-MAKEFLAGS", "OPT_FAST=-Og")
+FAST_BUILD_ARGS = _port_only_args("-Og")
 #: As :data:`FAST_BUILD_ARGS` at -O2, for simulations much longer than their build: the BF16
 #: bank's millions of products, which -O2 simulates about a third faster than -Og.
-LONG_SIM_BUILD_ARGS = FAST_BUILD_ARGS[:-1] + ("OPT_FAST=-O2",)
+LONG_SIM_BUILD_ARGS = _port_only_args("-O2")
 
 
 def verilator_env() -> dict:
